@@ -1,0 +1,217 @@
+//! The one error type of tilefuse.
+//!
+//! Misuse is reported where it happens, naming the operation and the shapes
+//! involved; device failures come back from realization. Every variant is
+//! structured so callers can match on what went wrong.
+
+use crate::dtype::DType;
+
+/// A shape or index written out for messages: `[4, 8]`.
+pub type Dims = smallvec::SmallVec<[usize; 6]>;
+
+/// Everything that can go wrong in tilefuse.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Two operand shapes that do not broadcast together.
+    #[error("{op}: shapes {lhs:?} and {rhs:?} do not broadcast")]
+    ShapeMismatch {
+        /// The operation that was called.
+        op: &'static str,
+        /// Shape of the first operand.
+        lhs: Dims,
+        /// Shape of the second operand.
+        rhs: Dims,
+    },
+    /// An axis outside `-rank..rank`.
+    #[error("{op}: axis {axis} is out of range for shape {shape:?}")]
+    AxisOutOfRange {
+        /// The operation that was called.
+        op: &'static str,
+        /// The axis as given.
+        axis: isize,
+        /// The shape it was applied to.
+        shape: Dims,
+    },
+    /// A shape argument that is not valid for the operation (a reshape that
+    /// changes the element count, a permutation that is not one, a slice past
+    /// the end, ...).
+    #[error("{op}: {reason} (shape {shape:?}, argument {arg:?})")]
+    InvalidShape {
+        /// The operation that was called.
+        op: &'static str,
+        /// The shape it was applied to.
+        shape: Dims,
+        /// The shape or index argument that was rejected.
+        arg: Vec<isize>,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// An element type the operation does not accept.
+    #[error("{op}: dtype {dtype} is not supported ({reason})")]
+    UnsupportedDType {
+        /// The operation that was called.
+        op: &'static str,
+        /// The dtype that was rejected.
+        dtype: DType,
+        /// What the operation needs instead.
+        reason: &'static str,
+    },
+    /// Two operands of different dtypes where one dtype is required.
+    #[error("{op}: dtypes {lhs} and {rhs} differ")]
+    DTypeMismatch {
+        /// The operation that was called.
+        op: &'static str,
+        /// The first dtype.
+        lhs: DType,
+        /// The second dtype.
+        rhs: DType,
+    },
+    /// Data whose length does not match the shape it was given.
+    #[error("{op}: {len} elements do not fill shape {shape:?}")]
+    LengthMismatch {
+        /// The operation that was called.
+        op: &'static str,
+        /// The number of elements given.
+        len: usize,
+        /// The shape asked for.
+        shape: Dims,
+    },
+    /// A partition index outside a partition view's index space.
+    #[error(
+        "{op}: partition index {index:?} is outside the index space {space:?} (tensor {extents:?}, tile {tile:?})"
+    )]
+    PartitionOutOfRange {
+        /// The operation that was called.
+        op: &'static str,
+        /// The partition index given.
+        index: Dims,
+        /// The number of partitions along each axis.
+        space: Dims,
+        /// The extents of the tensor span.
+        extents: Dims,
+        /// The tile shape of the view.
+        tile: Dims,
+    },
+    /// An unmasked access to a partition that is partly out of bounds.
+    #[error(
+        "{op}: partition {index:?} is partly out of bounds (tensor {extents:?}, tile {tile:?}); use the masked form"
+    )]
+    PartlyOutOfBounds {
+        /// The operation that was called.
+        op: &'static str,
+        /// The partition index given.
+        index: Dims,
+        /// The extents of the tensor span.
+        extents: Dims,
+        /// The tile shape of the view.
+        tile: Dims,
+    },
+    /// A number of indices that does not match the rank.
+    #[error("{op}: {given} indices given for rank {rank} (tensor {extents:?}, tile {tile:?})")]
+    RankMismatch {
+        /// The operation that was called.
+        op: &'static str,
+        /// The number of indices given.
+        given: usize,
+        /// The rank expected.
+        rank: usize,
+        /// The extents of the tensor span.
+        extents: Dims,
+        /// The tile shape of the view.
+        tile: Dims,
+    },
+    /// A store through a span whose mapping is not injective (a zero stride
+    /// on an axis longer than one): two indices would write one element.
+    #[error("{op}: the span (extents {extents:?}, strides {strides:?}) maps several indices to one element; it cannot be stored to")]
+    NotInjective {
+        /// The operation that was called.
+        op: &'static str,
+        /// The extents of the span.
+        extents: Dims,
+        /// The strides of the span.
+        strides: Vec<isize>,
+    },
+    /// A span whose extents and strides reach outside the memory it was given.
+    #[error("{op}: extents {extents:?} with strides {strides:?} reach element {needed} but only {len} were given")]
+    SpanOutOfMemory {
+        /// The operation that was called.
+        op: &'static str,
+        /// The extents of the span.
+        extents: Dims,
+        /// The strides of the span.
+        strides: Vec<isize>,
+        /// One past the largest element offset the span reaches.
+        needed: usize,
+        /// The number of elements the memory holds.
+        len: usize,
+    },
+    /// A memory order and thread scope combination an operation does not allow.
+    #[error("{op}: memory order {order} with scope {scope} is not allowed ({reason})")]
+    InvalidOrdering {
+        /// The operation that was called.
+        op: &'static str,
+        /// The memory order given.
+        order: &'static str,
+        /// The thread scope given.
+        scope: &'static str,
+        /// Which combinations are allowed.
+        reason: &'static str,
+    },
+    /// Operands on different devices.
+    #[error("{op}: operands live on different devices ({lhs} and {rhs})")]
+    DeviceMismatch {
+        /// The operation that was called.
+        op: &'static str,
+        /// The first device.
+        lhs: String,
+        /// The second device.
+        rhs: String,
+    },
+    /// A kernel program that fails the verifier.
+    #[error("kernel program `{program}` is invalid: {reason}")]
+    InvalidProgram {
+        /// The program's name.
+        program: String,
+        /// The first check that failed.
+        reason: String,
+    },
+    /// No CUDA device could be used.
+    #[error("CUDA is not available: {reason}")]
+    CudaUnavailable {
+        /// Why (no driver, driver too old, no GPU, built without the `cuda` feature).
+        reason: String,
+    },
+    /// A CUDA driver call failed.
+    #[error("CUDA driver error in {call}: {message}")]
+    Driver {
+        /// The driver call or step that failed.
+        call: &'static str,
+        /// The driver's message.
+        message: String,
+    },
+    /// The driver's JIT refused a generated PTX module.
+    #[error("PTX of kernel `{program}` failed to load: {log}")]
+    PtxLoad {
+        /// The program's name.
+        program: String,
+        /// The JIT's error log.
+        log: String,
+    },
+    /// Device memory ran out, even after the cache was freed.
+    #[error("out of device memory allocating {bytes} bytes ({in_use} in use)")]
+    OutOfMemory {
+        /// The allocation that failed.
+        bytes: usize,
+        /// Bytes in use when it failed.
+        in_use: usize,
+    },
+}
+
+/// `Result` with tilefuse's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Shape or index as [`Dims`] for an error message.
+pub(crate) fn dims(xs: &[usize]) -> Dims {
+    xs.iter().copied().collect()
+}

@@ -1,0 +1,7 @@
+//! The op graph: a petgraph DAG of recorded operations.
+//!
+//! **Invariant:** `graph` knows nothing of devices or kernels.
+
+pub mod op;
+
+pub use op::{Axes, BinaryOp, Op, ReduceOp, UnaryOp};

@@ -1,0 +1,21 @@
+//! tilefuse: a tensor library with lazy tile-graph fusion.
+//!
+//! Tensor expressions are recorded, not run. When a result is asked for, the
+//! op graph is simplified, grouped into tile kernels over partition views and
+//! run on the CPU executor or, with the `cuda` feature and a GPU, as PTX
+//! generated in Rust.
+//!
+//! See `ARCHITECTURE.md` for the map of the crate.
+
+#![warn(missing_docs)]
+
+pub mod dtype;
+pub mod error;
+pub mod graph;
+pub mod shape;
+pub mod storage;
+pub mod tile;
+
+pub use dtype::{DType, Element, Scalar};
+pub use error::{Error, Result};
+pub use shape::Shape;

@@ -1,0 +1,200 @@
+//! Memory that holds tensor data: host buffers now, device buffers with the
+//! CUDA backend.
+
+use crate::dtype::{DType, Element, Scalar};
+use bytemuck::Pod;
+
+/// A typed, contiguous host buffer.
+///
+/// The bytes live in a `Vec<u64>`, so any element type can be viewed through
+/// `bytemuck` without copying or misalignment. Booleans are stored as one
+/// byte, 0 or 1.
+#[derive(Clone, PartialEq)]
+pub struct HostBuffer {
+    dtype: DType,
+    len: usize,
+    words: Vec<u64>,
+}
+
+impl std::fmt::Debug for HostBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HostBuffer({}, len {})", self.dtype, self.len)
+    }
+}
+
+impl HostBuffer {
+    /// A zero-filled buffer of `len` elements.
+    pub fn zeros(dtype: DType, len: usize) -> HostBuffer {
+        let bytes = len * dtype.size_in_bytes();
+        HostBuffer {
+            dtype,
+            len,
+            words: vec![0u64; bytes.div_ceil(8)],
+        }
+    }
+
+    /// A buffer holding a copy of `data`, whose Rust type must be `dtype`'s
+    /// storage type (`u8` for bool).
+    ///
+    /// # Panics
+    /// If `size_of::<T>()` differs from `dtype`'s element size.
+    pub fn from_pod<T: Pod>(dtype: DType, data: &[T]) -> HostBuffer {
+        let mut b = HostBuffer::zeros(dtype, data.len());
+        b.as_mut_slice::<T>().copy_from_slice(data);
+        b
+    }
+
+    /// A buffer of Rust elements.
+    pub fn from_elements<E: Element>(data: &[E]) -> HostBuffer {
+        let mut b = HostBuffer::zeros(E::DTYPE, data.len());
+        for (i, &x) in data.iter().enumerate() {
+            b.set(i, x.to_scalar());
+        }
+        b
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The raw bytes of the elements.
+    pub fn bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.words)[..self.len * self.dtype.size_in_bytes()]
+    }
+
+    /// The raw bytes of the elements, mutable.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        let n = self.len * self.dtype.size_in_bytes();
+        &mut bytemuck::cast_slice_mut(&mut self.words)[..n]
+    }
+
+    /// The elements viewed as `T`, zero-copy.
+    ///
+    /// # Panics
+    /// If `size_of::<T>()` differs from the dtype's element size.
+    pub fn as_slice<T: Pod>(&self) -> &[T] {
+        assert_eq!(
+            std::mem::size_of::<T>(),
+            self.dtype.size_in_bytes(),
+            "as_slice: element size of {}",
+            self.dtype
+        );
+        bytemuck::cast_slice(self.bytes())
+    }
+
+    /// The elements viewed as `T`, mutable and zero-copy.
+    ///
+    /// # Panics
+    /// If `size_of::<T>()` differs from the dtype's element size.
+    pub fn as_mut_slice<T: Pod>(&mut self) -> &mut [T] {
+        assert_eq!(
+            std::mem::size_of::<T>(),
+            self.dtype.size_in_bytes(),
+            "as_mut_slice: element size of {}",
+            self.dtype
+        );
+        bytemuck::cast_slice_mut(self.bytes_mut())
+    }
+
+    /// Element `i` as a scalar of the buffer's dtype.
+    pub fn get(&self, i: usize) -> Scalar {
+        let d = self.dtype;
+        match d {
+            DType::Bool => Scalar::Bool(self.as_slice::<u8>()[i] != 0),
+            DType::U8 => Scalar::Int(self.as_slice::<u8>()[i] as i128, d),
+            DType::I32 => Scalar::Int(self.as_slice::<i32>()[i] as i128, d),
+            DType::I64 => Scalar::Int(self.as_slice::<i64>()[i] as i128, d),
+            DType::U32 => Scalar::Int(self.as_slice::<u32>()[i] as i128, d),
+            DType::F16 => Scalar::Float(self.as_slice::<half::f16>()[i].to_f64(), d),
+            DType::BF16 => Scalar::Float(self.as_slice::<half::bf16>()[i].to_f64(), d),
+            DType::F32 => Scalar::Float(self.as_slice::<f32>()[i] as f64, d),
+            DType::F64 => Scalar::Float(self.as_slice::<f64>()[i], d),
+        }
+    }
+
+    /// Sets element `i` to `v`, rounded or wrapped to the buffer's dtype.
+    pub fn set(&mut self, i: usize, v: Scalar) {
+        let d = self.dtype;
+        let v = v.cast(d);
+        let int = |v: Scalar| match v {
+            Scalar::Int(x, _) => x,
+            Scalar::Bool(b) => b as i128,
+            Scalar::Float(x, _) => x as i128,
+        };
+        match d {
+            DType::Bool => self.as_mut_slice::<u8>()[i] = int(v) as u8,
+            DType::U8 => self.as_mut_slice::<u8>()[i] = int(v) as u8,
+            DType::I32 => self.as_mut_slice::<i32>()[i] = int(v) as i32,
+            DType::I64 => self.as_mut_slice::<i64>()[i] = int(v) as i64,
+            DType::U32 => self.as_mut_slice::<u32>()[i] = int(v) as u32,
+            DType::F16 => self.as_mut_slice::<half::f16>()[i] = half::f16::from_f64(v.to_f64()),
+            DType::BF16 => self.as_mut_slice::<half::bf16>()[i] = half::bf16::from_f64(v.to_f64()),
+            DType::F32 => self.as_mut_slice::<f32>()[i] = v.to_f64() as f32,
+            DType::F64 => self.as_mut_slice::<f64>()[i] = v.to_f64(),
+        }
+    }
+
+    /// The elements as Rust values of type `E`, converted from the buffer's
+    /// dtype as [`Scalar::cast`] does.
+    pub fn to_vec<E: Element>(&self) -> Vec<E> {
+        (0..self.len).map(|i| E::from_scalar(self.get(i))).collect()
+    }
+}
+
+/// Where a realized tensor's data lives.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Storage {
+    /// Host memory.
+    Host(HostBuffer),
+}
+
+impl Storage {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Storage::Host(b) => b.dtype(),
+        }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Storage::Host(b) => b.len(),
+        }
+    }
+
+    /// Whether the storage holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_rounds_and_get_reads_back() {
+        let mut b = HostBuffer::zeros(DType::BF16, 3);
+        b.set(0, Scalar::Float(1.0 / 3.0, DType::F64));
+        assert_eq!(
+            b.get(0),
+            Scalar::Float(half::bf16::from_f64(1.0 / 3.0).to_f64(), DType::BF16)
+        );
+        let mut i = HostBuffer::zeros(DType::U8, 1);
+        i.set(0, Scalar::Int(300, DType::I64));
+        assert_eq!(i.to_vec::<u8>(), vec![44]);
+    }
+}

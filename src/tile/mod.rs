@@ -1,0 +1,2 @@
+//! The tile vocabulary on the host: tiles, tensor spans, partition views,
+//! padding, memory order, thread scope and atomic partition updates.
