@@ -12,6 +12,7 @@
 pub mod dtype;
 pub mod error;
 pub mod graph;
+pub mod kernels;
 pub mod shape;
 pub mod storage;
 pub mod tile;

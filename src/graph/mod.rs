@@ -3,5 +3,7 @@
 //! **Invariant:** `graph` knows nothing of devices or kernels.
 
 pub mod op;
+pub mod subgraph;
 
 pub use op::{Axes, BinaryOp, Op, ReduceOp, UnaryOp};
+pub use subgraph::{SubNode, Subgraph};

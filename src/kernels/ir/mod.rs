@@ -1,0 +1,452 @@
+//! The tile kernel IR: programs over partition views.
+//!
+//! A [`Program`] is what fusion produces and what both back ends consume: the
+//! CPU executor (`kernels::cpu`) interprets it with typed loops over tiles,
+//! and `kernels::ptx_gen` lowers it to PTX text.
+//!
+//! # Execution model
+//!
+//! A program runs its [`Program::body`] once for every point of its
+//! [`Program::grid`] (an N-d index space; the points are independent and may
+//! run in any order or in parallel). Each run sees the grid point's
+//! coordinates, reads and writes global memory only through partition
+//! [`View`]s of its [`Param`]s, and holds intermediate results in tile
+//! values: SSA values with a static [`ValueType`] (dtype and tile shape).
+//! Accumulators ([`AccDecl`]) are the only mutable state; each grid point
+//! starts with its own copies set to their initial values.
+//!
+//! A [`View`] is the reference documents' partition view: a strided span of a
+//! parameter's memory (extents, strides, offset, all in elements) cut into
+//! tiles of a static shape. A load or store names a partition by one
+//! [`IndexExpr`] per axis, an affine function of one grid coordinate and one
+//! loop variable. Masked accesses use the view's padding for elements outside
+//! the extents and skip them when storing.
+//!
+//! Arithmetic on `f16`/`bf16` values is not allowed: lowering casts them to
+//! `f32` after loading and back before storing, so they round once.
+//!
+//! **Invariant:** `kernels::ir` knows nothing of petgraph, cudarc or threads.
+
+use crate::dtype::{DType, Scalar};
+use crate::graph::{BinaryOp, UnaryOp};
+use crate::tile::{Padding, ThreadScope};
+use smallvec::SmallVec;
+
+/// Extents, strides or indices of up to six axes without allocating.
+pub type Dims<T> = SmallVec<[T; 6]>;
+
+macro_rules! entity {
+    ($($(#[$m:meta])* $name:ident, $prefix:literal;)*) => {$(
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            /// The position in the program's table.
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, concat!($prefix, "{}"), self.0)
+            }
+        }
+    )*};
+}
+
+entity! {
+    /// A kernel parameter (a global buffer), printed `p0`.
+    ParamId, "p";
+    /// A partition view, printed `v0`.
+    ViewId, "v";
+    /// An SSA tile value, printed `%0`.
+    ValueId, "%";
+    /// A loop variable, printed `i0`.
+    LoopId, "i";
+    /// An accumulator, printed `acc0`.
+    AccId, "acc";
+}
+
+/// How a program uses a parameter's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Only loaded.
+    Read,
+    /// Only stored to (or updated atomically).
+    Write,
+    /// Both.
+    ReadWrite,
+}
+
+/// A global buffer the program reads or writes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Param {
+    /// A name for printing and debugging (`x`, `out`).
+    pub name: String,
+    /// The element type of the buffer.
+    pub dtype: DType,
+    /// The number of elements the buffer holds.
+    pub len: u64,
+    /// How the program uses it.
+    pub access: Access,
+    /// If set, the runtime fills the buffer with this value before the
+    /// program runs (the identity of a cross-tile atomic combine).
+    pub init: Option<ScalarKey>,
+}
+
+/// A [`Scalar`] that can be hashed and compared (floats by their bits).
+#[derive(Debug, Clone, Copy)]
+pub struct ScalarKey(pub Scalar);
+
+impl ScalarKey {
+    fn bits(&self) -> (u8, i128) {
+        match self.0 {
+            Scalar::Bool(b) => (0, b as i128),
+            Scalar::Int(i, d) => (1 + d as u8, i),
+            Scalar::Float(x, d) => (32 + d as u8, x.to_bits() as i128),
+        }
+    }
+}
+
+impl PartialEq for ScalarKey {
+    fn eq(&self, other: &ScalarKey) -> bool {
+        self.bits() == other.bits()
+    }
+}
+
+impl Eq for ScalarKey {}
+
+impl std::hash::Hash for ScalarKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.bits().hash(state)
+    }
+}
+
+/// A partition view of a parameter: a strided span cut into tiles.
+///
+/// Element `e` of the span (an index with `e[k] < extents[k]`) lives at
+/// `offset + sum(e[k] * strides[k])` in the parameter's buffer. Partition `I`
+/// covers the span indices `I[k] * tile[k] + j[k]` for `j[k] < tile[k]`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct View {
+    /// The parameter whose memory is viewed.
+    pub param: ParamId,
+    /// The extents of the span.
+    pub extents: Dims<u64>,
+    /// The strides of the span in elements (0 for a broadcast axis).
+    pub strides: Dims<i64>,
+    /// The element offset of index zero.
+    pub offset: u64,
+    /// The tile shape; same rank as `extents`.
+    pub tile: Dims<u32>,
+    /// The value masked loads give outside the extents.
+    pub padding: Padding,
+}
+
+impl View {
+    /// The number of partitions along each axis (`ceil(extent / tile)`).
+    pub fn index_space(&self) -> Dims<u64> {
+        self.extents
+            .iter()
+            .zip(&self.tile)
+            .map(|(&e, &t)| e.div_ceil(t as u64))
+            .collect()
+    }
+}
+
+/// One axis of a partition index:
+/// `constant + grid_coordinate[g] * g_coeff + loop_variable * l_coeff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct IndexExpr {
+    /// The constant term.
+    pub constant: u64,
+    /// A grid axis and its coefficient.
+    pub grid: Option<(u8, u64)>,
+    /// A loop variable and its coefficient.
+    pub loop_var: Option<(LoopId, u64)>,
+}
+
+impl IndexExpr {
+    /// The constant index `c`.
+    pub fn constant(c: u64) -> IndexExpr {
+        IndexExpr {
+            constant: c,
+            grid: None,
+            loop_var: None,
+        }
+    }
+
+    /// Grid coordinate `axis`.
+    pub fn grid(axis: u8) -> IndexExpr {
+        IndexExpr {
+            constant: 0,
+            grid: Some((axis, 1)),
+            loop_var: None,
+        }
+    }
+
+    /// Loop variable `var`.
+    pub fn loop_var(var: LoopId) -> IndexExpr {
+        IndexExpr {
+            constant: 0,
+            grid: None,
+            loop_var: Some((var, 1)),
+        }
+    }
+}
+
+/// A partition index: one expression per view axis.
+pub type PartitionIndex = Dims<IndexExpr>;
+
+/// The static type of a tile value.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ValueType {
+    /// The element type.
+    pub dtype: DType,
+    /// The tile shape (rank 0 to 6).
+    pub shape: Dims<u32>,
+}
+
+impl ValueType {
+    /// The number of elements of a tile of this type.
+    pub fn numel(&self) -> u64 {
+        self.shape.iter().map(|&d| d as u64).product()
+    }
+}
+
+/// An accumulator: a mutable tile that persists across loop iterations of
+/// one grid point.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AccDecl {
+    /// Its type.
+    pub ty: ValueType,
+    /// Its value at the start of each grid point.
+    pub init: ScalarKey,
+}
+
+/// In-tile reductions along one axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TileReduce {
+    /// Sum.
+    Sum,
+    /// Maximum, NaN-propagating.
+    Max,
+    /// Minimum, NaN-propagating.
+    Min,
+    /// Product.
+    Prod,
+}
+
+/// Read-modify-write operations of an atomic partition update (always
+/// relaxed order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AtomicOp {
+    /// Bitwise and (32/64-bit integers).
+    And,
+    /// Bitwise or (32/64-bit integers).
+    Or,
+    /// Bitwise xor (32/64-bit integers).
+    Xor,
+    /// Maximum (32/64-bit integers; f32 by a correct method on the GPU).
+    Max,
+    /// Minimum (32/64-bit integers; f32 by a correct method on the GPU).
+    Min,
+    /// Addition (integers, f32, f64, f16, bf16).
+    Add,
+    /// Subtraction (integers, f32, f64, f16, bf16).
+    Sub,
+}
+
+/// How transcendental functions are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MathMode {
+    /// Correct to a few ulp of f32 (the default).
+    #[default]
+    Precise,
+    /// Hardware approximations (`ex2.approx`, `tanh.approx`, ...).
+    Fast,
+}
+
+/// One instruction. `dst` values are defined exactly once; their types are
+/// in [`Program::values`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Inst {
+    /// Loads the partition `index` of `view` (its tile shape and the
+    /// parameter's dtype are `dst`'s type). Unmasked loads require the
+    /// partition to be in bounds.
+    Load {
+        /// The loaded tile.
+        dst: ValueId,
+        /// The view loaded from.
+        view: ViewId,
+        /// The partition.
+        index: PartitionIndex,
+        /// Whether out-of-bounds elements take the view's padding.
+        masked: bool,
+    },
+    /// Stores `src` (of the view's tile shape and the parameter's dtype) to
+    /// the partition `index` of `view`.
+    Store {
+        /// The view stored to.
+        view: ViewId,
+        /// The partition.
+        index: PartitionIndex,
+        /// The stored tile.
+        src: ValueId,
+        /// Whether out-of-bounds elements are skipped.
+        masked: bool,
+    },
+    /// A bool tile: which elements of partition `index` of `view` are in bounds.
+    InBounds {
+        /// The mask.
+        dst: ValueId,
+        /// The view.
+        view: ViewId,
+        /// The partition.
+        index: PartitionIndex,
+    },
+    /// A tile filled with one value (of `dst`'s dtype).
+    Const {
+        /// The tile.
+        dst: ValueId,
+        /// The value.
+        value: ScalarKey,
+    },
+    /// An `i64` tile holding each element's index along `axis` of the view
+    /// space: `index[axis] * tile[axis] + j[axis]` where `tile` is `dst`'s shape.
+    Iota {
+        /// The indices.
+        dst: ValueId,
+        /// The axis counted along.
+        axis: u8,
+        /// The partition index along that axis.
+        index: IndexExpr,
+    },
+    /// `dst = op(src)` elementwise.
+    Unary {
+        /// The result.
+        dst: ValueId,
+        /// The op.
+        op: UnaryOp,
+        /// The operand.
+        src: ValueId,
+    },
+    /// `dst = op(lhs, rhs)` elementwise; operands have `dst`'s shape.
+    Binary {
+        /// The result.
+        dst: ValueId,
+        /// The op.
+        op: BinaryOp,
+        /// The first operand.
+        lhs: ValueId,
+        /// The second operand.
+        rhs: ValueId,
+    },
+    /// `dst = cond ? on_true : on_false` elementwise.
+    Select {
+        /// The result.
+        dst: ValueId,
+        /// A bool tile.
+        cond: ValueId,
+        /// Taken where `cond` is true.
+        on_true: ValueId,
+        /// Taken where `cond` is false.
+        on_false: ValueId,
+    },
+    /// `src` converted to `dst`'s dtype (round to nearest even for floats,
+    /// truncation toward zero for float to integer, wrapping between integers).
+    Cast {
+        /// The result.
+        dst: ValueId,
+        /// The operand.
+        src: ValueId,
+    },
+    /// `src` with its size-1 axes repeated to `dst`'s shape (same rank).
+    Broadcast {
+        /// The result.
+        dst: ValueId,
+        /// The operand.
+        src: ValueId,
+    },
+    /// Reduction of `src` along `axis`, which `dst` keeps with length 1.
+    Reduce {
+        /// The result.
+        dst: ValueId,
+        /// The reduction.
+        op: TileReduce,
+        /// The operand.
+        src: ValueId,
+        /// The reduced axis.
+        axis: u8,
+    },
+    /// `acc = op(acc, src)` elementwise; `src` has the accumulator's type.
+    AccUpdate {
+        /// The accumulator.
+        acc: AccId,
+        /// `Add`, `Mul`, `Maximum` or `Minimum`.
+        op: BinaryOp,
+        /// The operand.
+        src: ValueId,
+    },
+    /// `dst = acc` (a snapshot of the accumulator).
+    AccRead {
+        /// The snapshot.
+        dst: ValueId,
+        /// The accumulator.
+        acc: AccId,
+    },
+    /// Runs `body` for `var = 0 .. count`. Values defined in `body` are not
+    /// visible after the loop; state crosses iterations through accumulators.
+    Loop {
+        /// The loop variable.
+        var: LoopId,
+        /// The number of iterations.
+        count: u64,
+        /// The instructions of one iteration.
+        body: Vec<Inst>,
+    },
+    /// A relaxed atomic update of each element of partition `index` of
+    /// `view` with the matching element of `src`.
+    Atomic {
+        /// The update.
+        op: AtomicOp,
+        /// The view updated.
+        view: ViewId,
+        /// The partition.
+        index: PartitionIndex,
+        /// The operand tile.
+        src: ValueId,
+        /// Whether out-of-bounds elements are skipped.
+        masked: bool,
+        /// Block or device scope.
+        scope: ThreadScope,
+    },
+    /// All threads working on one grid point wait here; placed by lowering
+    /// where one thread's stores must be seen by another's loads.
+    Barrier,
+}
+
+/// A tile kernel program. Build one with `Builder`, check it with `verify`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Program {
+    /// A name for printing, caching and error messages.
+    pub name: String,
+    /// The global buffers, in launch-argument order.
+    pub params: Vec<Param>,
+    /// The partition views of the parameters.
+    pub views: Vec<View>,
+    /// The types of the SSA values, indexed by [`ValueId`].
+    pub values: Vec<ValueType>,
+    /// The accumulators, indexed by [`AccId`].
+    pub accs: Vec<AccDecl>,
+    /// The number of loop variables ([`LoopId`]s are `0 .. loops`).
+    pub loops: u32,
+    /// The extents of the grid; the body runs once per point.
+    pub grid: Dims<u64>,
+    /// The instructions run at each grid point.
+    pub body: Vec<Inst>,
+    /// How transcendentals are computed (part of the cache key).
+    pub math: MathMode,
+}

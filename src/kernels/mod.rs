@@ -1,0 +1,3 @@
+//! Tile kernels: the IR, and its two back ends.
+
+pub mod ir;
