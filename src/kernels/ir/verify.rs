@@ -606,7 +606,7 @@ fn scalar_fits(value: ScalarKey, dtype: DType) -> Check {
         Scalar::Float(_, d) => d == dtype && dtype.is_float(),
     };
     if !kind_ok {
-        return Err(format!("{} is not a {dtype} scalar", value.0));
+        return Err(format!("{} is not a scalar of dtype {dtype}", value.0));
     }
     if ScalarKey(value.0.cast(dtype)) != value {
         return Err(format!("{} is not representable as {dtype}", value.0));

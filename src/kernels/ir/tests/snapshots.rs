@@ -47,7 +47,7 @@ pub(super) fn add_one() -> crate::Result<Program> {
 }
 
 #[test]
-fn add_one_prints() {
+pub(super) fn add_one_prints() {
     check(
         add_one(),
         r"
