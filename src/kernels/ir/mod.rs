@@ -472,7 +472,7 @@ pub enum Inst {
 }
 
 /// A tile kernel program. Build one with [`Builder`], check it with
-/// [`verify()`]; it prints in the text form of the `print` module.
+/// [`verify()`]; its `Display` is a stable text form, one instruction a line.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Program {
     /// A name for printing, caching and error messages.
