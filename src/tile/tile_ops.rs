@@ -33,12 +33,6 @@ impl<E: TileElement, S: TileShape> TileOperand<E, S> for Tile<E, S> {
     }
 }
 
-impl<E: TileElement, S: TileShape> TileOperand<E, S> for &Tile<E, S> {
-    fn into_tile(self) -> Tile<E, S> {
-        *self
-    }
-}
-
 impl<E: TileElement, S: TileShape> TileOperand<E, S> for E {
     fn into_tile(self) -> Tile<E, S> {
         Tile::full(self)
