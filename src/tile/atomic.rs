@@ -192,7 +192,16 @@ mod sealed {
 pub trait AtomicArith: TileElement + sealed::Sealed {}
 
 /// Element types of `atomic_and`, `atomic_or`, `atomic_xor`, `atomic_max` and
-/// `atomic_min`: `i32`, `u32`, `i64` and `u64`.
+/// `atomic_min`: `i32`, `u32`, `i64` and `u64`. Other types do not compile:
+///
+/// ```compile_fail
+/// use tilefuse::tile::{MemoryOrder, PartitionView, Tile, TensorSpanMut, ThreadScope, S1};
+///
+/// let mut x = [1.0f32; 2];
+/// let p = PartitionView::new(TensorSpanMut::contiguous(&mut x, &[2])?, S1::<2>)?;
+/// p.atomic_and(Tile::full(1.0f32), MemoryOrder::Relaxed, ThreadScope::Device, [0])?;
+/// # Ok::<(), tilefuse::Error>(())
+/// ```
 pub trait AtomicInteger: AtomicArith {}
 
 impl AtomicArith for i32 {}

@@ -216,31 +216,21 @@ pub trait Numeric: TileElement {
     fn tile_neg(self) -> Self;
     /// The greater of the two, NaN if either is NaN.
     fn tile_max(self, rhs: Self) -> Self {
-        if self.partial_cmp(&rhs).is_none() {
-            if self.partial_cmp(&self).is_none() {
-                self
-            } else {
-                rhs
-            }
-        } else if rhs > self {
-            rhs
-        } else {
-            self
-        }
+        nan_or(self, rhs, rhs > self)
     }
     /// The lesser of the two, NaN if either is NaN.
     fn tile_min(self, rhs: Self) -> Self {
-        if self.partial_cmp(&rhs).is_none() {
-            if self.partial_cmp(&self).is_none() {
-                self
-            } else {
-                rhs
-            }
-        } else if rhs < self {
-            rhs
-        } else {
-            self
-        }
+        nan_or(self, rhs, rhs < self)
+    }
+}
+
+/// `a` if it is NaN, else `b` if it is NaN or `take_b`, else `a`.
+fn nan_or<E: PartialOrd>(a: E, b: E, take_b: bool) -> E {
+    let is_nan = |x: &E| x.partial_cmp(x).is_none();
+    if !is_nan(&a) && (take_b || is_nan(&b)) {
+        b
+    } else {
+        a
     }
 }
 

@@ -129,7 +129,13 @@ impl Singleton for S5<1, 1, 1, 1, 1> {}
 
 /// A shape with axis `AXIS` replaced by 1: the shape of a reduction along
 /// that axis. Implemented for every axis below the rank, so reducing along an
-/// axis the shape does not have is a compile error.
+/// axis the shape does not have is a compile error:
+///
+/// ```compile_fail
+/// use tilefuse::tile::{Tile, S2};
+///
+/// let _ = Tile::<i32, S2<2, 2>>::zeros().reduce_sum::<2>();
+/// ```
 pub trait ReduceAxis<const AXIS: usize>: TileShape {
     /// The shape with extent 1 at `AXIS`.
     type Reduced: TileShape;
@@ -194,6 +200,27 @@ impl<const A: usize, const B: usize, const C: usize, const D: usize, const F: us
 /// A partition index for a view of shape `S`: either an array `[usize; R]`
 /// whose length `R` is the rank of `S` (a wrong length does not compile), or
 /// a slice `&[usize]`, whose length is checked when it is used.
+///
+/// ```
+/// use tilefuse::tile::{PartitionView, TensorSpan, S2};
+///
+/// let x = [0; 16];
+/// let p = PartitionView::new(TensorSpan::contiguous(&x, &[4, 4])?, S2::<2, 2>)?;
+/// assert!(p.load([1, 1]).is_ok());
+/// assert!(p.load(&[1, 1, 0][..]).is_err()); // `Error::RankMismatch`.
+/// # Ok::<(), tilefuse::Error>(())
+/// ```
+///
+/// An array of the wrong length is a compile error:
+///
+/// ```compile_fail
+/// use tilefuse::tile::{PartitionView, TensorSpan, S2};
+///
+/// let x = [0; 16];
+/// let p = PartitionView::new(TensorSpan::contiguous(&x, &[4, 4])?, S2::<2, 2>)?;
+/// let _ = p.load([1, 1, 0]);
+/// # Ok::<(), tilefuse::Error>(())
+/// ```
 pub trait PartitionIndex<S: TileShape> {
     /// The index as a slice.
     fn as_indices(&self) -> &[usize];

@@ -129,7 +129,9 @@ impl SpanLayout {
     /// of their strides: if each stride exceeds the reach of all smaller ones
     /// the map is injective. Otherwise (a zero stride, overlapping strides, or
     /// an unusual but injective interleaving) it marks every element the span
-    /// reaches in a bitset, which costs one bit per element of memory.
+    /// reaches in a bitset, which costs one bit and at most one visit per
+    /// element of memory (a span with more indices than that cannot be
+    /// injective and is rejected at once).
     pub fn is_injective(&self) -> bool {
         if self.extents.contains(&0) {
             return true;
@@ -152,6 +154,11 @@ impl SpanLayout {
             return true;
         }
         let (low, high) = self.reach();
+        let elements = self.extents.iter().try_fold(1i128, |n, &e| n.checked_mul(e as i128));
+        if elements.map_or(true, |n| n > high - low + 1) {
+            // More indices than elements they can reach: two must share one.
+            return false;
+        }
         let mut seen = vec![0u64; ((high - low) as usize) / 64 + 1];
         let mut injective = true;
         for_each_index(&self.extents, |index| {
@@ -376,6 +383,10 @@ mod tests {
         assert!(!injective(&[4, 3], &[2, 3]), "index (3, 0) and (0, 2) both reach 6");
         assert!(injective(&[2, 2], &[-1, 2]));
         assert!(injective(&[0, 5], &[0, 0]), "an empty span");
+        assert!(
+            !injective(&[usize::MAX, usize::MAX], &[0, 0]),
+            "rejected without visiting the indices"
+        );
     }
 
     #[test]
