@@ -221,9 +221,10 @@ impl<'a, E: TileElement> TensorSpan<'a, E> {
 /// and it never creates a reference to an element. It accesses element
 /// `o` only through `Atomic*::from_ptr` on a pointer to it, where `o` comes
 /// from a [`SpanLayout`] checked against the memory's length (and is checked
-/// again before the access). Construction checks that the memory is aligned
-/// for the atomic type of `E`'s size, and every access to the memory is of
-/// that one size, so the rules of `from_ptr` hold: no data race, no
+/// again before the access). A compile-time check in construction makes sure
+/// `E` is at least as aligned as the atomic type of its size, so every
+/// element pointer is aligned for it; and every access to the memory is of
+/// that one size. So the rules of `from_ptr` hold: no data race, no
 /// misaligned or mixed-size atomic access.
 #[derive(Debug, Clone)]
 pub struct TensorSpanMut<'a, E> {
