@@ -146,6 +146,21 @@ pub enum Error {
         /// The number of elements the memory holds.
         len: usize,
     },
+    /// A masked load padding the element type has no value for (every
+    /// padding but zero needs a floating-point element type).
+    #[error("{op}: padding {padding} is not a value of element type {element} (tensor {extents:?}, tile {tile:?})")]
+    IncompatiblePadding {
+        /// The operation that was called.
+        op: &'static str,
+        /// The padding given.
+        padding: crate::tile::Padding,
+        /// The element type of the view.
+        element: &'static str,
+        /// The extents of the tensor span.
+        extents: Dims,
+        /// The tile shape of the view.
+        tile: Dims,
+    },
     /// A memory order and thread scope combination an operation does not allow.
     #[error("{op}: memory order {order} with scope {scope} is not allowed ({reason})")]
     InvalidOrdering {
