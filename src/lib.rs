@@ -8,15 +8,23 @@
 //! See `ARCHITECTURE.md` for the map of the crate.
 
 #![warn(missing_docs)]
+// Errors carry their shapes inline so they can be matched on; they are made
+// only on misuse or device failure, so their size costs nothing on hot paths.
+#![allow(clippy::result_large_err)]
 
+pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod graph;
 pub mod kernels;
+pub(crate) mod runtime;
 pub mod shape;
 pub mod storage;
+pub mod tensor;
 pub mod tile;
 
+pub use device::Device;
 pub use dtype::{DType, Element, Scalar};
 pub use error::{Error, Result};
 pub use shape::Shape;
+pub use tensor::Tensor;

@@ -2,8 +2,13 @@
 //!
 //! **Invariant:** `graph` knows nothing of devices or kernels.
 
+pub mod dot;
+mod fold;
 pub mod op;
+pub mod store;
 pub mod subgraph;
 
 pub use op::{Axes, BinaryOp, Op, ReduceOp, UnaryOp};
+pub use petgraph::stable_graph::NodeIndex;
+pub use store::{extract, live_nodes, with_graph, Graph, Node};
 pub use subgraph::{SubNode, Subgraph};
