@@ -5,6 +5,7 @@
 pub mod dot;
 mod fold;
 pub mod op;
+pub mod reference;
 pub mod store;
 pub mod subgraph;
 

@@ -67,7 +67,7 @@ fn simplify(sub: Subgraph) -> Subgraph {
 
 /// One row-major host buffer per output of `sub`.
 fn evaluate(sub: &Subgraph) -> Result<Vec<HostBuffer>> {
-    stand_in::evaluate(sub)
+    graph::reference::evaluate(sub)
 }
 
 /// Stores each computed buffer in its node.
@@ -79,37 +79,4 @@ fn write_back(nodes: &[NodeIndex], buffers: Vec<HostBuffer>) {
             g.set_data(n, s);
         }
     });
-}
-
-/// A stand-in for the reference evaluator that computes leaves only.
-mod stand_in {
-    use crate::error::{Error, Result};
-    use crate::graph::{Op, Subgraph};
-    use crate::storage::{HostBuffer, Storage};
-
-    pub(super) fn evaluate(sub: &Subgraph) -> Result<Vec<HostBuffer>> {
-        sub.outputs
-            .iter()
-            .map(|&o| {
-                let n = &sub.nodes[o];
-                match &n.op {
-                    Op::Data(s) => {
-                        let Storage::Host(b) = &**s;
-                        Ok(b.clone())
-                    }
-                    Op::Full(v) => {
-                        let mut b = HostBuffer::zeros(n.dtype, n.shape.numel());
-                        for i in 0..b.len() {
-                            b.set(i, *v);
-                        }
-                        Ok(b)
-                    }
-                    op => Err(Error::InvalidProgram {
-                        program: "reference".into(),
-                        reason: format!("{} is not evaluated", op.name()),
-                    }),
-                }
-            })
-            .collect()
-    }
 }
