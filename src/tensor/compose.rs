@@ -41,10 +41,13 @@ impl Tensor {
             let e = x.try_sub(&m)?.exp();
             e.try_div(&e.try_sum(&[axis], true)?)
         }
-        /// `x - logsumexp(x)` along `axis`.
+        /// `x - logsumexp(x)` along `axis`, computed as
+        /// `(x - max) - log(sum(exp(x - max)))` so no precision is lost to
+        /// adding the maximum back.
         pub fn log_softmax / try_log_softmax(&self, axis: isize) -> Tensor {
             let x = self.as_float();
-            x.try_sub(&x.try_logsumexp(&[axis], true).map_err(|e| rename(e, "log_softmax"))?)
+            let d = x.try_sub(&x.finite_max("log_softmax", &[axis])?)?;
+            d.try_sub(&d.exp().try_sum(&[axis], true)?.log())
         }
         /// `log(sum(exp(x)))` over `axes`, computed as `m + log(sum(exp(x - m)))`
         /// with `m` the maximum (infinite maxima give the infinite result).
