@@ -11,5 +11,6 @@ pub mod subgraph;
 
 pub use op::{Axes, BinaryOp, Op, ReduceOp, UnaryOp};
 pub use petgraph::stable_graph::NodeIndex;
-pub use store::{extract, live_nodes, with_graph, Graph, Node};
+pub(crate) use store::with_graph;
+pub use store::{extract, live_nodes, Graph, Node};
 pub use subgraph::{SubNode, Subgraph};

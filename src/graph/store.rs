@@ -1,6 +1,6 @@
 //! The live op graph that tensor handles point into.
 //!
-//! There is one graph per process, behind a mutex ([`with_graph`]), so a
+//! There is one graph per process, behind a mutex (`with_graph`, inside the crate), so a
 //! [`Tensor`](crate::Tensor) is `Send + Sync` and tensors built on different
 //! threads can be combined. Each node counts the tensor handles that point at
 //! it; a node that no handle and no other node uses is removed at once, and
@@ -62,7 +62,7 @@ static GRAPH: LazyLock<Mutex<Graph>> = LazyLock::new(Mutex::default);
 /// Runs `f` with the process's op graph locked.
 ///
 /// `f` must not drop a tensor handle (that would lock the graph again).
-pub fn with_graph<R>(f: impl FnOnce(&mut Graph) -> R) -> R {
+pub(crate) fn with_graph<R>(f: impl FnOnce(&mut Graph) -> R) -> R {
     let mut g = GRAPH.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     f(&mut g)
 }
@@ -101,7 +101,7 @@ impl Graph {
     /// node or a folded constant (see the module docs).
     ///
     /// The caller checks that the op is well formed for its inputs.
-    pub fn insert(&mut self, op: Op, inputs: &[NodeIndex], shape: Shape, dtype: DType) -> NodeIndex {
+    pub(crate) fn insert(&mut self, op: Op, inputs: &[NodeIndex], shape: Shape, dtype: DType) -> NodeIndex {
         let (op, inputs) = self.simplify(op, inputs, &shape, dtype);
         let key: Key = (op, inputs, shape, dtype);
         let n = match self.cse.get(&key) {
@@ -159,12 +159,12 @@ impl Graph {
     }
 
     /// Takes one more handle on `n`.
-    pub fn retain(&mut self, n: NodeIndex) {
+    pub(crate) fn retain(&mut self, n: NodeIndex) {
         self.dag[n].handles += 1;
     }
 
     /// Gives back one handle on `n`, removing every node that becomes unreachable.
-    pub fn release(&mut self, n: NodeIndex) {
+    pub(crate) fn release(&mut self, n: NodeIndex) {
         let node = &mut self.dag[n];
         node.handles = node
             .handles
@@ -198,7 +198,7 @@ impl Graph {
 
     /// Replaces `n`'s op by realized data, dropping its operand edges and any
     /// node that was only reachable through them.
-    pub fn set_data(&mut self, n: NodeIndex, data: Arc<Storage>) {
+    pub(crate) fn set_data(&mut self, n: NodeIndex, data: Arc<Storage>) {
         let old = self.dag[n].clone();
         if matches!(old.op, Op::Data(_)) {
             return;

@@ -5,7 +5,7 @@
 //! while work runs, so other threads keep recording ops meanwhile.
 
 use crate::device::Device;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::graph::{self, NodeIndex, Op, Subgraph};
 use crate::storage::{HostBuffer, Storage};
 use crate::tensor::Tensor;
@@ -26,17 +26,12 @@ pub(crate) fn realize(outputs: &[&Tensor]) -> Result<()> {
 
 /// Fails for tensors on a device this build cannot run on.
 fn check_devices(outputs: &[&Tensor]) -> Result<()> {
-    match outputs.iter().map(|t| t.device()).find(|d| *d != Device::Cpu) {
-        Some(d) => Err(Device::cuda(match d {
-            Device::Cuda(i) => i,
-            Device::Cpu => unreachable!("filtered above"),
-        })
-        .err()
-        .unwrap_or(Error::CudaUnavailable {
-            reason: format!("{d} cannot run work in this build"),
-        })),
-        None => Ok(()),
+    for t in outputs {
+        if let Device::Cuda(ordinal) = t.device() {
+            Device::cuda(ordinal)?;
+        }
     }
+    Ok(())
 }
 
 /// The distinct output nodes that still need computing, and the subgraph
