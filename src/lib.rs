@@ -8,8 +8,8 @@
 //! See `ARCHITECTURE.md` for the map of the crate.
 
 #![warn(missing_docs)]
-// Errors carry their shapes inline so they can be matched on; they are made
-// only on misuse or device failure, so their size costs nothing on hot paths.
+// `Error` carries its shapes inline so that building a message needs no
+// allocation; it is returned only on misuse, so its size does not matter.
 #![allow(clippy::result_large_err)]
 
 pub mod device;
