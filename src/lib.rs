@@ -12,14 +12,19 @@
 // allocation; it is returned only on misuse, so its size does not matter.
 #![allow(clippy::result_large_err)]
 
+pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod graph;
 pub mod kernels;
+pub(crate) mod runtime;
 pub mod shape;
 pub mod storage;
+pub mod tensor;
 pub mod tile;
 
+pub use device::Device;
 pub use dtype::{DType, Element, Scalar};
 pub use error::{Error, Result};
 pub use shape::Shape;
+pub use tensor::Tensor;

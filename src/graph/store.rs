@@ -1,0 +1,321 @@
+//! The live op graph that tensor handles point into.
+//!
+//! There is one graph per process, behind a mutex (`with_graph`, inside the crate), so a
+//! [`Tensor`](crate::Tensor) is `Send + Sync` and tensors built on different
+//! threads can be combined. Each node counts the tensor handles that point at
+//! it; a node that no handle and no other node uses is removed at once, and
+//! its inputs are checked in turn (with a work list, never by recursion, so a
+//! chain of a million nodes is freed without deep stacks).
+//!
+//! Insertion simplifies as it goes:
+//! - **CSE:** a node equal to a live one (same op, inputs, shape and dtype;
+//!   data compared by allocation) is not added again: the live one is returned.
+//! - **Constant folding:** an elementwise op whose inputs are all `Full`
+//!   constants becomes a `Full`; a view of a `Full` is a `Full` of the new shape.
+//! - **View peepholes:** a reshape of a reshape reads the original input.
+//!
+//! **Invariant:** a node's `inputs` and its incoming edges describe the same
+//! operands; edges point from an input to its user.
+
+use super::fold;
+use super::op::Op;
+use super::subgraph::{SubNode, Subgraph};
+use crate::dtype::DType;
+use crate::shape::Shape;
+use crate::storage::Storage;
+use petgraph::stable_graph::{NodeIndex, StableGraph};
+use petgraph::Direction;
+use smallvec::SmallVec;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+/// Input lists of nodes.
+pub type Inputs = SmallVec<[NodeIndex; 3]>;
+
+/// One recorded operation.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// The operation.
+    pub op: Op,
+    /// The output shape.
+    pub shape: Shape,
+    /// The output dtype.
+    pub dtype: DType,
+    /// The operands, in order.
+    pub inputs: Inputs,
+    /// How many tensor handles point at this node.
+    handles: usize,
+}
+
+/// The key under which common-subexpression elimination finds a node.
+type Key = (Op, Inputs, Shape, DType);
+
+/// The op graph: nodes, their operand edges and the CSE table.
+#[derive(Default)]
+pub struct Graph {
+    dag: StableGraph<Node, u8>,
+    cse: HashMap<Key, NodeIndex>,
+}
+
+static GRAPH: LazyLock<Mutex<Graph>> = LazyLock::new(Mutex::default);
+
+/// Runs `f` with the process's op graph locked.
+///
+/// `f` must not drop a tensor handle (that would lock the graph again).
+pub(crate) fn with_graph<R>(f: impl FnOnce(&mut Graph) -> R) -> R {
+    let mut g = GRAPH.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    f(&mut g)
+}
+
+/// The number of nodes in the live graph, across all threads.
+pub fn live_nodes() -> usize {
+    with_graph(|g| g.len())
+}
+
+/// The nodes `outputs` depend on, detached from the live graph (see [`Graph::extract`]).
+pub fn extract(outputs: &[NodeIndex]) -> Subgraph {
+    with_graph(|g| g.extract(outputs))
+}
+
+impl Graph {
+    /// The number of live nodes.
+    pub fn len(&self) -> usize {
+        self.dag.node_count()
+    }
+
+    /// Whether the graph holds no node.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The node at `n`.
+    ///
+    /// # Panics
+    /// If `n` is not a live node.
+    pub fn node(&self, n: NodeIndex) -> &Node {
+        &self.dag[n]
+    }
+
+    /// Records `op` on `inputs` with the given output shape and dtype, and
+    /// takes one handle on the resulting node, which may be an existing equal
+    /// node or a folded constant (see the module docs).
+    ///
+    /// The caller checks that the op is well formed for its inputs.
+    pub(crate) fn insert(&mut self, op: Op, inputs: &[NodeIndex], shape: Shape, dtype: DType) -> NodeIndex {
+        let (op, inputs) = self.simplify(op, inputs, &shape, dtype);
+        let key: Key = (op, inputs, shape, dtype);
+        let n = match self.cse.get(&key) {
+            Some(&n) => n,
+            None => {
+                let (op, inputs, shape, dtype) = key.clone();
+                let n = self.dag.add_node(Node {
+                    op,
+                    shape,
+                    dtype,
+                    inputs: inputs.clone(),
+                    handles: 0,
+                });
+                for (pos, &i) in inputs.iter().enumerate() {
+                    self.dag.add_edge(i, n, pos as u8);
+                }
+                self.cse.insert(key, n);
+                n
+            }
+        };
+        self.dag[n].handles += 1;
+        n
+    }
+
+    /// Rewrites an op before it is recorded: folding and view peepholes.
+    fn simplify(&self, op: Op, inputs: &[NodeIndex], shape: &Shape, dtype: DType) -> (Op, Inputs) {
+        let nodes: SmallVec<[&Node; 3]> = inputs.iter().map(|&i| &self.dag[i]).collect();
+        let consts: Option<SmallVec<[_; 3]>> = nodes
+            .iter()
+            .map(|n| match n.op {
+                Op::Full(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        if let Some(consts) = consts.filter(|c| !c.is_empty()) {
+            if let Some(s) = fold::fold(&op, &consts, dtype) {
+                return (Op::Full(s), Inputs::new());
+            }
+        }
+        if let (Op::Reshape, [input]) = (&op, nodes.as_slice()) {
+            // A reshape reads the elements of its source in row-major order,
+            // so a reshape of a reshape reads the inner one's source.
+            let source = match input.op {
+                Op::Reshape => input.inputs[0],
+                _ => inputs[0],
+            };
+            let src = &self.dag[source];
+            if src.shape == *shape {
+                // The key of the source itself: CSE returns it.
+                return (src.op.clone(), src.inputs.clone());
+            }
+            return (Op::Reshape, Inputs::from_elem(source, 1));
+        }
+        (op, inputs.iter().copied().collect())
+    }
+
+    /// Takes one more handle on `n`.
+    pub(crate) fn retain(&mut self, n: NodeIndex) {
+        self.dag[n].handles += 1;
+    }
+
+    /// Gives back one handle on `n`, removing every node that becomes unreachable.
+    pub(crate) fn release(&mut self, n: NodeIndex) {
+        let node = &mut self.dag[n];
+        node.handles = node
+            .handles
+            .checked_sub(1)
+            .expect("a node released more often than retained");
+        self.collect(n);
+    }
+
+    /// Removes `start` if it is dead, then every input that dies with it.
+    fn collect(&mut self, start: NodeIndex) {
+        let mut work = vec![start];
+        while let Some(n) = work.pop() {
+            let Some(node) = self.dag.node_weight(n) else { continue };
+            let used = self.dag.neighbors_directed(n, Direction::Outgoing).next().is_some();
+            if node.handles > 0 || used {
+                continue;
+            }
+            let node = self.dag.remove_node(n).expect("checked above");
+            self.forget(&node, n);
+            work.extend(node.inputs);
+        }
+    }
+
+    /// Removes `node`'s CSE entry if it points at `n`.
+    fn forget(&mut self, node: &Node, n: NodeIndex) {
+        let key: Key = (node.op.clone(), node.inputs.clone(), node.shape.clone(), node.dtype);
+        if self.cse.get(&key) == Some(&n) {
+            self.cse.remove(&key);
+        }
+    }
+
+    /// Replaces `n`'s op by realized data, dropping its operand edges and any
+    /// node that was only reachable through them.
+    pub(crate) fn set_data(&mut self, n: NodeIndex, data: Arc<Storage>) {
+        let old = self.dag[n].clone();
+        if matches!(old.op, Op::Data(_)) {
+            return;
+        }
+        self.forget(&old, n);
+        let incoming: Vec<_> = self
+            .dag
+            .edges_directed(n, Direction::Incoming)
+            .map(|e| petgraph::visit::EdgeRef::id(&e))
+            .collect();
+        for e in incoming {
+            self.dag.remove_edge(e);
+        }
+        let node = &mut self.dag[n];
+        node.op = Op::Data(data);
+        node.inputs.clear();
+        let key: Key = (node.op.clone(), Inputs::new(), node.shape.clone(), node.dtype);
+        self.cse.insert(key, n);
+        for i in old.inputs {
+            self.collect(i);
+        }
+    }
+
+    /// The nodes `outputs` depend on, in topological order (inputs before
+    /// users), walked with an explicit stack.
+    pub fn extract(&self, outputs: &[NodeIndex]) -> Subgraph {
+        let mut pos: HashMap<NodeIndex, usize> = HashMap::new();
+        let mut sub = Subgraph::default();
+        for &out in outputs {
+            let mut stack = vec![(out, false)];
+            while let Some((n, inputs_done)) = stack.pop() {
+                if pos.contains_key(&n) {
+                    continue;
+                }
+                let node = &self.dag[n];
+                if inputs_done {
+                    pos.insert(n, sub.nodes.len());
+                    sub.nodes.push(SubNode {
+                        op: node.op.clone(),
+                        shape: node.shape.clone(),
+                        dtype: node.dtype,
+                        inputs: node.inputs.iter().map(|i| pos[i]).collect(),
+                    });
+                } else {
+                    stack.push((n, true));
+                    stack.extend(
+                        node.inputs
+                            .iter()
+                            .rev()
+                            .filter(|i| !pos.contains_key(i))
+                            .map(|&i| (i, false)),
+                    );
+                }
+            }
+            sub.outputs.push(pos[&out]);
+        }
+        sub
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::Scalar;
+    use crate::graph::op::BinaryOp;
+    use crate::storage::HostBuffer;
+
+    fn data(g: &mut Graph, len: usize) -> NodeIndex {
+        let buf = Arc::new(Storage::Host(HostBuffer::zeros(DType::F32, len)));
+        g.insert(Op::Data(buf), &[], Shape::new(&[len]), DType::F32)
+    }
+
+    #[test]
+    fn cse_returns_the_live_node_and_release_removes_chains() {
+        let mut g = Graph::default();
+        let a = data(&mut g, 3);
+        let b = data(&mut g, 3);
+        let add = |g: &mut Graph| g.insert(Op::Binary(BinaryOp::Add), &[a, b], Shape::new(&[3]), DType::F32);
+        let x = add(&mut g);
+        let y = add(&mut g);
+        assert_eq!(x, y);
+        assert_eq!(g.len(), 3);
+        g.release(a);
+        g.release(b);
+        assert_eq!(g.len(), 3, "inputs stay while a user does");
+        g.release(x);
+        assert_eq!(g.len(), 3, "one handle is left on the sum");
+        g.release(y);
+        assert!(g.is_empty());
+        assert!(g.cse.is_empty());
+    }
+
+    #[test]
+    fn constants_fold_and_views_of_constants_stay_constants() {
+        let mut g = Graph::default();
+        let two = g.insert(
+            Op::Full(Scalar::Float(2.0, DType::F32)),
+            &[],
+            Shape::new(&[2]),
+            DType::F32,
+        );
+        let four = g.insert(Op::Binary(BinaryOp::Mul), &[two, two], Shape::new(&[2]), DType::F32);
+        assert_eq!(g.node(four).op, Op::Full(Scalar::Float(4.0, DType::F32)));
+        let wide = g.insert(Op::Expand, &[four], Shape::new(&[3, 2]), DType::F32);
+        assert_eq!(g.node(wide).op, Op::Full(Scalar::Float(4.0, DType::F32)));
+        assert!(g.node(wide).inputs.is_empty());
+    }
+
+    #[test]
+    fn extract_orders_inputs_first() {
+        let mut g = Graph::default();
+        let a = data(&mut g, 2);
+        let r = g.insert(Op::Reshape, &[a], Shape::new(&[1, 2]), DType::F32);
+        let s = g.insert(Op::Binary(BinaryOp::Add), &[r, r], Shape::new(&[1, 2]), DType::F32);
+        let sub = g.extract(&[s, a]);
+        assert_eq!(sub.nodes.len(), 3);
+        assert_eq!(sub.outputs, vec![2, 0]);
+        assert_eq!(sub.nodes[2].inputs.as_slice(), &[1, 1]);
+    }
+}

@@ -1,0 +1,383 @@
+//! Lazy tensors: cheap handles on nodes of the op graph.
+//!
+//! Every op on a [`Tensor`] only records a node (checking shapes and dtypes
+//! at once, so misuse is reported at the line that made it); work runs when a
+//! result is asked for with [`Tensor::to_vec`], [`Tensor::to_scalar`],
+//! [`Tensor::with_slice`] or [`Tensor::realize`].
+//!
+//! ```
+//! use tilefuse::{DType, Tensor};
+//! # fn main() -> tilefuse::Result<()> {
+//! let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+//! let b = Tensor::full(&[3], 0.5f32); // broadcast along the rows
+//! let c = Tensor::zeros(&[2, 1], DType::F32);
+//! let y = (&a * &b + &c).tanh().sum(&[1], true);
+//! assert_eq!(y.dims(), &[2, 1]);
+//! let v: Vec<f32> = y.to_vec()?;
+//! let want = |r: [f32; 3]| r.iter().map(|x| (x * 0.5).tanh()).sum::<f32>();
+//! assert!((v[0] - want([1.0, 2.0, 3.0])).abs() < 1e-6);
+//! assert!((v[1] - want([4.0, 5.0, 6.0])).abs() < 1e-6);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Ownership
+//!
+//! The op graph is one per process (see [`crate::graph::store`]). A tensor
+//! is an `Arc` of a handle that holds its node's index and counts as one use
+//! of that node; cloning a tensor clones the `Arc`, and when the last clone
+//! drops the node is released, together with every input only it used.
+//!
+//! # Errors and panics
+//!
+//! Every op has a panicking form (`add`, `sum`, `reshape`, ...) and a `try_`
+//! form (`try_add`, `try_sum`, `try_reshape`, ...) that returns the same
+//! misuse as an [`Error`] naming the op and the shapes. Only device failures
+//! wait until a result is realized.
+
+mod compose;
+mod ops;
+mod random;
+mod reduce;
+mod view;
+
+use crate::device::Device;
+use crate::dtype::{DType, Element, Scalar};
+use crate::error::{dims, Error, Result};
+use crate::graph::{self, NodeIndex, Op, Subgraph};
+use crate::shape::Shape;
+use crate::storage::{HostBuffer, Storage};
+use smallvec::SmallVec;
+use std::fmt;
+use std::sync::Arc;
+
+/// Defines an op's panicking form and its `try_` form from one body that
+/// returns `Result`.
+macro_rules! fallible {
+    ($(
+        $(#[$doc:meta])*
+        pub fn $name:ident / $try:ident (&$self:ident $(, $arg:ident : $ty:ty)* $(,)?) -> $ret:ty $body:block
+    )*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Panics
+        #[doc = concat!("On misuse, with the message of the error [`Tensor::", stringify!($try), "`] returns.")]
+        #[track_caller]
+        pub fn $name(&self $(, $arg: $ty)*) -> $ret {
+            crate::tensor::or_panic(self.$try($($arg),*))
+        }
+
+        #[doc = concat!("[`Tensor::", stringify!($name), "`], returning misuse as an `Err` instead of panicking.")]
+        pub fn $try(&$self $(, $arg: $ty)*) -> crate::error::Result<$ret> $body
+    )*};
+}
+pub(crate) use fallible;
+
+/// A lazy n-dimensional array on a [`Device`]: a cheap-to-clone handle on a
+/// node of the op graph.
+#[derive(Clone)]
+pub struct Tensor(Arc<Handle>);
+
+/// One use of a graph node, released when dropped.
+struct Handle {
+    node: NodeIndex,
+    shape: Shape,
+    dtype: DType,
+    device: Device,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        graph::with_graph(|g| g.release(self.node));
+    }
+}
+
+/// Unwraps an op's result, panicking at the caller's line with the error's message.
+#[track_caller]
+pub(crate) fn or_panic<T>(r: Result<T>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+impl Tensor {
+    /// Records `op` on `inputs` and returns a handle on the node.
+    pub(crate) fn record(op: Op, inputs: &[&Tensor], shape: Shape, dtype: DType, device: Device) -> Tensor {
+        let ids: SmallVec<[NodeIndex; 3]> = inputs.iter().map(|t| t.0.node).collect();
+        let node = graph::with_graph(|g| g.insert(op, &ids, shape.clone(), dtype));
+        Tensor(Arc::new(Handle {
+            node,
+            shape,
+            dtype,
+            device,
+        }))
+    }
+
+    /// A tensor holding `buf` (row-major) with `shape`, on the CPU.
+    pub(crate) fn from_buffer(buf: HostBuffer, shape: Shape) -> Tensor {
+        let dtype = buf.dtype();
+        Tensor::record(Op::Data(Arc::new(Storage::Host(buf))), &[], shape, dtype, Device::Cpu)
+    }
+
+    /// A tensor of `shape` holding `data` in row-major order, on the CPU.
+    ///
+    /// # Panics
+    /// If `data.len()` is not the number of elements of `shape`.
+    #[track_caller]
+    pub fn from_vec<E: Element>(data: Vec<E>, shape: &[usize]) -> Tensor {
+        or_panic(Tensor::try_from_slice(&data, shape))
+    }
+
+    /// [`Tensor::from_vec`], returning [`Error::LengthMismatch`] instead of panicking.
+    pub fn try_from_vec<E: Element>(data: Vec<E>, shape: &[usize]) -> Result<Tensor> {
+        Tensor::try_from_slice(&data, shape)
+    }
+
+    /// A tensor of `shape` holding a copy of `data` in row-major order, on the CPU.
+    ///
+    /// # Panics
+    /// If `data.len()` is not the number of elements of `shape`.
+    #[track_caller]
+    pub fn from_slice<E: Element>(data: &[E], shape: &[usize]) -> Tensor {
+        or_panic(Tensor::try_from_slice(data, shape))
+    }
+
+    /// [`Tensor::from_slice`], returning [`Error::LengthMismatch`] instead of panicking.
+    pub fn try_from_slice<E: Element>(data: &[E], shape: &[usize]) -> Result<Tensor> {
+        let shape = Shape::new(shape);
+        if data.len() != shape.numel() {
+            return Err(Error::LengthMismatch {
+                op: "from_vec",
+                len: data.len(),
+                shape: dims(shape.dims()),
+            });
+        }
+        let mut buf = HostBuffer::zeros(E::DTYPE, data.len());
+        buf.bytes_mut().copy_from_slice(element_bytes(data));
+        Ok(Tensor::from_buffer(buf, shape))
+    }
+
+    /// A tensor of `shape` and `dtype` with every element `value` (rounded or
+    /// wrapped to `dtype`), on the CPU. It is a constant node: no memory is
+    /// filled until it is realized.
+    pub fn full_scalar(shape: &[usize], value: Scalar, dtype: DType) -> Tensor {
+        Tensor::record(Op::Full(value.cast(dtype)), &[], Shape::new(shape), dtype, Device::Cpu)
+    }
+
+    /// A tensor of `shape` with every element `value`, of `value`'s dtype.
+    pub fn full<E: Element>(shape: &[usize], value: E) -> Tensor {
+        Tensor::full_scalar(shape, value.to_scalar(), E::DTYPE)
+    }
+
+    /// A rank-0 tensor holding `value`.
+    pub fn scalar<E: Element>(value: E) -> Tensor {
+        Tensor::full(&[], value)
+    }
+
+    /// A tensor of zeros.
+    pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::full_scalar(shape, Scalar::Bool(false), dtype)
+    }
+
+    /// A tensor of ones.
+    pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::full_scalar(shape, Scalar::Bool(true), dtype)
+    }
+
+    /// The same node, handled as living on `device`.
+    ///
+    /// Moving is lazy like every op: data moves when a result is realized,
+    /// which is also where an unusable device is reported.
+    pub fn to(&self, device: Device) -> Tensor {
+        graph::with_graph(|g| g.retain(self.0.node));
+        Tensor(Arc::new(Handle {
+            node: self.0.node,
+            shape: self.0.shape.clone(),
+            dtype: self.0.dtype,
+            device,
+        }))
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &Shape {
+        &self.0.shape
+    }
+
+    /// The extents, outermost first.
+    pub fn dims(&self) -> &[usize] {
+        self.0.shape.dims()
+    }
+
+    /// The number of axes.
+    pub fn rank(&self) -> usize {
+        self.0.shape.rank()
+    }
+
+    /// The number of elements.
+    pub fn numel(&self) -> usize {
+        self.0.shape.numel()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    /// The device this tensor lives on.
+    pub fn device(&self) -> Device {
+        self.0.device
+    }
+
+    /// The graph node this tensor is a handle on.
+    pub fn node(&self) -> NodeIndex {
+        self.0.node
+    }
+
+    /// Whether the tensor's value is held as data (created from data, or realized).
+    pub fn is_realized(&self) -> bool {
+        graph::with_graph(|g| matches!(g.node(self.0.node).op, Op::Data(_)))
+    }
+
+    /// The part of the op graph this tensor depends on.
+    pub fn subgraph(&self) -> Subgraph {
+        graph::extract(&[self.0.node])
+    }
+
+    /// The number of graph nodes this tensor depends on, itself included.
+    pub fn subgraph_len(&self) -> usize {
+        self.subgraph().nodes.len()
+    }
+
+    /// Graphviz DOT text of the graph this tensor depends on.
+    pub fn to_dot(&self) -> String {
+        graph::dot::to_dot(&self.subgraph())
+    }
+
+    /// Computes the value and keeps it: the node becomes data and is not
+    /// recomputed, and nodes only it used are freed.
+    ///
+    /// # Errors
+    /// Device failures, including a tensor on a device that cannot be used.
+    pub fn realize(&self) -> Result<()> {
+        crate::runtime::realize(&[self])
+    }
+
+    /// Realizes several tensors together, sharing the work they have in common.
+    ///
+    /// # Errors
+    /// As [`Tensor::realize`].
+    pub fn realize_all(tensors: &[&Tensor]) -> Result<()> {
+        crate::runtime::realize(tensors)
+    }
+
+    /// The realized storage of this tensor.
+    fn storage(&self) -> Result<Arc<Storage>> {
+        self.realize()?;
+        graph::with_graph(|g| match &g.node(self.0.node).op {
+            Op::Data(s) => Ok(s.clone()),
+            op => unreachable!("a realized node holds data, not {}", op.name()),
+        })
+    }
+
+    /// Checks that `E` is this tensor's element type.
+    fn check_element<E: Element>(&self, op: &'static str) -> Result<()> {
+        if E::DTYPE != self.dtype() {
+            return Err(Error::DTypeMismatch {
+                op,
+                lhs: self.dtype(),
+                rhs: E::DTYPE,
+            });
+        }
+        Ok(())
+    }
+
+    /// The elements in row-major order. `E` must be the tensor's dtype.
+    ///
+    /// # Errors
+    /// [`Error::DTypeMismatch`] if `E` is another dtype; device failures.
+    pub fn to_vec<E: Element>(&self) -> Result<Vec<E>> {
+        self.check_element::<E>("to_vec")?;
+        let storage = self.storage()?;
+        let Storage::Host(buf) = &*storage;
+        Ok(host_elements(buf))
+    }
+
+    /// The single element of a tensor with one element (of any rank).
+    ///
+    /// # Errors
+    /// [`Error::InvalidShape`] if the tensor has another number of elements;
+    /// as [`Tensor::to_vec`] otherwise.
+    pub fn to_scalar<E: Element>(&self) -> Result<E> {
+        if self.numel() != 1 {
+            return Err(Error::InvalidShape {
+                op: "to_scalar",
+                shape: dims(self.dims()),
+                arg: vec![],
+                reason: format!("needs exactly one element, not {}", self.numel()),
+            });
+        }
+        Ok(self.to_vec::<E>()?[0])
+    }
+
+    /// Calls `f` on the realized elements in row-major order, without copying.
+    ///
+    /// ```
+    /// use tilefuse::Tensor;
+    /// let t = Tensor::from_vec(vec![1i32, 2, 3], &[3]);
+    /// let total = t.with_slice(|s: &[i32]| s.iter().sum::<i32>()).unwrap();
+    /// assert_eq!(total, 6);
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Tensor::to_vec`].
+    pub fn with_slice<E: Element + bytemuck::Pod, R>(&self, f: impl FnOnce(&[E]) -> R) -> Result<R> {
+        self.check_element::<E>("with_slice")?;
+        let storage = self.storage()?;
+        let Storage::Host(buf) = &*storage;
+        Ok(f(buf.as_slice::<E>()))
+    }
+
+    /// Calls `f` on the raw bytes of the realized elements in row-major
+    /// order (native endianness; bools one byte each), without copying.
+    ///
+    /// # Errors
+    /// Device failures.
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        let storage = self.storage()?;
+        let Storage::Host(buf) = &*storage;
+        Ok(f(buf.bytes()))
+    }
+}
+
+/// The bytes of a slice of elements.
+fn element_bytes<E: Element>(data: &[E]) -> &[u8] {
+    // SAFETY: `Element` is sealed and implemented only for bool, the integer
+    // types, f16, bf16, f32 and f64: plain values without padding whose size
+    // is their dtype's element size, so every byte is initialised.
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
+}
+
+/// A host buffer's elements as Rust values of its own dtype `E`.
+fn host_elements<E: Element>(buf: &HostBuffer) -> Vec<E> {
+    debug_assert_eq!(E::DTYPE, buf.dtype());
+    if E::DTYPE == DType::Bool {
+        return buf.to_vec();
+    }
+    let mut out = Vec::<E>::with_capacity(buf.len());
+    let bytes = buf.bytes();
+    // SAFETY: `E` is a numeric element type of the buffer's dtype (checked by
+    // the caller), for which every bit pattern is a valid value, and the
+    // buffer holds exactly `len` elements of its size.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr().cast::<u8>(), bytes.len());
+        out.set_len(buf.len());
+    }
+    out
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tensor({}, {}, {})", self.shape(), self.dtype(), self.device())
+    }
+}

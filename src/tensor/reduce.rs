@@ -1,0 +1,175 @@
+//! Reductions over axes.
+//!
+//! A reduction is recorded as a `Reduce` node that keeps each reduced axis
+//! with length 1; `keepdim = false` adds a `Reshape` that drops them. Axes
+//! may be negative; an empty axis list reduces nothing.
+//!
+//! Dtypes follow PyTorch: `sum` and `prod` of integers or bools give i64
+//! (the input is cast first), of floats keep the float dtype (f16 and bf16
+//! accumulate in f32 inside the kernel and round once); `max` and `min` keep
+//! the dtype; `argmax` and `argmin` give i64; `mean` and `var` of integers
+//! or bools cast to f32 first. `max`, `min`, `argmax` and `argmin` over an
+//! empty axis are misuse; `sum` and `prod` of nothing are 0 and 1, and the
+//! `mean` of nothing is NaN.
+
+use super::ops::float_dtype;
+use super::{fallible, Tensor};
+use crate::dtype::DType;
+use crate::error::{dims, Error, Result};
+use crate::graph::{Axes, Op, ReduceOp};
+use crate::shape::Shape;
+
+impl Tensor {
+    /// The distinct axes of `axes`, resolved and ascending.
+    fn reduced_axes(&self, op: &'static str, axes: &[isize]) -> Result<Axes> {
+        let mut out = Axes::new();
+        for &a in axes {
+            let ax = self.shape().axis(op, a)?;
+            if out.contains(&ax) {
+                return Err(Error::InvalidShape {
+                    op,
+                    shape: dims(self.dims()),
+                    arg: axes.to_vec(),
+                    reason: format!("axis {ax} is given twice"),
+                });
+            }
+            out.push(ax);
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// Every axis, for the `_all` reductions.
+    fn all_axes(&self) -> Vec<isize> {
+        (0..self.rank() as isize).collect()
+    }
+
+    /// The number of elements each output of a reduction over `axes` combines.
+    fn reduced_count(&self, axes: &[usize]) -> usize {
+        axes.iter().map(|&a| self.dims()[a]).product()
+    }
+
+    /// Records `op` over `axes`, then drops the reduced axes unless `keepdim`.
+    fn reduce(&self, name: &'static str, op: ReduceOp, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+        let axes = self.reduced_axes(name, axes)?;
+        let selects = matches!(op, ReduceOp::Max | ReduceOp::Min | ReduceOp::ArgMax | ReduceOp::ArgMin);
+        if let Some(&empty) = axes.iter().find(|&&a| self.dims()[a] == 0).filter(|_| selects) {
+            return Err(Error::InvalidShape {
+                op: name,
+                shape: dims(self.dims()),
+                arg: axes.iter().map(|&a| a as isize).collect(),
+                reason: format!("axis {empty} is empty, so there is nothing to select"),
+            });
+        }
+        let d = self.dtype();
+        let (input, out) = match op {
+            ReduceOp::Sum | ReduceOp::Prod if !d.is_float() => (DType::I64, DType::I64),
+            ReduceOp::ArgMax | ReduceOp::ArgMin => (d, DType::I64),
+            _ => (d, d),
+        };
+        let x = self.cast_to(input);
+        if axes.is_empty() {
+            return Ok(x.cast_to(out));
+        }
+        let kept: Vec<usize> = (0..self.rank())
+            .map(|i| if axes.contains(&i) { 1 } else { self.dims()[i] })
+            .collect();
+        let r = Tensor::record(
+            Op::Reduce { op, axes: axes.clone() },
+            &[&x],
+            Shape::new(&kept),
+            out,
+            self.device(),
+        );
+        if keepdim {
+            return Ok(r);
+        }
+        r.drop_axes(name, &axes.iter().map(|&a| a as isize).collect::<Vec<_>>())
+    }
+
+    /// This tensor without `axes`, each of which must have length 1.
+    pub(crate) fn drop_axes(&self, name: &'static str, axes: &[isize]) -> Result<Tensor> {
+        let axes = self.reduced_axes(name, axes)?;
+        let kept: Vec<usize> = (0..self.rank())
+            .filter(|i| !axes.contains(i))
+            .map(|i| self.dims()[i])
+            .collect();
+        self.try_reshape(&kept)
+    }
+
+    /// The variance over `axes` with Bessel's `correction` (1 is unbiased).
+    fn variance(&self, name: &'static str, axes: &[isize], keepdim: bool, correction: usize) -> Result<Tensor> {
+        let x = self.cast_to(float_dtype(self.dtype()));
+        let n = x.reduced_count(&x.reduced_axes(name, axes)?);
+        let mean = x.try_mean(axes, true)?;
+        let d = x.try_sub(&mean)?;
+        let sq = d.try_mul(&d)?.reduce(name, ReduceOp::Sum, axes, keepdim)?;
+        let dof = n.saturating_sub(correction) as f64;
+        sq.try_mul(&sq.scalar_like(1.0 / dof))
+    }
+
+    fallible! {
+        /// The sum over `axes`.
+        pub fn sum / try_sum(&self, axes: &[isize], keepdim: bool) -> Tensor {
+            self.reduce("sum", ReduceOp::Sum, axes, keepdim)
+        }
+        /// The sum of all elements, as a rank-0 tensor.
+        pub fn sum_all / try_sum_all(&self) -> Tensor { self.try_sum(&self.all_axes(), false) }
+        /// The product over `axes`.
+        pub fn prod / try_prod(&self, axes: &[isize], keepdim: bool) -> Tensor {
+            self.reduce("prod", ReduceOp::Prod, axes, keepdim)
+        }
+        /// The product of all elements, as a rank-0 tensor.
+        pub fn prod_all / try_prod_all(&self) -> Tensor { self.try_prod(&self.all_axes(), false) }
+        /// The maximum over `axes`; NaN if any element is NaN.
+        pub fn max / try_max(&self, axes: &[isize], keepdim: bool) -> Tensor {
+            self.reduce("max", ReduceOp::Max, axes, keepdim)
+        }
+        /// The maximum of all elements, as a rank-0 tensor.
+        pub fn max_all / try_max_all(&self) -> Tensor { self.try_max(&self.all_axes(), false) }
+        /// The minimum over `axes`; NaN if any element is NaN.
+        pub fn min / try_min(&self, axes: &[isize], keepdim: bool) -> Tensor {
+            self.reduce("min", ReduceOp::Min, axes, keepdim)
+        }
+        /// The minimum of all elements, as a rank-0 tensor.
+        pub fn min_all / try_min_all(&self) -> Tensor { self.try_min(&self.all_axes(), false) }
+        /// The index (i64) of the first maximum along `axis`; NaN counts as the maximum.
+        pub fn argmax / try_argmax(&self, axis: isize, keepdim: bool) -> Tensor {
+            self.reduce("argmax", ReduceOp::ArgMax, &[axis], keepdim)
+        }
+        /// The row-major index (i64) of the first maximum of all elements.
+        pub fn argmax_all / try_argmax_all(&self) -> Tensor {
+            self.try_flatten()?.reduce("argmax", ReduceOp::ArgMax, &[0], false)
+        }
+        /// The index (i64) of the first minimum along `axis`; NaN counts as the minimum.
+        pub fn argmin / try_argmin(&self, axis: isize, keepdim: bool) -> Tensor {
+            self.reduce("argmin", ReduceOp::ArgMin, &[axis], keepdim)
+        }
+        /// The row-major index (i64) of the first minimum of all elements.
+        pub fn argmin_all / try_argmin_all(&self) -> Tensor {
+            self.try_flatten()?.reduce("argmin", ReduceOp::ArgMin, &[0], false)
+        }
+        /// The mean over `axes`: the sum times `1 / n`, in a float dtype.
+        pub fn mean / try_mean(&self, axes: &[isize], keepdim: bool) -> Tensor {
+            let x = self.cast_to(float_dtype(self.dtype()));
+            let n = x.reduced_count(&x.reduced_axes("mean", axes)?);
+            let s = x.reduce("mean", ReduceOp::Sum, axes, keepdim)?;
+            s.try_mul(&s.scalar_like(1.0 / n as f64))
+        }
+        /// The mean of all elements, as a rank-0 tensor.
+        pub fn mean_all / try_mean_all(&self) -> Tensor { self.try_mean(&self.all_axes(), false) }
+        /// The unbiased variance over `axes` (divided by `n - 1`, as PyTorch's default).
+        pub fn var / try_var(&self, axes: &[isize], keepdim: bool) -> Tensor {
+            self.variance("var", axes, keepdim, 1)
+        }
+        /// The variance over `axes` divided by `n - correction` (0 gives the
+        /// population variance); infinite or NaN when `n <= correction`.
+        pub fn var_with_correction / try_var_with_correction(
+            &self, axes: &[isize], keepdim: bool, correction: usize,
+        ) -> Tensor {
+            self.variance("var", axes, keepdim, correction)
+        }
+        /// The unbiased variance of all elements, as a rank-0 tensor.
+        pub fn var_all / try_var_all(&self) -> Tensor { self.variance("var", &self.all_axes(), false, 1) }
+    }
+}

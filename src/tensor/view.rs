@@ -1,0 +1,176 @@
+//! Views: ops that re-address elements without computing new ones.
+//!
+//! Views are recorded as `Reshape`, `Permute`, `Expand` and `Slice` nodes and
+//! folded into addressing when the graph is run, so a view never copies.
+//! That is also why [`Tensor::contiguous`] records nothing: a realized
+//! result is always stored row-major, whatever views produced it.
+
+use super::ops::shape_error;
+use super::{fallible, Tensor};
+use crate::error::{dims, Error, Result};
+use crate::graph::{Axes, Op};
+use crate::shape::Shape;
+
+/// An [`Error::InvalidShape`] for `op` on `shape` with argument `arg`.
+fn invalid(op: &'static str, shape: &Shape, arg: Vec<isize>, reason: String) -> Error {
+    Error::InvalidShape {
+        op,
+        shape: dims(shape.dims()),
+        arg,
+        reason,
+    }
+}
+
+/// A list of extents or indices as an error argument.
+fn arg(xs: &[usize]) -> Vec<isize> {
+    xs.iter().map(|&x| x as isize).collect()
+}
+
+impl Tensor {
+    /// Records the view `op` of this tensor with the given shape.
+    fn view(&self, op: Op, shape: Shape) -> Tensor {
+        Tensor::record(op, &[self], shape, self.dtype(), self.device())
+    }
+
+    /// This tensor broadcast to `shape` (which must be one it broadcasts to),
+    /// with `op` named in errors.
+    pub(crate) fn broadcast_as(&self, op: &'static str, shape: &Shape) -> Result<Tensor> {
+        if self.shape() == shape {
+            return Ok(self.clone());
+        }
+        let (rank, target) = (self.rank(), shape.dims());
+        let fits = rank <= target.len()
+            && self
+                .dims()
+                .iter()
+                .zip(&target[target.len() - rank..])
+                .all(|(&d, &t)| d == t || d == 1);
+        if !fits {
+            return Err(shape_error(op, self.shape(), target));
+        }
+        let mut lifted = vec![1; target.len() - rank];
+        lifted.extend_from_slice(self.dims());
+        let x = if lifted.len() == rank {
+            self.clone()
+        } else {
+            self.view(Op::Reshape, Shape::new(&lifted))
+        };
+        Ok(if lifted == target {
+            x
+        } else {
+            x.view(Op::Expand, shape.clone())
+        })
+    }
+
+    /// Resolves an axis that may equal the rank (an insertion point).
+    fn insertion_axis(&self, op: &'static str, axis: isize) -> Result<usize> {
+        let rank = self.rank() as isize;
+        let a = if axis < 0 { axis + rank + 1 } else { axis };
+        if !(0..=rank).contains(&a) {
+            return Err(Error::AxisOutOfRange {
+                op,
+                axis,
+                shape: dims(self.dims()),
+            });
+        }
+        Ok(a as usize)
+    }
+
+    /// Records nothing: views are addressed, not copied, and every realized
+    /// result is stored row-major already. Kept so code ported from other
+    /// libraries reads naturally.
+    pub fn contiguous(&self) -> Tensor {
+        self.clone()
+    }
+
+    fallible! {
+        /// The same elements in row-major order, in `shape` (same element count).
+        pub fn reshape / try_reshape(&self, shape: &[usize]) -> Tensor {
+            let new = Shape::new(shape);
+            if new.numel() != self.numel() {
+                let reason = format!("{} elements cannot be viewed as {}", self.numel(), new.numel());
+                return Err(invalid("reshape", self.shape(), arg(shape), reason));
+            }
+            Ok(if new == *self.shape() { self.clone() } else { self.view(Op::Reshape, new) })
+        }
+        /// All elements as a rank-1 tensor.
+        pub fn flatten / try_flatten(&self) -> Tensor {
+            self.try_reshape(&[self.numel()])
+        }
+        /// Axis `i` of the result is axis `perm[i]` of this tensor.
+        pub fn permute / try_permute(&self, perm: &[usize]) -> Tensor {
+            let mut seen = vec![false; self.rank()];
+            let valid = perm.len() == self.rank()
+                && perm.iter().all(|&p| p < seen.len() && !std::mem::replace(&mut seen[p], true));
+            if !valid {
+                let reason = format!("not a permutation of the {} axes", self.rank());
+                return Err(invalid("permute", self.shape(), arg(perm), reason));
+            }
+            if perm.iter().enumerate().all(|(i, &p)| i == p) {
+                return Ok(self.clone());
+            }
+            let shape: Vec<usize> = perm.iter().map(|&p| self.dims()[p]).collect();
+            Ok(self.view(Op::Permute(perm.iter().copied().collect::<Axes>()), Shape::new(&shape)))
+        }
+        /// Axes `a` and `b` swapped (negative axes count from the end).
+        pub fn transpose / try_transpose(&self, a: isize, b: isize) -> Tensor {
+            let (a, b) = (self.shape().axis("transpose", a)?, self.shape().axis("transpose", b)?);
+            let mut perm: Vec<usize> = (0..self.rank()).collect();
+            perm.swap(a, b);
+            self.try_permute(&perm)
+        }
+        /// This tensor repeated along size-1 axes (and new leading axes) to `shape`, by NumPy rules.
+        pub fn broadcast_to / try_broadcast_to(&self, shape: &[usize]) -> Tensor {
+            self.broadcast_as("broadcast_to", &Shape::new(shape))
+        }
+        /// The same as [`Tensor::broadcast_to`].
+        pub fn expand / try_expand(&self, shape: &[usize]) -> Tensor {
+            self.broadcast_as("expand", &Shape::new(shape))
+        }
+        /// Indices `start, start + step, ...` below `end` of `axis`. Requires
+        /// `0 <= start <= end <= len` and `step >= 1`: negative or
+        /// out-of-range bounds are misuse, not wrapped or clamped.
+        pub fn slice / try_slice(&self, axis: isize, start: isize, end: isize, step: isize) -> Tensor {
+            let ax = self.shape().axis("slice", axis)?;
+            let len = self.dims()[ax] as isize;
+            if !(0 <= start && start <= end && end <= len && step >= 1) {
+                let reason = format!("needs 0 <= start <= end <= {len} and step >= 1 on axis {ax}");
+                return Err(invalid("slice", self.shape(), vec![axis, start, end, step], reason));
+            }
+            if start == 0 && end == len && step == 1 {
+                return Ok(self.clone());
+            }
+            let mut shape = self.dims().to_vec();
+            shape[ax] = ((end - start) as usize).div_ceil(step as usize);
+            let op = Op::Slice { axis: ax, start: start as usize, step: step as usize };
+            Ok(self.view(op, Shape::new(&shape)))
+        }
+        /// `len` indices of `axis` from `start`.
+        pub fn narrow / try_narrow(&self, axis: isize, start: usize, len: usize) -> Tensor {
+            self.try_slice(axis, start as isize, (start + len) as isize, 1).map_err(|e| match e {
+                Error::InvalidShape { shape, reason, .. } => Error::InvalidShape {
+                    op: "narrow", shape, arg: vec![axis, start as isize, len as isize], reason,
+                },
+                e => e,
+            })
+        }
+        /// This tensor without `axis`, which must have length 1.
+        pub fn squeeze / try_squeeze(&self, axis: isize) -> Tensor {
+            let ax = self.shape().axis("squeeze", axis)?;
+            if self.dims()[ax] != 1 {
+                let reason = format!("axis {ax} has length {}, not 1", self.dims()[ax]);
+                return Err(invalid("squeeze", self.shape(), vec![axis], reason));
+            }
+            let mut shape = self.dims().to_vec();
+            shape.remove(ax);
+            self.try_reshape(&shape)
+        }
+        /// This tensor with a new axis of length 1 at `axis` (`-1` appends).
+        pub fn unsqueeze / try_unsqueeze(&self, axis: isize) -> Tensor {
+            let ax = self.insertion_axis("unsqueeze", axis)?;
+            let mut shape = self.dims().to_vec();
+            shape.insert(ax, 1);
+            self.try_reshape(&shape)
+        }
+    }
+}

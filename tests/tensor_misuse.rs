@@ -1,0 +1,230 @@
+//! Misuse is reported at the op: the panicking form's message and the `try_`
+//! form's error both name the op and the shapes (or dtypes) involved.
+
+use tilefuse::{DType, Device, Error, Tensor};
+
+fn f32s(shape: &[usize]) -> Tensor {
+    Tensor::from_vec(vec![0.0f32; shape.iter().product()], shape)
+}
+
+/// Checks the `Err` of a `try_` form by its message.
+fn check_err(r: tilefuse::Result<Tensor>, want: &str) {
+    let e = r.expect_err("misuse must be an error");
+    assert_eq!(e.to_string(), want);
+}
+
+#[test]
+#[should_panic(expected = "add: shapes [2, 3] and [4] do not broadcast")]
+fn add_of_shapes_that_do_not_broadcast_panics() {
+    let _ = &f32s(&[2, 3]) + &f32s(&[4]);
+}
+
+#[test]
+fn try_add_of_shapes_that_do_not_broadcast_is_an_error() {
+    let r = f32s(&[2, 3]).try_add(&f32s(&[4]));
+    assert!(
+        matches!(&r, Err(Error::ShapeMismatch { op: "add", lhs, rhs }) if lhs.as_slice() == [2, 3] && rhs.as_slice() == [4])
+    );
+    check_err(r, "add: shapes [2, 3] and [4] do not broadcast");
+    check_err(
+        f32s(&[3]).try_broadcast_to(&[2, 4]),
+        "broadcast_to: shapes [3] and [2, 4] do not broadcast",
+    );
+    check_err(
+        Tensor::try_where(&f32s(&[2]).gt(&f32s(&[2])), &f32s(&[3]), &f32s(&[2])),
+        "where: shapes [2] and [3] do not broadcast",
+    );
+}
+
+#[test]
+#[should_panic(expected = "sum: axis 2 is out of range for shape [2, 3]")]
+fn sum_over_an_axis_out_of_range_panics() {
+    let _ = f32s(&[2, 3]).sum(&[2], true);
+}
+
+#[test]
+fn axis_out_of_range_is_an_error_for_every_axis_op() {
+    let x = f32s(&[2, 3]);
+    check_err(x.try_sum(&[-3], false), "sum: axis -3 is out of range for shape [2, 3]");
+    check_err(
+        x.try_argmax(5, false),
+        "argmax: axis 5 is out of range for shape [2, 3]",
+    );
+    check_err(
+        x.try_transpose(0, 2),
+        "transpose: axis 2 is out of range for shape [2, 3]",
+    );
+    check_err(x.try_unsqueeze(4), "unsqueeze: axis 4 is out of range for shape [2, 3]");
+    check_err(x.try_softmax(2), "softmax: axis 2 is out of range for shape [2, 3]");
+}
+
+#[test]
+#[should_panic(expected = "reshape: 6 elements cannot be viewed as 8 (shape [2, 3], argument [2, 4])")]
+fn reshape_that_changes_the_element_count_panics() {
+    let _ = f32s(&[2, 3]).reshape(&[2, 4]);
+}
+
+#[test]
+fn invalid_view_arguments_are_errors() {
+    let x = f32s(&[2, 3]);
+    check_err(
+        x.try_reshape(&[7]),
+        "reshape: 6 elements cannot be viewed as 7 (shape [2, 3], argument [7])",
+    );
+    check_err(
+        x.try_permute(&[0, 0]),
+        "permute: not a permutation of the 2 axes (shape [2, 3], argument [0, 0])",
+    );
+    check_err(
+        x.try_squeeze(1),
+        "squeeze: axis 1 has length 3, not 1 (shape [2, 3], argument [1])",
+    );
+    check_err(
+        x.try_sum(&[1, -1], true),
+        "sum: axis 1 is given twice (shape [2, 3], argument [1, -1])",
+    );
+}
+
+#[test]
+#[should_panic(
+    expected = "slice: needs 0 <= start <= end <= 3 and step >= 1 on axis 1 (shape [2, 3], argument [1, -1, 2, 1])"
+)]
+fn slice_with_a_negative_start_panics() {
+    let _ = f32s(&[2, 3]).slice(1, -1, 2, 1);
+}
+
+#[test]
+fn slice_out_of_range_is_an_error() {
+    let x = f32s(&[2, 3]);
+    check_err(
+        x.try_slice(0, 3, 3, 1),
+        "slice: needs 0 <= start <= end <= 2 and step >= 1 on axis 0 (shape [2, 3], argument [0, 3, 3, 1])",
+    );
+    check_err(
+        x.try_slice(1, 0, 4, 1),
+        "slice: needs 0 <= start <= end <= 3 and step >= 1 on axis 1 (shape [2, 3], argument [1, 0, 4, 1])",
+    );
+    check_err(
+        x.try_narrow(1, 2, 2),
+        "narrow: needs 0 <= start <= end <= 3 and step >= 1 on axis 1 (shape [2, 3], argument [1, 2, 2])",
+    );
+}
+
+#[test]
+#[should_panic(expected = "bitand: dtype f32 is not supported (bitwise ops need integers or bools)")]
+fn bitwise_op_on_floats_panics() {
+    let _ = &f32s(&[2]) & &Tensor::from_vec(vec![1i32, 2], &[2]);
+}
+
+#[test]
+fn bitwise_ops_on_floats_are_errors() {
+    let (f, i) = (f32s(&[2]), Tensor::from_vec(vec![1i32, 2], &[2]));
+    check_err(
+        i.try_bitor(&f),
+        "bitor: dtype f32 is not supported (bitwise ops need integers or bools)",
+    );
+    check_err(
+        f.try_not(),
+        "not: dtype f32 is not supported (bitwise ops need integers or bools)",
+    );
+    let b = i.gt(&i);
+    check_err(
+        b.try_add(&b),
+        "add: dtype bool is not supported (arithmetic needs numbers; cast the bools first)",
+    );
+    check_err(
+        Tensor::try_where(&i, &f, &f),
+        "where: dtype i32 is not supported (the condition must be bool)",
+    );
+}
+
+#[test]
+#[should_panic(expected = "mul: operands live on different devices (cpu and cuda:0)")]
+fn mixing_devices_panics() {
+    let a = f32s(&[2]);
+    let _ = &a * &a.to(Device::Cuda(0));
+}
+
+#[test]
+fn mixing_devices_is_an_error_and_realizing_on_cuda_fails() {
+    let a = f32s(&[2]);
+    let g = a.to(Device::Cuda(0));
+    check_err(
+        a.try_sub(&g),
+        "sub: operands live on different devices (cpu and cuda:0)",
+    );
+    assert!(matches!(g.realize(), Err(Error::CudaUnavailable { .. })));
+}
+
+#[test]
+#[should_panic(expected = "from_vec: 5 elements do not fill shape [2, 3]")]
+fn from_vec_with_the_wrong_length_panics() {
+    let _ = Tensor::from_vec(vec![0.0f32; 5], &[2, 3]);
+}
+
+#[test]
+fn wrong_lengths_dtypes_and_empty_selections_are_errors() {
+    assert_eq!(
+        Tensor::try_from_vec(vec![0u8; 7], &[2, 3]).unwrap_err(),
+        Error::LengthMismatch {
+            op: "from_vec",
+            len: 7,
+            shape: [2, 3].into_iter().collect()
+        }
+    );
+    let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2]);
+    assert_eq!(
+        x.to_vec::<f64>().unwrap_err(),
+        Error::DTypeMismatch {
+            op: "to_vec",
+            lhs: DType::F32,
+            rhs: DType::F64
+        }
+    );
+    assert!(matches!(
+        x.to_scalar::<f32>(),
+        Err(Error::InvalidShape { op: "to_scalar", .. })
+    ));
+    check_err(
+        Tensor::zeros(&[2, 0], DType::F32).try_max(&[1], true),
+        "max: axis 1 is empty, so there is nothing to select (shape [2, 0], argument [1])",
+    );
+    assert!(matches!(
+        Tensor::try_rand(&[2], DType::I32, 0),
+        Err(Error::UnsupportedDType { op: "rand", .. })
+    ));
+    assert!(matches!(
+        Tensor::try_arange(0i32, 3, 0),
+        Err(Error::InvalidShape { op: "arange", .. })
+    ));
+}
+
+/// The line of the panic `f` makes, seen by a panic hook that records the
+/// location on the panicking thread (tests run on several threads).
+fn panic_location(f: impl FnOnce() + std::panic::UnwindSafe) -> (String, u32) {
+    use std::cell::RefCell;
+    thread_local!(static LAST: RefCell<Option<(String, u32)>> = const { RefCell::new(None) });
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let loc = info.location().map(|l| (l.file().to_string(), l.line()));
+            LAST.with(|last| *last.borrow_mut() = loc);
+            previous(info);
+        }));
+    });
+    assert!(std::panic::catch_unwind(f).is_err(), "expected a panic");
+    LAST.with(|last| last.borrow_mut().take())
+        .expect("the hook saw the panic")
+}
+
+#[test]
+fn panics_point_at_the_callers_line() {
+    let x = f32s(&[2, 3]);
+    let (file, line) = panic_location(|| drop(x.reshape(&[5])));
+    assert_eq!((file.as_str(), line), (file!(), line!() - 1));
+    let (file, line) = panic_location(|| drop(&x + &f32s(&[4])));
+    assert_eq!((file.as_str(), line), (file!(), line!() - 1));
+    let (file, line) = panic_location(|| drop(x.sum(&[9], false)));
+    assert_eq!((file.as_str(), line), (file!(), line!() - 1));
+}

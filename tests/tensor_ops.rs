@@ -1,0 +1,364 @@
+//! Values of tensor ops against hand-computed results.
+
+use half::{bf16, f16};
+use tilefuse::{DType, Tensor};
+
+fn t(data: &[f32], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(data, shape)
+}
+
+fn f32s(x: &Tensor) -> Vec<f32> {
+    x.to_vec::<f32>().unwrap()
+}
+
+/// Asserts `got` equals `want` within 1e-6 relative, NaN matching NaN.
+#[track_caller]
+fn close(got: &Tensor, want: &[f32]) {
+    let got = f32s(got);
+    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+    for (g, w) in got.iter().zip(want) {
+        let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= 1e-6 * w.abs().max(1.0);
+        assert!(ok, "got {got:?}, want {want:?}");
+    }
+}
+
+#[test]
+fn arithmetic_with_tensors_and_scalars() {
+    let a = t(&[1.0, 2.0, 3.0], &[3]);
+    let b = t(&[4.0, 5.0, 6.0], &[3]);
+    close(&(&a + &b), &[5.0, 7.0, 9.0]);
+    close(&(&a - &b), &[-3.0, -3.0, -3.0]);
+    close(&(&a * &b), &[4.0, 10.0, 18.0]);
+    close(&(&b / &a), &[4.0, 2.5, 2.0]);
+    close(&(a.clone() + b.clone()), &[5.0, 7.0, 9.0]);
+    close(&(&a + b.clone()), &[5.0, 7.0, 9.0]);
+    close(&(a.clone() + &b), &[5.0, 7.0, 9.0]);
+    close(&-&a, &[-1.0, -2.0, -3.0]);
+    close(&(&a * 2.0), &[2.0, 4.0, 6.0]);
+    close(&(&a + 1), &[2.0, 3.0, 4.0]);
+    close(&(&a - 0.5f32), &[0.5, 1.5, 2.5]);
+    close(&(2.0 * &a), &[2.0, 4.0, 6.0]);
+    close(&(1.0f32 - &a), &[0.0, -1.0, -2.0]);
+    close(&(6.0 / a.clone()), &[6.0, 3.0, 2.0]);
+}
+
+#[test]
+fn integer_arithmetic_truncates_and_wraps() {
+    let a = Tensor::from_vec(vec![7i32, -7, 5, i32::MAX], &[4]);
+    let b = Tensor::from_vec(vec![2i32, 2, 0, 1], &[4]);
+    assert_eq!((&a / &b).to_vec::<i32>().unwrap(), vec![3, -3, 0, i32::MAX]);
+    assert_eq!((&a + &b).to_vec::<i32>().unwrap(), vec![9, -5, 5, i32::MIN]);
+    let u = Tensor::from_vec(vec![250u8, 3], &[2]);
+    assert_eq!((&u + 10).to_vec::<u8>().unwrap(), vec![4, 13]);
+    assert_eq!((&u * 0.5).to_vec::<f32>().unwrap(), vec![125.0, 1.5]);
+}
+
+#[test]
+fn unary_ops_match_known_values() {
+    let e = std::f32::consts::E;
+    close(&t(&[0.0, 1.0], &[2]).exp(), &[1.0, e]);
+    close(&t(&[3.0, -1.0], &[2]).exp2(), &[8.0, 0.5]);
+    close(&t(&[1.0, e], &[2]).log(), &[0.0, 1.0]);
+    close(&t(&[8.0, 0.0], &[2]).log2(), &[3.0, f32::NEG_INFINITY]);
+    close(&t(&[4.0, -1.0], &[2]).sqrt(), &[2.0, f32::NAN]);
+    close(&t(&[4.0, 0.25], &[2]).rsqrt(), &[0.5, 2.0]);
+    close(&t(&[2.0, 0.0], &[2]).recip(), &[0.5, f32::INFINITY]);
+    close(&t(&[std::f32::consts::FRAC_PI_2, 0.0], &[2]).sin(), &[1.0, 0.0]);
+    close(&t(&[0.0, std::f32::consts::PI], &[2]).cos(), &[1.0, -1.0]);
+    close(&t(&[0.0, 100.0], &[2]).tanh(), &[0.0, 1.0]);
+    close(&t(&[0.0, 100.0], &[2]).sigmoid(), &[0.5, 1.0]);
+    close(&t(&[-1.0, 2.0], &[2]).relu(), &[0.0, 2.0]);
+    close(&t(&[1.0, 0.0], &[2]).gelu(), &[0.841_192, 0.0]);
+    close(&t(&[1.0, -1.0], &[2]).gelu_erf(), &[0.841_344_7, -0.158_655_26]);
+    close(&t(&[1.0, 0.0], &[2]).silu(), &[0.731_058_6, 0.0]);
+    close(&t(&[-1.5, 1.5], &[2]).floor(), &[-2.0, 1.0]);
+    close(&t(&[-1.5, 1.5], &[2]).ceil(), &[-1.0, 2.0]);
+    close(&t(&[2.5, 3.5, -0.5], &[3]).round(), &[2.0, 4.0, -0.0]);
+    close(
+        &t(&[-3.0, 0.0, 2.0, f32::NAN], &[4]).sign(),
+        &[-1.0, 0.0, 1.0, f32::NAN],
+    );
+    close(&t(&[-2.0, 2.0], &[2]).abs(), &[2.0, 2.0]);
+    close(&t(&[2.0, 4.0], &[2]).pow(&t(&[10.0, 0.5], &[2])), &[1024.0, 2.0]);
+    close(&t(&[3.0], &[1]).powf(2.0), &[9.0]);
+}
+
+#[test]
+fn float_only_ops_on_integers_compute_in_f32() {
+    let i = Tensor::from_vec(vec![1i32, 4], &[2]);
+    assert_eq!(i.sqrt().to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+    assert_eq!(i.floor().to_vec::<i32>().unwrap(), vec![1, 4]);
+    assert_eq!((-&i).abs().to_vec::<i32>().unwrap(), vec![1, 4]);
+}
+
+#[test]
+fn maximum_minimum_and_clamp_propagate_nan() {
+    let a = t(&[1.0, f32::NAN, 5.0, -0.5], &[4]);
+    let b = t(&[2.0, 0.0, f32::NAN, -1.0], &[4]);
+    close(&a.maximum(&b), &[2.0, f32::NAN, f32::NAN, -0.5]);
+    close(&a.minimum(&b), &[1.0, f32::NAN, f32::NAN, -1.0]);
+    close(&a.clamp(0.0, 2.0), &[1.0, f32::NAN, 2.0, 0.0]);
+}
+
+#[test]
+fn comparisons_where_and_logic() {
+    let a = t(&[1.0, 2.0, f32::NAN], &[3]);
+    let b = t(&[1.0, 3.0, f32::NAN], &[3]);
+    let bools = |x: Tensor| x.to_vec::<bool>().unwrap();
+    assert_eq!(bools(a.eq(&b)), [true, false, false]);
+    assert_eq!(bools(a.ne(&b)), [false, true, true]);
+    assert_eq!(bools(a.lt(&b)), [false, true, false]);
+    assert_eq!(bools(a.le(&b)), [true, true, false]);
+    assert_eq!(bools(a.gt(&b)), [false, false, false]);
+    assert_eq!(bools(a.ge(&b)), [true, false, false]);
+    close(&Tensor::where_(&a.lt(&b), &a, &(&b * 10.0)), &[10.0, 2.0, f32::NAN]);
+    // The condition broadcasts along rows, the scalar branch everywhere.
+    let m = Tensor::from_vec(vec![true, false], &[2, 1]);
+    let w = Tensor::where_(&m, &t(&[1.0, 2.0], &[2]), &Tensor::scalar(0.0f32));
+    assert_eq!(w.dims(), &[2, 2]);
+    close(&w, &[1.0, 2.0, 0.0, 0.0]);
+
+    let p = Tensor::from_vec(vec![true, true, false, false], &[4]);
+    let q = Tensor::from_vec(vec![true, false, true, false], &[4]);
+    assert_eq!(bools(&p & &q), [true, false, false, false]);
+    assert_eq!(bools(&p | &q), [true, true, true, false]);
+    assert_eq!(bools(&p ^ &q), [false, true, true, false]);
+    assert_eq!(bools(!&p), [false, false, true, true]);
+    let x = Tensor::from_vec(vec![0b1100i32, 0b1010], &[2]);
+    assert_eq!((&x & 0b0110).to_vec::<i32>().unwrap(), [0b0100, 0b0010]);
+    assert_eq!((&x | 1).to_vec::<i32>().unwrap(), [0b1101, 0b1011]);
+    assert_eq!((!&x).to_vec::<i32>().unwrap(), [!0b1100, !0b1010]);
+    let u = Tensor::from_vec(vec![0u8, 255], &[2]);
+    assert_eq!(u.not().to_vec::<u8>().unwrap(), [255, 0]);
+}
+
+#[test]
+fn broadcasting_over_size_one_axes_ranks_and_scalars() {
+    let col = t(&[1.0, 2.0], &[2, 1]);
+    let row = t(&[10.0, 20.0, 30.0], &[3]);
+    let s = &col + &row;
+    assert_eq!(s.dims(), &[2, 3]);
+    close(&s, &[11.0, 21.0, 31.0, 12.0, 22.0, 32.0]);
+    let cube = Tensor::arange(0.0f32, 8.0, 1.0).reshape(&[2, 2, 2]);
+    close(
+        &(&cube * &t(&[1.0, -1.0], &[2])),
+        &[0.0, -1.0, 2.0, -3.0, 4.0, -5.0, 6.0, -7.0],
+    );
+    close(
+        &(&cube + &Tensor::scalar(1.0f32)),
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+    );
+    close(&t(&[5.0], &[1]).broadcast_to(&[2, 2]), &[5.0; 4]);
+}
+
+#[test]
+fn reductions_over_axes_and_all() {
+    let x = Tensor::arange(1.0f32, 7.0, 1.0).reshape(&[2, 3]);
+    close(&x.sum(&[1], true), &[6.0, 15.0]);
+    assert_eq!(x.sum(&[1], true).dims(), &[2, 1]);
+    close(&x.sum(&[0], false), &[5.0, 7.0, 9.0]);
+    close(&x.sum(&[0, 1], false), &[21.0]);
+    assert_eq!(x.sum_all().to_scalar::<f32>().unwrap(), 21.0);
+    close(&x.mean(&[1], false), &[2.0, 5.0]);
+    close(&x.max(&[0], false), &[4.0, 5.0, 6.0]);
+    close(&x.min(&[-1], false), &[1.0, 4.0]);
+    close(&x.prod(&[1], false), &[6.0, 120.0]);
+    assert_eq!(x.argmax(1, false).to_vec::<i64>().unwrap(), vec![2, 2]);
+    assert_eq!(x.argmin(0, false).to_vec::<i64>().unwrap(), vec![0, 0, 0]);
+    assert_eq!(x.argmax_all().to_scalar::<i64>().unwrap(), 5);
+    close(&x.var(&[1], false), &[1.0, 1.0]);
+    close(&x.var_with_correction(&[1], false, 0), &[2.0 / 3.0, 2.0 / 3.0]);
+    close(&x.var_all(), &[3.5]);
+    close(&x.mean_all(), &[3.5]);
+}
+
+#[test]
+fn integer_and_half_sums_follow_pytorch_dtypes() {
+    let i = Tensor::from_vec(vec![i32::MAX, i32::MAX], &[2]);
+    assert_eq!(i.sum_all().to_scalar::<i64>().unwrap(), 2 * i32::MAX as i64);
+    let b = Tensor::from_vec(vec![true, true, false], &[3]);
+    assert_eq!(b.sum_all().to_scalar::<i64>().unwrap(), 2);
+    assert_eq!(
+        Tensor::from_vec(vec![3u8, 4], &[2])
+            .prod_all()
+            .to_scalar::<i64>()
+            .unwrap(),
+        12
+    );
+    assert_eq!(
+        Tensor::from_vec(vec![1i32, 2], &[2])
+            .mean_all()
+            .to_scalar::<f32>()
+            .unwrap(),
+        1.5
+    );
+    let h = Tensor::from_vec(vec![f16::from_f32(0.1); 10], &[10]);
+    let s = h.sum_all();
+    assert_eq!(s.dtype(), DType::F16);
+    let exact = f16::from_f64(10.0 * f16::from_f32(0.1).to_f64());
+    assert_eq!(s.to_scalar::<f16>().unwrap(), exact);
+}
+
+#[test]
+fn nan_and_inf_in_reductions() {
+    let x = t(&[1.0, f32::NAN, 3.0, f32::NEG_INFINITY, 2.0, f32::INFINITY], &[2, 3]);
+    close(&x.max(&[1], false), &[f32::NAN, f32::INFINITY]);
+    close(&x.min(&[1], false), &[f32::NAN, f32::NEG_INFINITY]);
+    close(&x.sum(&[1], false), &[f32::NAN, f32::NAN]);
+    assert_eq!(x.argmax(1, false).to_vec::<i64>().unwrap(), vec![1, 2]);
+    let y = t(&[f32::INFINITY, 1.0], &[2]);
+    close(&y.sum_all(), &[f32::INFINITY]);
+}
+
+#[test]
+fn every_dtype_round_trips_and_casts() {
+    assert_eq!(
+        Tensor::from_vec(vec![true, false], &[2]).to_vec::<bool>().unwrap(),
+        [true, false]
+    );
+    assert_eq!(Tensor::from_vec(vec![1u8, 255], &[2]).to_vec::<u8>().unwrap(), [1, 255]);
+    assert_eq!(Tensor::from_vec(vec![-1i32, 7], &[2]).to_vec::<i32>().unwrap(), [-1, 7]);
+    assert_eq!(
+        Tensor::from_vec(vec![i64::MIN, 7], &[2]).to_vec::<i64>().unwrap(),
+        [i64::MIN, 7]
+    );
+    assert_eq!(
+        Tensor::from_vec(vec![u32::MAX, 7], &[2]).to_vec::<u32>().unwrap(),
+        [u32::MAX, 7]
+    );
+    let h = vec![f16::from_f32(1.5), f16::from_f32(-2.0)];
+    assert_eq!(Tensor::from_vec(h.clone(), &[2]).to_vec::<f16>().unwrap(), h);
+    let bh = vec![bf16::from_f32(1.5), bf16::from_f32(-2.0)];
+    assert_eq!(Tensor::from_vec(bh.clone(), &[2]).to_vec::<bf16>().unwrap(), bh);
+    assert_eq!(Tensor::from_vec(vec![0.1f64], &[1]).to_vec::<f64>().unwrap(), [0.1]);
+
+    let x = t(&[-2.7, 0.0, 300.0], &[3]);
+    assert_eq!(x.cast(DType::I32).to_vec::<i32>().unwrap(), [-2, 0, 300]);
+    assert_eq!(x.cast(DType::U8).to_vec::<u8>().unwrap(), [254, 0, 44]);
+    assert_eq!(x.cast(DType::Bool).to_vec::<bool>().unwrap(), [true, false, true]);
+    assert_eq!(
+        t(&[1.0 / 3.0], &[1]).cast(DType::BF16).to_vec::<bf16>().unwrap(),
+        [bf16::from_f32(1.0 / 3.0)]
+    );
+    // u32 with i32 promotes to i64, so no value wraps.
+    let big = Tensor::from_vec(vec![u32::MAX], &[1]) + Tensor::from_vec(vec![1i32], &[1]);
+    assert_eq!(big.to_vec::<i64>().unwrap(), [u32::MAX as i64 + 1]);
+    // f16 with bf16 promotes to f32.
+    let mixed = Tensor::from_vec(h, &[2]) + Tensor::from_vec(bh, &[2]);
+    assert_eq!(mixed.to_vec::<f32>().unwrap(), [3.0, -4.0]);
+}
+
+#[test]
+fn views_on_non_contiguous_layouts() {
+    let x = Tensor::arange(0i32, 24, 1).reshape(&[2, 3, 4]);
+    // Permute to [4, 2, 3], take rows 1 and 3 of axis 0, then flatten.
+    let y = x.permute(&[2, 0, 1]).slice(0, 1, 4, 2).reshape(&[2, 6]);
+    let want: Vec<i32> = [1, 3]
+        .iter()
+        .flat_map(|&k| (0..2).flat_map(move |i| (0..3).map(move |j| i * 12 + j * 4 + k)))
+        .collect();
+    assert_eq!(y.to_vec::<i32>().unwrap(), want);
+    let tr = x.transpose(1, 2).narrow(2, 1, 2).contiguous();
+    assert_eq!(tr.dims(), &[2, 4, 2]);
+    assert_eq!(tr.to_vec::<i32>().unwrap()[..4], [4, 8, 5, 9]);
+    assert_eq!(
+        x.unsqueeze(1).squeeze(1).to_vec::<i32>().unwrap(),
+        (0..24).collect::<Vec<_>>()
+    );
+    let e = x.expand(&[3, 2, 3, 4]).sum(&[0], false);
+    assert_eq!(
+        e.to_vec::<i64>().unwrap(),
+        (0..24).map(|v| 3 * v as i64).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn empty_tensors() {
+    let e = Tensor::zeros(&[2, 0], DType::F32);
+    assert_eq!((&e + 1.0).to_vec::<f32>().unwrap(), Vec::<f32>::new());
+    close(&e.sum(&[1], false), &[0.0, 0.0]);
+    close(&e.prod(&[1], false), &[1.0, 1.0]);
+    close(&e.mean(&[1], false), &[f32::NAN, f32::NAN]);
+    assert_eq!(e.sum(&[0], true).dims(), &[1, 0]);
+    let d = Tensor::from_vec(Vec::<i32>::new(), &[0, 3]);
+    assert_eq!(d.transpose(0, 1).dims(), &[3, 0]);
+    assert_eq!(d.sum_all().to_scalar::<i64>().unwrap(), 0);
+}
+
+#[test]
+fn compositions() {
+    let x = t(&[1.0, 2.0, 3.0, 1000.0, 1000.0, f32::NEG_INFINITY], &[2, 3]);
+    let z = 1.0 + (-1.0f32).exp() + (-2.0f32).exp();
+    close(
+        &x.softmax(1),
+        &[(-2.0f32).exp() / z, (-1.0f32).exp() / z, 1.0 / z, 0.5, 0.5, 0.0],
+    );
+    close(
+        &x.log_softmax(-1),
+        &[
+            -2.0 - z.ln(),
+            -1.0 - z.ln(),
+            -z.ln(),
+            -(2.0f32.ln()),
+            -(2.0f32.ln()),
+            f32::NEG_INFINITY,
+        ],
+    );
+    close(&x.logsumexp(&[1], false), &[3.0 + z.ln(), 1000.0 + 2.0f32.ln()]);
+    let inf = t(&[f32::NEG_INFINITY, f32::NEG_INFINITY, f32::INFINITY, 0.0], &[2, 2]);
+    close(&inf.logsumexp(&[1], false), &[f32::NEG_INFINITY, f32::INFINITY]);
+
+    let y = t(&[1.0, 2.0, 3.0, 4.0], &[1, 4]);
+    let (mean, var) = (2.5f32, 1.25f32);
+    let norm: Vec<f32> = [1.0f32, 2.0, 3.0, 4.0]
+        .iter()
+        .map(|v| (v - mean) / (var + 1e-5).sqrt())
+        .collect();
+    close(&y.layer_norm(None, None, 1e-5), &norm);
+    let w = t(&[1.0, 2.0, 1.0, 2.0], &[4]);
+    let b = t(&[0.0, 0.0, 1.0, 1.0], &[4]);
+    let affine: Vec<f32> = norm
+        .iter()
+        .zip([1.0, 2.0, 1.0, 2.0])
+        .zip([0.0, 0.0, 1.0, 1.0])
+        .map(|((n, w), b)| n * w + b)
+        .collect();
+    close(&y.layer_norm(Some(&w), Some(&b), 1e-5), &affine);
+    let rms = (7.5f32 + 1e-6).sqrt();
+    close(
+        &y.rms_norm(Some(&w), 1e-6),
+        &[1.0 / rms, 4.0 / rms, 3.0 / rms, 8.0 / rms],
+    );
+}
+
+#[test]
+fn creation_and_results() {
+    assert_eq!(Tensor::arange(5i64, 0, -2).to_vec::<i64>().unwrap(), [5, 3, 1]);
+    assert_eq!(
+        Tensor::arange(0.0f64, 1.0, 0.25).to_vec::<f64>().unwrap(),
+        [0.0, 0.25, 0.5, 0.75]
+    );
+    assert_eq!(Tensor::ones(&[2], DType::U32).to_vec::<u32>().unwrap(), [1, 1]);
+    assert_eq!(Tensor::full(&[2], -3i64).to_vec::<i64>().unwrap(), [-3, -3]);
+    let r1 = f32s(&Tensor::rand(&[1000], DType::F32, 7));
+    assert_eq!(r1, f32s(&Tensor::rand(&[1000], DType::F32, 7)));
+    assert_ne!(r1, f32s(&Tensor::rand(&[1000], DType::F32, 8)));
+    assert!(r1.iter().all(|&v| (0.0..1.0).contains(&v)));
+    let n = Tensor::randn(&[10_000], DType::F64, 3);
+    let (m, v) = (
+        n.mean_all().to_scalar::<f64>().unwrap(),
+        n.var_all().to_scalar::<f64>().unwrap(),
+    );
+    assert!(m.abs() < 0.05 && (v - 1.0).abs() < 0.05, "mean {m}, var {v}");
+    assert_eq!(Tensor::randn(&[4], DType::BF16, 1).to_vec::<bf16>().unwrap().len(), 4);
+
+    let s = (t(&[1.0, 2.0], &[2]) * 3.0).sum_all();
+    assert!(!s.is_realized());
+    s.realize().unwrap();
+    assert!(s.is_realized());
+    assert_eq!(s.subgraph_len(), 1, "a realized tensor is data");
+    assert_eq!(s.to_scalar::<f32>().unwrap(), 9.0);
+    let bytes = s.with_bytes(|b| b.to_vec()).unwrap();
+    assert_eq!(bytes, 9.0f32.to_ne_bytes());
+    assert_eq!(s.reshape(&[1, 1]).with_slice(|v: &[f32]| v[0]).unwrap(), 9.0);
+}
