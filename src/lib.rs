@@ -28,3 +28,8 @@ pub use dtype::{DType, Element, Scalar};
 pub use error::{Error, Result};
 pub use shape::Shape;
 pub use tensor::Tensor;
+
+// The README's example is compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctest;
