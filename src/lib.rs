@@ -8,7 +8,11 @@
 //! See `ARCHITECTURE.md` for the map of the crate.
 
 #![warn(missing_docs)]
+// Errors carry the shapes they name inline; they are built only on the failure
+// path, so their size (about 190 bytes) costs nothing where it matters.
+#![allow(clippy::result_large_err)]
 
+pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod graph;
