@@ -7,8 +7,7 @@
 #![cfg(feature = "cuda")]
 #![allow(clippy::result_large_err)]
 
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tilefuse::device::cuda::{
     launch, probe, BufferId, CudaDevice, DeviceBuffer, Event, Kernel, ScheduledLaunch, Scheduler, Stream,
     STAGING_CHUNK_BYTES, STREAM_COUNT,
@@ -75,8 +74,12 @@ LOOP:
 }
 "#;
 
-fn device() -> Arc<CudaDevice> {
-    CudaDevice::open(0).expect("a CUDA device")
+/// Device 0, and a guard that runs the tests of this file one at a time: the
+/// out-of-memory test fills the device and the timing tests want it idle.
+fn device() -> (MutexGuard<'static, ()>, Arc<CudaDevice>) {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    (guard, CudaDevice::open(0).expect("a CUDA device"))
 }
 
 fn add_one(device: &CudaDevice) -> Kernel {
@@ -130,10 +133,8 @@ fn opens_device_zero_and_reports_it() {
         "{info:?}"
     );
     assert!(info.driver_version >= tilefuse::device::cuda::MIN_DRIVER_VERSION);
-    let started = Instant::now();
-    let a = device();
-    println!("context: {:?}", started.elapsed());
-    let b = device();
+    let (_one, a) = device();
+    let b = CudaDevice::open(0).unwrap();
     assert!(Arc::ptr_eq(&a, &b), "one context per device");
     assert_eq!(a.info(), &info);
     assert_eq!(a.streams().len(), STREAM_COUNT);
@@ -146,7 +147,7 @@ fn opens_device_zero_and_reports_it() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn repeated_allocations_come_from_the_cache() {
-    let device = device();
+    let (_one, device) = device();
     let kernel = add_one(&device);
     let stream = device.stream(1);
     let lens = [1000usize, 3 << 18, (5 << 18) + 7, 1];
@@ -191,7 +192,7 @@ fn repeated_allocations_come_from_the_cache() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn out_of_memory_is_an_error_and_the_cache_is_freed_to_retry() {
-    let device = device();
+    let (_one, device) = device();
     let total = device.info().total_memory;
     match device.alloc(DType::U8, total * 2) {
         Err(Error::OutOfMemory { bytes, .. }) => assert!(bytes >= total * 2),
@@ -200,7 +201,9 @@ fn out_of_memory_is_an_error_and_the_cache_is_freed_to_retry() {
     // Fill most of the free memory with cached blocks, then ask for a block
     // that fits only once the cache is released.
     let (free, _) = device.memory_info().unwrap();
-    let piece = free / 10 * 3;
+    // A power of two is its own size class, so three pieces cache exactly
+    // three times `piece`, between half and three quarters of `free`.
+    let piece = 1usize << (free / 4).ilog2();
     let pieces: Vec<_> = (0..3).map(|_| device.alloc(DType::U8, piece).unwrap()).collect();
     drop(pieces);
     let cached = device.memory_stats();
@@ -219,7 +222,7 @@ fn out_of_memory_is_an_error_and_the_cache_is_freed_to_retry() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_dtype_round_trips_through_staging() {
-    let device = device();
+    let (_one, device) = device();
     for dtype in DType::ALL {
         let size = dtype.size_in_bytes();
         let chunk = STAGING_CHUNK_BYTES / size;
@@ -248,7 +251,7 @@ fn every_dtype_round_trips_through_staging() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_ptx_kernel_loads_once_and_runs() {
-    let device = device();
+    let (_one, device) = device();
     let before = device.module_stats();
     let kernel = add_one(&device);
     println!("first load of add_one: {:?}", kernel.load_time());
@@ -269,7 +272,7 @@ fn a_ptx_kernel_loads_once_and_runs() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn bad_ptx_returns_the_jit_log() {
-    let device = device();
+    let (_one, device) = device();
     let broken = ".version 8.0\n.target sm_80\n.address_size 64\n\n.visible .entry broken()\n{\n    bogus.instruction %r1;\n    ret;\n}\n";
     match device.load(broken, "broken", "broken_program") {
         Err(Error::PtxLoad { program, log }) => {
@@ -288,7 +291,7 @@ fn bad_ptx_returns_the_jit_log() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn independent_kernels_on_two_streams_overlap() {
-    let device = device();
+    let (_one, device) = device();
     let kernel = spin(&device);
     let (s0, s1) = (device.stream(0), device.stream(1));
     let a = device.alloc_on(DType::I64, 2, s0).unwrap();
@@ -317,7 +320,7 @@ fn independent_kernels_on_two_streams_overlap() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_scheduler_runs_independent_launches_apart_and_waits_for_dependencies() {
-    let device = device();
+    let (_one, device) = device();
     let kernel = spin(&device);
     let outs: Vec<_> = (0..3).map(|_| device.alloc(DType::I64, 2).unwrap()).collect();
     // 0 and 1 are independent; 2 must follow both.
@@ -357,7 +360,7 @@ fn the_scheduler_runs_independent_launches_apart_and_waits_for_dependencies() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn many_host_threads_launch_at_once() {
-    let device = device();
+    let (_one, device) = device();
     let threads: Vec<_> = (0..8)
         .map(|t| {
             let device = device.clone();
