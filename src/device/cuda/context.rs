@@ -288,10 +288,15 @@ fn driver() -> Result<i32> {
 /// and checks that it has every symbol tilefuse calls, so that cudarc's own
 /// loading cannot panic afterwards.
 fn check_library() -> std::result::Result<(), String> {
-    let candidates: Vec<String> = ["cuda", "nvcuda"]
+    let mut candidates: Vec<String> = Vec::new();
+    for name in ["cuda", "nvcuda"]
         .iter()
         .flat_map(|name| cudarc::get_lib_name_candidates(name))
-        .collect();
+    {
+        if !candidates.contains(&name) {
+            candidates.push(name);
+        }
+    }
     for name in &candidates {
         // SAFETY: loading the CUDA driver library runs only its initialisers,
         // exactly as cudarc's own loading does next.
@@ -315,8 +320,10 @@ fn check_library() -> std::result::Result<(), String> {
         };
     }
     Err(format!(
-        "no CUDA driver library could be loaded (looked for {})",
-        candidates.join(", ")
+        "no CUDA driver library could be loaded ({} names tried, such as {}); \
+         is the NVIDIA driver installed and on the library path?",
+        candidates.len(),
+        candidates.first().map_or("libcuda.so", String::as_str)
     ))
 }
 
