@@ -8,6 +8,9 @@
 //! CUDA device can be used, and [`Device::best`] picks the CPU, with
 //! [`Device::best_reason`] saying why.
 
+#[cfg(feature = "cuda")]
+pub mod cuda;
+
 use crate::error::{Error, Result};
 use std::fmt;
 

@@ -1,0 +1,287 @@
+//! Loading PTX into the driver, with the JIT's error log, cached per PTX text
+//! and entry.
+
+use super::{describe, driver_error, CudaDevice};
+use crate::error::{Error, Result};
+use cudarc::driver::{result, sys, CudaContext};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Bytes kept of the JIT's error and info logs.
+const LOG_BYTES: usize = 16 * 1024;
+
+/// A loaded module; unloaded when the last kernel of it is dropped.
+struct Module {
+    raw: sys::CUmodule,
+    ptx: String,
+    load_time: Duration,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: a module handle is usable from any thread with its context current,
+// and `Drop` binds it.
+unsafe impl Send for Module {}
+// SAFETY: as for `Send`; the module is never mutated after loading.
+unsafe impl Sync for Module {}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: the module was loaded by `load_module` and no function of
+            // it is used after the last `Kernel` holding it is gone.
+            let _ = unsafe { result::module::unload(self.raw) };
+        }
+    }
+}
+
+/// A kernel entry of a loaded PTX module, ready for [`launch`](super::launch).
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct Kernel {
+    function: sys::CUfunction,
+    module: Arc<Module>,
+    name: String,
+    entry: String,
+    ordinal: usize,
+}
+
+// SAFETY: a function handle is usable from any thread with its context
+// current; `launch` binds it.
+unsafe impl Send for Kernel {}
+// SAFETY: as for `Send`; the handle is never mutated.
+unsafe impl Sync for Kernel {}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Kernel({} `{}` on cuda:{})", self.name, self.entry, self.ordinal)
+    }
+}
+
+impl Kernel {
+    /// The program name given at load, used in error messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The PTX entry name.
+    pub fn entry(&self) -> &str {
+        &self.entry
+    }
+
+    /// The ordinal of the device the kernel was loaded on.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    /// How long the driver took to load (JIT) the module holding this kernel,
+    /// when it was first loaded.
+    pub fn load_time(&self) -> Duration {
+        self.module.load_time
+    }
+
+    /// The PTX text the kernel was loaded from.
+    pub fn ptx(&self) -> &str {
+        &self.module.ptx
+    }
+
+    /// The raw driver handle, for calls this module does not wrap.
+    pub fn raw(&self) -> sys::CUfunction {
+        self.function
+    }
+}
+
+/// Counters of one device's module cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModuleStats {
+    /// Modules loaded through the JIT.
+    pub loads: u64,
+    /// Requests answered from the cache.
+    pub hits: u64,
+    /// Time spent in the JIT, all loads together.
+    pub total_load_time: Duration,
+    /// Time the most recent JIT load took.
+    pub last_load_time: Option<Duration>,
+}
+
+#[derive(Default)]
+struct CacheState {
+    modules: HashMap<u64, Vec<Arc<Module>>>,
+    kernels: HashMap<(u64, String), Vec<Kernel>>,
+    stats: ModuleStats,
+}
+
+/// Loaded modules and kernels of one device.
+#[derive(Default)]
+pub(crate) struct ModuleCache {
+    state: Mutex<CacheState>,
+}
+
+fn hash_text(text: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
+impl CudaDevice {
+    /// The kernel `entry` of the PTX module `ptx`, loaded on first use and
+    /// cached per (PTX text, entry): the text already encodes the program and
+    /// its target. `name` names the program in errors.
+    ///
+    /// A module the JIT rejects, or one without `entry`, returns
+    /// [`Error::PtxLoad`] with the JIT's own log.
+    pub fn load(&self, ptx: &str, entry: &str, name: &str) -> Result<Kernel> {
+        let hash = hash_text(ptx);
+        let key = (hash, entry.to_string());
+        // The lock is held through the JIT so that two threads asking for the
+        // same module load it once.
+        let mut state = self.modules.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(kernel) = state
+            .kernels
+            .get(&key)
+            .and_then(|ks| ks.iter().find(|k| k.module.ptx == ptx))
+        {
+            let kernel = kernel.clone();
+            state.stats.hits += 1;
+            return Ok(kernel);
+        }
+        self.bind()?;
+        let cached = state
+            .modules
+            .get(&hash)
+            .and_then(|ms| ms.iter().find(|m| m.ptx == ptx))
+            .cloned();
+        let module = match cached {
+            Some(module) => module,
+            None => {
+                let started = Instant::now();
+                let raw = load_module(ptx, name)?;
+                let load_time = started.elapsed();
+                let module = Arc::new(Module {
+                    raw,
+                    ptx: ptx.to_string(),
+                    load_time,
+                    ctx: self.context().clone(),
+                });
+                state.modules.entry(hash).or_default().push(module.clone());
+                state.stats.loads += 1;
+                state.stats.total_load_time += load_time;
+                state.stats.last_load_time = Some(load_time);
+                module
+            }
+        };
+        let function = get_function(&module, entry, name)?;
+        let kernel = Kernel {
+            function,
+            module,
+            name: name.to_string(),
+            entry: entry.to_string(),
+            ordinal: self.ordinal(),
+        };
+        state.kernels.entry(key).or_default().push(kernel.clone());
+        Ok(kernel)
+    }
+
+    /// The module cache's counters.
+    pub fn module_stats(&self) -> ModuleStats {
+        self.modules.state.lock().unwrap_or_else(PoisonError::into_inner).stats
+    }
+}
+
+/// Loads PTX text with `cuModuleLoadDataEx`, asking the JIT for its logs.
+fn load_module(ptx: &str, name: &str) -> Result<sys::CUmodule> {
+    let image = CString::new(ptx).map_err(|_| Error::PtxLoad {
+        program: name.to_string(),
+        log: "the PTX text contains a NUL byte".into(),
+    })?;
+    let mut error_log = vec![0u8; LOG_BYTES];
+    let mut info_log = vec![0u8; LOG_BYTES];
+    use sys::CUjit_option as O;
+    let mut options = [
+        O::CU_JIT_ERROR_LOG_BUFFER,
+        O::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        O::CU_JIT_INFO_LOG_BUFFER,
+        O::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+    ];
+    // Sizes are passed in the pointer-sized value slots, as the driver API
+    // specifies for integer options.
+    let mut values = [
+        error_log.as_mut_ptr() as *mut c_void,
+        LOG_BYTES as *mut c_void,
+        info_log.as_mut_ptr() as *mut c_void,
+        LOG_BYTES as *mut c_void,
+    ];
+    let mut module = std::ptr::null_mut();
+    // SAFETY: `image` is a NUL-terminated PTX string; the option arrays have
+    // the same length, passed as the count; each log buffer holds the number
+    // of bytes given for it and outlives the call.
+    let status = unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut module,
+            image.as_ptr() as *const c_void,
+            options.len() as u32,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    match status.result() {
+        Ok(()) => Ok(module),
+        Err(e) => {
+            let log = [log_text(&error_log), log_text(&info_log)]
+                .into_iter()
+                .filter(|text| !text.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n");
+            Err(Error::PtxLoad {
+                program: name.to_string(),
+                log: format!("{}\n{log}", describe(e)),
+            })
+        }
+    }
+}
+
+/// The text of a log buffer, up to its first NUL.
+fn log_text(buffer: &[u8]) -> String {
+    let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
+    String::from_utf8_lossy(&buffer[..end]).trim().to_string()
+}
+
+fn get_function(module: &Module, entry: &str, name: &str) -> Result<sys::CUfunction> {
+    let c_entry = CString::new(entry).map_err(|_| Error::PtxLoad {
+        program: name.to_string(),
+        log: format!("entry name {entry:?} contains a NUL byte"),
+    })?;
+    // SAFETY: the module is loaded and alive as long as `module`.
+    unsafe { result::module::get_function(module.raw, c_entry) }.map_err(|e| {
+        if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND {
+            Error::PtxLoad {
+                program: name.to_string(),
+                log: format!("the module has no entry `{entry}`"),
+            }
+        } else {
+            driver_error("cuModuleGetFunction")(e)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_text_stops_at_nul_and_trims() {
+        let mut buffer = b"line 3: syntax error \n".to_vec();
+        buffer.extend([0, b'x', b'y']);
+        assert_eq!(log_text(&buffer), "line 3: syntax error");
+        assert_eq!(log_text(&[0; 8]), "");
+    }
+
+    #[test]
+    fn equal_texts_hash_equal() {
+        assert_eq!(hash_text(".version 8.0"), hash_text(".version 8.0"));
+        assert_ne!(hash_text(".version 8.0"), hash_text(".version 8.1"));
+    }
+}
