@@ -112,7 +112,11 @@ impl Emitter<'_> {
         let d = st.dtype;
         let (size, _) = shared_slot(d);
         self.reserve_shared(st.numel() as u32 * size)?;
-        self.comment(format!("broadcast {:?} -> {:?}", st.shape.as_slice(), dt.shape.as_slice()));
+        self.comment(format!(
+            "broadcast {:?} -> {:?}",
+            st.shape.as_slice(),
+            dt.shape.as_slice()
+        ));
         self.publish(d, &st.shape, &regs);
         let l = self.layout(&dt.shape);
         let rank = dt.shape.len();
@@ -152,7 +156,10 @@ impl Emitter<'_> {
         }
         let axis = axis as usize;
         let Some(&len) = st.shape.get(axis) else {
-            return Err(self.invalid(format!("reduce axis {axis} is out of range for {:?}", st.shape.as_slice())));
+            return Err(self.invalid(format!(
+                "reduce axis {axis} is out of range for {:?}",
+                st.shape.as_slice()
+            )));
         };
         let regs = self.val(src)?;
         let (bin, identity) = match op {

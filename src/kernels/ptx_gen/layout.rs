@@ -98,21 +98,11 @@ pub(super) fn choose_block(program: &Program) -> BlockShape {
         .max_by_key(|t| t.numel())
         .map(|t| t.shape.to_vec())
         .unwrap_or_default();
-    let probe = layout(
-        BlockShape {
-            threads: 1,
-            max_atom,
-        },
-        &largest,
-    );
+    let probe = layout(BlockShape { threads: 1, max_atom }, &largest);
     let atoms = probe.numel / probe.atom;
     let candidates = [256u32, 128, 64, 32];
     let fitting: Vec<u32> = candidates.into_iter().filter(|&t| t <= atoms.max(32)).collect();
-    let mut threads = fitting
-        .iter()
-        .copied()
-        .find(|t| atoms % t == 0)
-        .unwrap_or(fitting[0]);
+    let mut threads = fitting.iter().copied().find(|t| atoms % t == 0).unwrap_or(fitting[0]);
     while threads < 1024 && layout(BlockShape { threads, max_atom }, &largest).slots() > 32 {
         threads *= 2;
     }

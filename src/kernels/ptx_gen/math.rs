@@ -93,7 +93,16 @@ fn clamp_to<M: MathOps>(m: &mut M, x: &M::V, r: M::V, bound: f32, below: bool, v
     m.select(&p, &v, &r)
 }
 
-const EXP_TAYLOR: [f32; 8] = [1.0, 1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0];
+const EXP_TAYLOR: [f32; 8] = [
+    1.0,
+    1.0,
+    0.5,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5040.0,
+];
 const LN2_HI: f32 = 0.693_145_75;
 const LN2_LO: f32 = 1.428_606_8e-6;
 
@@ -161,7 +170,11 @@ fn log_parts<M: MathOps>(m: &mut M, x: &M::V) -> (M::V, M::V) {
     let d = m.add(&two, &f);
     let s = m.div(&f, &d);
     let z = m.mul(&s, &s);
-    let rz = horner(m, &z, &[2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0, 2.0 / 11.0, 2.0 / 13.0]);
+    let rz = horner(
+        m,
+        &z,
+        &[2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0, 2.0 / 11.0, 2.0 / 13.0],
+    );
     let rz = m.mul(&rz, &z);
     let ff = m.mul(&f, &f);
     let hfsq = m.mul(&ff, &half);
@@ -334,8 +347,8 @@ fn erfc_nonneg<M: MathOps>(m: &mut M, z: &M::V) -> M::V {
             0.096_784_18,
             -0.186_288_06,
             0.278_868_07,
-            -1.135_203_98,
-            1.488_515_87,
+            -1.135_204,
+            1.488_515_9,
             -0.822_152_23,
             0.170_872_77,
         ],

@@ -151,13 +151,13 @@ impl Emitter<'_> {
         let (_, cs) = self.coords(&v.tile, r);
         let rank = v.tile.len();
         let mut last_g = None;
-        for k in 0..rank {
+        for (k, c) in cs.iter().enumerate() {
             let (e, t) = (v.extents[k], v.tile[k] as u64);
             if !masked || e % t == 0 {
                 continue;
             }
             let g = self.reg(Class::B64);
-            self.ins(format!("cvt.u64.u32 {g}, {}", cs[k]));
+            self.ins(format!("cvt.u64.u32 {g}, {c}"));
             self.ins(format!("add.u64 {g}, {g}, {}", site.base[k]));
             if k + 1 == rank && !whole_atom {
                 last_g = Some(g);
@@ -203,7 +203,10 @@ impl Emitter<'_> {
         let d = param.dtype;
         let pad = if masked {
             if v.padding.needs_float() && !d.is_float() {
-                return Err(self.invalid(format!("padding {} of view {view} needs a float dtype, not {d}", v.padding)));
+                return Err(self.invalid(format!(
+                    "padding {} of view {view} needs a float dtype, not {d}",
+                    v.padding
+                )));
             }
             Some(immediate(Scalar::Float(v.padding.value(), d), d).map_err(|e| self.invalid(e))?)
         } else {
@@ -275,7 +278,12 @@ impl Emitter<'_> {
                         self.ins(mov_imm(d, dst, pad));
                     }
                 }
-                self.ins(format!("{g}{op}{}{} {}, {at}", vec_suffix(n), mem_type(d), reg_list(dsts)));
+                self.ins(format!(
+                    "{g}{op}{}{} {}, {at}",
+                    vec_suffix(n),
+                    mem_type(d),
+                    reg_list(dsts)
+                ));
             }
         }
     }
@@ -331,9 +339,18 @@ impl Emitter<'_> {
                         w
                     })
                     .collect();
-                self.ins(format!("{g}st.global{}.b32 {at}, {}", vec_suffix(n / 2), reg_list(&words)));
+                self.ins(format!(
+                    "{g}st.global{}.b32 {at}, {}",
+                    vec_suffix(n / 2),
+                    reg_list(&words)
+                ));
             }
-            _ => self.ins(format!("{g}st.global{}{} {at}, {}", vec_suffix(n), mem_type(d), reg_list(srcs))),
+            _ => self.ins(format!(
+                "{g}st.global{}{} {at}, {}",
+                vec_suffix(n),
+                mem_type(d),
+                reg_list(srcs)
+            )),
         }
     }
 
@@ -362,7 +379,10 @@ impl Emitter<'_> {
         let shape = self.ty(dst)?.shape.clone();
         let axis = axis as usize;
         let Some(&t) = shape.get(axis) else {
-            return Err(self.invalid(format!("iota axis {axis} is out of range for shape {:?}", shape.as_slice())));
+            return Err(self.invalid(format!(
+                "iota axis {axis} is out of range for shape {:?}",
+                shape.as_slice()
+            )));
         };
         let l = self.layout(&shape);
         let i = self.index(index)?;
@@ -445,7 +465,11 @@ impl Emitter<'_> {
     fn atomic_one(&mut self, op: AtomicOp, d: DType, red: &str, p: &Option<String>, at: &str, val: &str) {
         let g = guard(p);
         let bits = matches!(d, DType::I64 | DType::F64);
-        let (s, u, b) = if bits { ("s64", "u64", "b64") } else { ("s32", "u32", "b32") };
+        let (s, u, b) = if bits {
+            ("s64", "u64", "b64")
+        } else {
+            ("s32", "u32", "b32")
+        };
         let val = if op == AtomicOp::Sub {
             super::ops::negate(self, d, val)
         } else {
@@ -494,8 +518,14 @@ impl Emitter<'_> {
                 self.ins(format!("@{pp} {red}.{pos_op}.{s} {at}, {r}"));
                 self.ins(format!("@{pn} {red}.{neg_op}.{u} {at}, {r}"));
             }
-            (AtomicOp::Max, _) => self.ins(format!("{g}{red}.max.{} {at}, {val}", if d == DType::U32 { u } else { s })),
-            (AtomicOp::Min, _) => self.ins(format!("{g}{red}.min.{} {at}, {val}", if d == DType::U32 { u } else { s })),
+            (AtomicOp::Max, _) => self.ins(format!(
+                "{g}{red}.max.{} {at}, {val}",
+                if d == DType::U32 { u } else { s }
+            )),
+            (AtomicOp::Min, _) => self.ins(format!(
+                "{g}{red}.min.{} {at}, {val}",
+                if d == DType::U32 { u } else { s }
+            )),
         }
     }
 }

@@ -358,7 +358,11 @@ impl Emitter<'_> {
         }
         match op {
             Relu => {
-                let zero = if d == DType::F32 { "0f00000000" } else { "0d0000000000000000" };
+                let zero = if d == DType::F32 {
+                    "0f00000000"
+                } else {
+                    "0d0000000000000000"
+                };
                 self.binary(BinaryOp::Maximum, d, a, zero)
             }
             Sign => {
@@ -367,7 +371,11 @@ impl Emitter<'_> {
                 } else {
                     ("0d3FF0000000000000", "0dBFF0000000000000")
                 };
-                let zero = if d == DType::F32 { "0f00000000" } else { "0d0000000000000000" };
+                let zero = if d == DType::F32 {
+                    "0f00000000"
+                } else {
+                    "0d0000000000000000"
+                };
                 let pos = self.emit(DType::Bool, |p| format!("setp.gt.{t} {p}, {a}, {zero}"));
                 let neg = self.emit(DType::Bool, |p| format!("setp.lt.{t} {p}, {a}, {zero}"));
                 let x = self.emit(d, |r| format!("selp.{t} {r}, {one}, {a}, {pos}"));
@@ -467,7 +475,11 @@ impl Emitter<'_> {
             let f = if from == F32 {
                 src.to_string()
             } else {
-                let wide = if from == F64 { src.to_string() } else { self.cast(from, F64, src)? };
+                let wide = if from == F64 {
+                    src.to_string()
+                } else {
+                    self.cast(from, F64, src)?
+                };
                 let rz = self.emit(F32, |r| format!("cvt.rz.f32.f64 {r}, {wide}"));
                 let back = self.emit(F64, |r| format!("cvt.f64.f32 {r}, {rz}"));
                 let inexact = self.emit(Bool, |p| format!("setp.neu.f64 {p}, {back}, {wide}"));
@@ -493,7 +505,9 @@ impl Emitter<'_> {
         }
         if to.is_float() {
             let rnd = if from == F64 || !from.is_float() { ".rn" } else { "" };
-            return Ok(self.emit(to, |r| format!("cvt{rnd}.{}.{} {r}, {src}", cvt_name(to), cvt_name(from))));
+            return Ok(self.emit(to, |r| {
+                format!("cvt{rnd}.{}.{} {r}, {src}", cvt_name(to), cvt_name(from))
+            }));
         }
         // Integer to integer: wrap.
         Ok(match (from, to) {
@@ -501,7 +515,9 @@ impl Emitter<'_> {
                 let r = self.emit(to, |r| format!("cvt.u32.u64 {r}, {src}"));
                 self.wrap_u8(to, r)
             }
-            (_, I64) => self.emit(to, |r| format!("cvt.{}.{} {r}, {src}", "s64", cvt_name(from).replace("u8", "u32"))),
+            (_, I64) => self.emit(to, |r| {
+                format!("cvt.{}.{} {r}, {src}", "s64", cvt_name(from).replace("u8", "u32"))
+            }),
             _ => {
                 let r = self.mov(to, src);
                 self.wrap_u8(to, r)
@@ -522,7 +538,11 @@ impl Emitter<'_> {
     pub fn binary_inst(&mut self, dst: ValueId, op: BinaryOp, lhs: ValueId, rhs: ValueId) -> Result<()> {
         let d = self.ty(lhs)?.dtype;
         let (a, b) = (self.val(lhs)?, self.val(rhs)?);
-        let out = a.iter().zip(&b).map(|(a, b)| self.binary(op, d, a, b)).collect::<Result<_>>()?;
+        let out = a
+            .iter()
+            .zip(&b)
+            .map(|(a, b)| self.binary(op, d, a, b))
+            .collect::<Result<_>>()?;
         self.vals.insert(dst, out);
         Ok(())
     }

@@ -35,7 +35,10 @@ pub fn find_ptxas() -> Option<PathBuf> {
         return p.is_file().then_some(p);
     }
     if let Some(paths) = std::env::var_os("PATH") {
-        if let Some(p) = std::env::split_paths(&paths).map(|d| d.join("ptxas")).find(|p| p.is_file()) {
+        if let Some(p) = std::env::split_paths(&paths)
+            .map(|d| d.join("ptxas"))
+            .find(|p| p.is_file())
+        {
             return Some(p);
         }
     }
@@ -139,7 +142,14 @@ mod tests {
             ptxas info    : Used 23 registers, 1024 bytes smem, 368 bytes cmem[0]\n";
         let k = &super::parse_verbose(text)[0];
         assert_eq!(
-            (k.name.as_str(), k.registers, k.spill_store_bytes, k.spill_load_bytes, k.stack_bytes, k.shared_bytes),
+            (
+                k.name.as_str(),
+                k.registers,
+                k.spill_store_bytes,
+                k.spill_load_bytes,
+                k.stack_bytes,
+                k.shared_bytes
+            ),
             ("k1", 23, 4, 12, 8, 1024)
         );
     }

@@ -112,16 +112,32 @@ fn cases() -> Vec<(&'static str, Unary, f32, f32, fn(f64) -> f64)> {
         ("sin", |m, x| sin_cos(m, x, 0.0), -1e4, 1e4, f64::sin),
         ("cos", |m, x| sin_cos(m, x, 1.0), -1e4, 1e4, f64::cos),
         ("tanh", |m, x| tanh(m, x), -10.0, 10.0, f64::tanh),
-        ("sigmoid", |m, x| sigmoid(m, x), -80.0, 80.0, |x| 1.0 / (1.0 + (-x).exp())),
+        (
+            "sigmoid",
+            |m, x| sigmoid(m, x),
+            -80.0,
+            80.0,
+            |x| 1.0 / (1.0 + (-x).exp()),
+        ),
         ("silu", |m, x| silu(m, x), -80.0, 80.0, |x| x / (1.0 + (-x).exp())),
-        ("gelu_tanh", |m, x| gelu_tanh(m, x), -5.0, 10.0, |x| {
-            // 0.5 x (1 + tanh u) without f64's own cancellation for x < 0.
-            let u = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
-            x / (1.0 + (-2.0 * u).exp())
-        }),
-        ("gelu_erf", |m, x| gelu_erf(m, x), -5.0, 10.0, |x| {
-            0.5 * x * erfc64(-x / std::f64::consts::SQRT_2)
-        }),
+        (
+            "gelu_tanh",
+            |m, x| gelu_tanh(m, x),
+            -5.0,
+            10.0,
+            |x| {
+                // 0.5 x (1 + tanh u) without f64's own cancellation for x < 0.
+                let u = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+                x / (1.0 + (-2.0 * u).exp())
+            },
+        ),
+        (
+            "gelu_erf",
+            |m, x| gelu_erf(m, x),
+            -5.0,
+            10.0,
+            |x| 0.5 * x * erfc64(-x / std::f64::consts::SQRT_2),
+        ),
     ]
 }
 
