@@ -1,6 +1,8 @@
 //! PTX generation: every program here is generated for sm_80 and sm_90 and
 //! assembled by `ptxas` (skipped cleanly when it is absent unless
 //! `TILEFUSE_REQUIRE_PTXAS=1`), with no local-memory spills allowed.
+//! `TILEFUSE_BLESS=1` rewrites the snapshot; `TILEFUSE_DUMP_PTX=dir` writes
+//! every generated module to `dir` for inspection or running elsewhere.
 
 #![allow(clippy::result_large_err)]
 
@@ -47,7 +49,12 @@ fn try_check(program: &Program) -> Result<PtxModule, Error> {
                     k.name, k.registers, k.spill_store_bytes, k.shared_bytes
                 );
             }
-            ASSEMBLED.fetch_add(1, Ordering::Relaxed);
+            let n = ASSEMBLED.fetch_add(1, Ordering::Relaxed) + 1;
+            eprintln!("ptxas: {n} modules assembled so far in this run");
+        }
+        if let Ok(dir) = std::env::var("TILEFUSE_DUMP_PTX") {
+            let path = PathBuf::from(dir).join(format!("{}.sm_{sm}.ptx", module.entry));
+            std::fs::write(&path, &module.text).unwrap();
         }
         last = Some(module);
     }
