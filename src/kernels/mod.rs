@@ -1,3 +1,4 @@
 //! Tile kernels: the IR, and its two back ends.
 
 pub mod ir;
+pub mod ptx_gen;

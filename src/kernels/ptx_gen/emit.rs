@@ -1,0 +1,470 @@
+//! The emitter: registers, the prologue of per-thread constants, and the
+//! walk over the program's instructions.
+
+use super::layout::{layout, BlockShape, Layout};
+use super::Target;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::ir::{IndexExpr, Inst, LoopId, Program, ValueId, ValueType, View, ViewId};
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// The register classes of the generated code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Class {
+    /// `.pred`, for bool values and masks.
+    Pred,
+    /// `.b16`, for f16 and bf16 values.
+    B16,
+    /// `.b32`, for u8, i32 and u32 values and addresses in shared memory.
+    B32,
+    /// `.f32`.
+    F32,
+    /// `.b64`, for i64 values and global addresses.
+    B64,
+    /// `.f64`.
+    F64,
+}
+
+impl Class {
+    const ALL: [Class; 6] = [Class::Pred, Class::B16, Class::B32, Class::F32, Class::B64, Class::F64];
+
+    fn prefix(self) -> &'static str {
+        match self {
+            Class::Pred => "%p",
+            Class::B16 => "%h",
+            Class::B32 => "%r",
+            Class::F32 => "%f",
+            Class::B64 => "%rd",
+            Class::F64 => "%fd",
+        }
+    }
+
+    fn decl(self) -> &'static str {
+        match self {
+            Class::Pred => ".pred",
+            Class::B16 => ".b16",
+            Class::B32 => ".b32",
+            Class::F32 => ".f32",
+            Class::B64 => ".b64",
+            Class::F64 => ".f64",
+        }
+    }
+
+    /// The register class holding values of `d`.
+    pub fn of(d: DType) -> Class {
+        match d {
+            DType::Bool => Class::Pred,
+            DType::U8 | DType::I32 | DType::U32 => Class::B32,
+            DType::F16 | DType::BF16 => Class::B16,
+            DType::F32 => Class::F32,
+            DType::I64 => Class::B64,
+            DType::F64 => Class::F64,
+        }
+    }
+}
+
+/// Lowering state for one program.
+pub(super) struct Emitter<'a> {
+    pub prog: &'a Program,
+    pub target: &'a Target,
+    pub block: BlockShape,
+    counts: HashMap<Class, u32>,
+    /// Code run once at entry (per-thread and per-block constants).
+    prologue: String,
+    /// The kernel body.
+    body: String,
+    in_prologue: bool,
+    labels: u32,
+    /// The registers of each value, one per slot of its layout.
+    pub vals: HashMap<ValueId, Vec<String>>,
+    /// The registers of each accumulator.
+    pub accs: Vec<Vec<String>>,
+    loop_regs: HashMap<LoopId, String>,
+    grid_coords: Vec<String>,
+    /// The global address of each parameter.
+    pub params: Vec<String>,
+    tid: String,
+    coords: HashMap<(Vec<u32>, u32), (String, Vec<String>)>,
+    slot_valid: HashMap<Vec<u32>, Option<String>>,
+    thread_offsets: HashMap<(ViewId, u32), String>,
+    /// The PTX ISA version the instructions used need.
+    pub needs_version: (u32, u32),
+    /// The shared memory the exchanges need, in bytes.
+    pub shared_bytes: u32,
+    /// Lines describing the mapping chosen for each memory access.
+    pub mapping: Vec<String>,
+}
+
+impl<'a> Emitter<'a> {
+    /// A fresh emitter.
+    pub fn new(prog: &'a Program, target: &'a Target, block: BlockShape) -> Emitter<'a> {
+        Emitter {
+            prog,
+            target,
+            block,
+            counts: HashMap::new(),
+            prologue: String::new(),
+            body: String::new(),
+            in_prologue: false,
+            labels: 0,
+            vals: HashMap::new(),
+            accs: Vec::new(),
+            loop_regs: HashMap::new(),
+            grid_coords: Vec::new(),
+            params: Vec::new(),
+            tid: String::new(),
+            coords: HashMap::new(),
+            slot_valid: HashMap::new(),
+            thread_offsets: HashMap::new(),
+            needs_version: (6, 0),
+            shared_bytes: 0,
+            mapping: Vec::new(),
+        }
+    }
+
+    /// A new register of class `c`.
+    pub fn reg(&mut self, c: Class) -> String {
+        let n = self.counts.entry(c).or_insert(0);
+        *n += 1;
+        format!("{}{}", c.prefix(), *n)
+    }
+
+    /// Appends one instruction (without its `;`).
+    pub fn ins(&mut self, text: impl AsRef<str>) {
+        let out = if self.in_prologue {
+            &mut self.prologue
+        } else {
+            &mut self.body
+        };
+        let _ = writeln!(out, "\t{};", text.as_ref());
+    }
+
+    /// Appends a comment line.
+    pub fn comment(&mut self, text: impl AsRef<str>) {
+        let _ = writeln!(self.body, "\t// {}", text.as_ref());
+    }
+
+    /// A fresh label name.
+    pub fn label(&mut self) -> String {
+        self.labels += 1;
+        format!("$L{}", self.labels)
+    }
+
+    /// Places a label in the body.
+    pub fn place_label(&mut self, label: &str) {
+        let _ = writeln!(self.body, "{label}:");
+    }
+
+    /// Runs `f` with its instructions going to the prologue.
+    fn prologue<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let was = std::mem::replace(&mut self.in_prologue, true);
+        let r = f(self);
+        self.in_prologue = was;
+        r
+    }
+
+    /// Requires PTX ISA `v` for an instruction.
+    pub fn need_version(&mut self, v: (u32, u32)) {
+        self.needs_version = self.needs_version.max(v);
+    }
+
+    /// An `InvalidProgram` error for this program.
+    pub fn invalid(&self, reason: impl Into<String>) -> Error {
+        Error::InvalidProgram {
+            program: self.prog.name.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The type of a value.
+    pub fn ty(&self, v: ValueId) -> Result<&'a ValueType> {
+        self.prog
+            .values
+            .get(v.index())
+            .ok_or_else(|| self.invalid(format!("value {v} is not declared")))
+    }
+
+    /// The registers of a defined value.
+    pub fn val(&self, v: ValueId) -> Result<Vec<String>> {
+        self.vals
+            .get(&v)
+            .cloned()
+            .ok_or_else(|| self.invalid(format!("value {v} is used before it is defined")))
+    }
+
+    /// A view by id.
+    pub fn view(&self, v: ViewId) -> Result<&'a View> {
+        self.prog
+            .views
+            .get(v.index())
+            .ok_or_else(|| self.invalid(format!("view {v} is not declared")))
+    }
+
+    /// The layout of a shape.
+    pub fn layout(&self, shape: &[u32]) -> Layout {
+        layout(self.block, shape)
+    }
+
+    /// Emits the block-level prologue: thread index, parameter addresses and
+    /// grid coordinates (exiting blocks past the grid's end).
+    pub fn begin(&mut self, entry: &str, grid_blocks: u64, split: bool) {
+        self.prologue(|e| {
+            e.tid = e.reg(Class::B32);
+            let tid = e.tid.clone();
+            e.ins(format!("mov.u32 {tid}, %tid.x"));
+            for i in 0..e.prog.params.len() {
+                let raw = e.reg(Class::B64);
+                let addr = e.reg(Class::B64);
+                e.ins(format!("ld.param.u64 {raw}, [{entry}_param_{i}]"));
+                e.ins(format!("cvta.to.global.u64 {addr}, {raw}"));
+                e.params.push(addr);
+            }
+            let x = e.reg(Class::B32);
+            let lin = e.reg(Class::B64);
+            e.ins(format!("mov.u32 {x}, %ctaid.x"));
+            e.ins(format!("cvt.u64.u32 {lin}, {x}"));
+            if split {
+                let (y, nx, t) = (e.reg(Class::B32), e.reg(Class::B32), e.reg(Class::B64));
+                e.ins(format!("mov.u32 {y}, %ctaid.y"));
+                e.ins(format!("mov.u32 {nx}, %nctaid.x"));
+                e.ins(format!("mul.wide.u32 {t}, {y}, {nx}"));
+                e.ins(format!("add.u64 {lin}, {lin}, {t}"));
+                let p = e.reg(Class::Pred);
+                e.ins(format!("setp.ge.u64 {p}, {lin}, {grid_blocks}"));
+                e.ins(format!("@{p} bra $L_exit"));
+            }
+            let grid = e.prog.grid.clone();
+            let mut coords = vec![String::new(); grid.len()];
+            let mut rest = lin;
+            for (k, &ext) in grid.iter().enumerate().rev() {
+                let c = e.reg(Class::B64);
+                if k == 0 {
+                    e.ins(format!("mov.u64 {c}, {rest}"));
+                } else {
+                    let q = e.reg(Class::B64);
+                    e.ins(format!("rem.u64 {c}, {rest}, {ext}"));
+                    e.ins(format!("div.u64 {q}, {rest}, {ext}"));
+                    rest = q;
+                }
+                coords[k] = c;
+            }
+            e.grid_coords = coords;
+        });
+    }
+
+    /// The value of an index expression as a `u64` operand (register or immediate).
+    pub fn index(&mut self, x: &IndexExpr) -> Result<String> {
+        if x.grid.is_none() && x.loop_var.is_none() {
+            return Ok(x.constant.to_string());
+        }
+        let r = self.reg(Class::B64);
+        self.ins(format!("mov.u64 {r}, {}", x.constant));
+        if let Some((axis, coeff)) = x.grid {
+            let g = self
+                .grid_coords
+                .get(axis as usize)
+                .cloned()
+                .ok_or_else(|| self.invalid(format!("grid axis {axis} does not exist")))?;
+            self.ins(format!("mad.lo.u64 {r}, {g}, {coeff}, {r}"));
+        }
+        if let Some((var, coeff)) = x.loop_var {
+            let l = self
+                .loop_regs
+                .get(&var)
+                .cloned()
+                .ok_or_else(|| self.invalid(format!("loop variable {var} is used outside its loop")))?;
+            self.ins(format!("mad.lo.u64 {r}, {l}, {coeff}, {r}"));
+        }
+        Ok(r)
+    }
+
+    /// The element index `(r · T + t) · A` of repeat `r`'s first slot
+    /// (`u32`) and the tile coordinates of that element, per axis.
+    pub fn coords(&mut self, shape: &[u32], r: u32) -> (String, Vec<String>) {
+        let key = (shape.to_vec(), r);
+        if let Some(c) = self.coords.get(&key) {
+            return c.clone();
+        }
+        let l = self.layout(shape);
+        let threads = self.block.threads;
+        let tid = self.tid.clone();
+        let made = self.prologue(|e| {
+            let el = e.reg(Class::B32);
+            e.ins(format!("add.u32 {el}, {tid}, {}", r * threads));
+            e.ins(format!("mul.lo.u32 {el}, {el}, {}", l.atom));
+            let mut stride: u32 = 1;
+            let mut cs = vec![String::from("0"); shape.len()];
+            for (k, &ext) in shape.iter().enumerate().rev() {
+                if ext > 1 {
+                    let c = e.reg(Class::B32);
+                    e.ins(format!("div.u32 {c}, {el}, {stride}"));
+                    e.ins(format!("rem.u32 {c}, {c}, {ext}"));
+                    cs[k] = c;
+                }
+                stride *= ext;
+            }
+            (el, cs)
+        });
+        self.coords.insert(key, made.clone());
+        made
+    }
+
+    /// A predicate that is true where repeat `r`'s atom lies inside the tile,
+    /// or `None` when it always does.
+    pub fn slot_valid(&mut self, shape: &[u32], r: u32) -> Option<String> {
+        let l = self.layout(shape);
+        if !l.partial || r + 1 < l.repeats {
+            return None;
+        }
+        if let Some(p) = self.slot_valid.get(shape) {
+            return p.clone();
+        }
+        let (el, _) = self.coords(shape, r);
+        let p = self.prologue(|e| {
+            let p = e.reg(Class::Pred);
+            e.ins(format!("setp.lt.u32 {p}, {el}, {}", l.numel));
+            p
+        });
+        self.slot_valid.insert(shape.to_vec(), Some(p.clone()));
+        Some(p)
+    }
+
+    /// `Σ j_k · stride_k` for repeat `r` of a view's tile (an `s64` register).
+    pub fn thread_offset(&mut self, view: ViewId, r: u32) -> Result<String> {
+        if let Some(o) = self.thread_offsets.get(&(view, r)) {
+            return Ok(o.clone());
+        }
+        let v = self.view(view)?;
+        let (_, cs) = self.coords(&v.tile, r);
+        let off = self.prologue(|e| {
+            let off = e.reg(Class::B64);
+            e.ins(format!("mov.u64 {off}, 0"));
+            for (c, &s) in cs.iter().zip(&v.strides) {
+                if c != "0" && s != 0 {
+                    let w = e.reg(Class::B64);
+                    e.ins(format!("cvt.u64.u32 {w}, {c}"));
+                    e.ins(format!("mad.lo.s64 {off}, {w}, {s}, {off}"));
+                }
+            }
+            off
+        });
+        self.thread_offsets.insert((view, r), off.clone());
+        Ok(off)
+    }
+
+    /// Lowers a list of instructions.
+    pub fn block_of(&mut self, body: &[Inst]) -> Result<()> {
+        for inst in body {
+            self.inst(inst)?;
+        }
+        Ok(())
+    }
+
+    fn inst(&mut self, inst: &Inst) -> Result<()> {
+        match inst {
+            Inst::Load {
+                dst,
+                view,
+                index,
+                masked,
+            } => self.load(*dst, *view, index, *masked),
+            Inst::Store {
+                view,
+                index,
+                src,
+                masked,
+            } => self.store(*view, index, *src, *masked),
+            Inst::InBounds { dst, view, index } => self.in_bounds(*dst, *view, index),
+            Inst::Atomic {
+                op,
+                view,
+                index,
+                src,
+                masked,
+                scope,
+            } => self.atomic(*op, *view, index, *src, *masked, *scope),
+            Inst::Const { dst, value } => self.constant(*dst, value.0),
+            Inst::Iota { dst, axis, index } => self.iota(*dst, *axis, index),
+            Inst::Unary { dst, op, src } => self.unary_inst(*dst, *op, *src),
+            Inst::Binary { dst, op, lhs, rhs } => self.binary_inst(*dst, *op, *lhs, *rhs),
+            Inst::Select {
+                dst,
+                cond,
+                on_true,
+                on_false,
+            } => self.select_inst(*dst, *cond, *on_true, *on_false),
+            Inst::Cast { dst, src } => self.cast_inst(*dst, *src),
+            Inst::Broadcast { dst, src } => self.broadcast(*dst, *src),
+            Inst::Reduce { dst, op, src, axis } => self.reduce(*dst, *op, *src, *axis),
+            Inst::AccUpdate { acc, op, src } => self.acc_update(*acc, *op, *src),
+            Inst::AccRead { dst, acc } => {
+                let regs = self
+                    .accs
+                    .get(acc.index())
+                    .cloned()
+                    .ok_or_else(|| self.invalid(format!("accumulator {acc} is not declared")))?;
+                let d = self.prog.accs[acc.index()].ty.dtype;
+                let copy = regs.iter().map(|r| self.mov(d, r)).collect();
+                self.vals.insert(*dst, copy);
+                Ok(())
+            }
+            Inst::Loop { var, count, body } => {
+                if *count == 0 {
+                    return Ok(());
+                }
+                let counter = self.reg(Class::B64);
+                let top = self.label();
+                self.ins(format!("mov.u64 {counter}, 0"));
+                self.place_label(&top);
+                self.loop_regs.insert(*var, counter.clone());
+                self.block_of(body)?;
+                self.loop_regs.remove(var);
+                let p = self.reg(Class::Pred);
+                self.ins(format!("add.u64 {counter}, {counter}, 1"));
+                self.ins(format!("setp.lt.u64 {p}, {counter}, {count}"));
+                self.ins(format!("@{p} bra {top}"));
+                Ok(())
+            }
+            Inst::Barrier => {
+                self.ins("bar.sync 0");
+                Ok(())
+            }
+        }
+    }
+
+    /// Declares the accumulators and sets them to their initial values.
+    pub fn init_accs(&mut self) -> Result<()> {
+        for acc in &self.prog.accs {
+            let l = self.layout(&acc.ty.shape);
+            let init = super::ops::immediate(acc.init.0, acc.ty.dtype).map_err(|e| self.invalid(e))?;
+            let regs: Vec<String> = (0..l.slots())
+                .map(|_| {
+                    let r = self.reg(Class::of(acc.ty.dtype));
+                    self.ins(super::ops::mov_imm(acc.ty.dtype, &r, &init));
+                    r
+                })
+                .collect();
+            self.accs.push(regs);
+        }
+        Ok(())
+    }
+
+    /// The finished function text: register declarations, shared memory and code.
+    pub fn finish(self, header: &str) -> String {
+        let mut out = String::from(header);
+        out.push_str("{\n");
+        for c in Class::ALL {
+            if let Some(n) = self.counts.get(&c) {
+                let _ = writeln!(out, "\t.reg {} {}<{}>;", c.decl(), c.prefix(), n + 1);
+            }
+        }
+        if self.shared_bytes > 0 {
+            let _ = writeln!(out, "\t.shared .align 16 .b8 tf_smem[{}];", self.shared_bytes);
+        }
+        out.push_str(&self.prologue);
+        out.push_str(&self.body);
+        out.push_str("$L_exit:\n\tret;\n}\n");
+        out
+    }
+}

@@ -1,0 +1,282 @@
+//! Moving values between threads: broadcasts and in-tile reductions.
+//!
+//! Both go through shared memory, bracketed by `bar.sync`: every thread
+//! writes the slots it holds at their element index, the block waits, and
+//! every thread reads the elements its slots of the result need. A
+//! reduction of `L` elements into each of `M` outputs gives each output a
+//! group of `P` threads (a power of two, at most `T / M`): each thread
+//! combines every `P`-th element, the group's warp lanes combine by
+//! `shfl.sync.bfly`, and groups wider than a warp leave one partial per warp
+//! in shared memory, combined by the readers.
+
+use super::emit::{Class, Emitter};
+use super::ops::{immediate, mov_imm};
+use crate::dtype::{DType, Scalar};
+use crate::error::{Error, Result};
+use crate::graph::BinaryOp;
+use crate::kernels::ir::{TileReduce, ValueId};
+
+/// Static shared memory a block may use without opting in.
+const SHARED_LIMIT: u32 = 48 * 1024;
+
+/// Bytes and `ld`/`st` type of one element of `d` in shared memory.
+fn shared_slot(d: DType) -> (u32, &'static str) {
+    match d {
+        DType::Bool | DType::U8 | DType::I32 | DType::U32 => (4, "b32"),
+        DType::F32 => (4, "f32"),
+        DType::F16 | DType::BF16 => (2, "b16"),
+        DType::I64 => (8, "b64"),
+        DType::F64 => (8, "f64"),
+    }
+}
+
+impl Emitter<'_> {
+    /// Reserves `bytes` of shared memory for one exchange.
+    fn reserve_shared(&mut self, bytes: u32) -> Result<()> {
+        if bytes > SHARED_LIMIT {
+            return Err(self.invalid(format!(
+                "an exchange needs {bytes} bytes of shared memory, more than {SHARED_LIMIT}; use smaller tiles"
+            )));
+        }
+        self.shared_bytes = self.shared_bytes.max(bytes);
+        Ok(())
+    }
+
+    /// A `u32` register holding `tf_smem + base + index · size`.
+    fn shared_addr(&mut self, index: &str, size: u32, base: u32) -> String {
+        let a = self.reg(Class::B32);
+        self.ins(format!("mov.u32 {a}, tf_smem"));
+        self.ins(format!("add.u32 {a}, {a}, {base}"));
+        self.ins(format!("mad.lo.u32 {a}, {index}, {size}, {a}"));
+        a
+    }
+
+    /// Stores a value register to shared memory (bools as 0/1 words).
+    fn st_shared(&mut self, d: DType, guard: &Option<String>, at: &str, reg: &str) {
+        let g = guard.as_ref().map(|p| format!("@{p} ")).unwrap_or_default();
+        let (_, ty) = shared_slot(d);
+        if d == DType::Bool {
+            let w = self.reg(Class::B32);
+            self.ins(format!("selp.u32 {w}, 1, 0, {reg}"));
+            self.ins(format!("{g}st.shared.b32 {at}, {w}"));
+        } else {
+            self.ins(format!("{g}st.shared.{ty} {at}, {reg}"));
+        }
+    }
+
+    /// Loads a value register from shared memory; `init` is kept where the guard is false.
+    fn ld_shared(&mut self, d: DType, guard: &Option<String>, at: &str, init: Option<&str>) -> String {
+        let g = guard.as_ref().map(|p| format!("@{p} ")).unwrap_or_default();
+        let (_, ty) = shared_slot(d);
+        if d == DType::Bool {
+            let w = self.reg(Class::B32);
+            self.ins(format!("mov.u32 {w}, 0"));
+            self.ins(format!("{g}ld.shared.b32 {w}, {at}"));
+            let p = self.reg(Class::Pred);
+            self.ins(format!("setp.ne.u32 {p}, {w}, 0"));
+            return p;
+        }
+        let r = self.reg(Class::of(d));
+        if let Some(init) = init {
+            self.ins(mov_imm(d, &r, init));
+        }
+        self.ins(format!("{g}ld.shared.{ty} {r}, {at}"));
+        r
+    }
+
+    /// Writes every held slot of `src` to shared memory at its element index.
+    fn publish(&mut self, d: DType, shape: &[u32], regs: &[String]) {
+        let (size, _) = shared_slot(d);
+        let l = self.layout(shape);
+        self.ins("bar.sync 0");
+        for r in 0..l.repeats {
+            let valid = self.slot_valid(shape, r);
+            let (el, _) = self.coords(shape, r);
+            let at = self.shared_addr(&el, size, 0);
+            for a in 0..l.atom {
+                let reg = regs[(r * l.atom + a) as usize].clone();
+                self.st_shared(d, &valid, &format!("[{at}+{}]", a * size), &reg);
+            }
+        }
+        self.ins("bar.sync 0");
+    }
+
+    /// Lowers `Inst::Broadcast`.
+    pub fn broadcast(&mut self, dst: ValueId, src: ValueId) -> Result<()> {
+        let (st, dt) = (self.ty(src)?.clone(), self.ty(dst)?.clone());
+        let regs = self.val(src)?;
+        if st.shape == dt.shape {
+            self.vals.insert(dst, regs);
+            return Ok(());
+        }
+        let d = st.dtype;
+        let (size, _) = shared_slot(d);
+        self.reserve_shared(st.numel() as u32 * size)?;
+        self.comment(format!(
+            "broadcast {:?} -> {:?}",
+            st.shape.as_slice(),
+            dt.shape.as_slice()
+        ));
+        self.publish(d, &st.shape, &regs);
+        let l = self.layout(&dt.shape);
+        let rank = dt.shape.len();
+        let mut out = Vec::with_capacity(l.slots());
+        for r in 0..l.repeats {
+            let (_, cs) = self.coords(&dt.shape, r);
+            let idx = self.reg(Class::B32);
+            self.ins(format!("mov.u32 {idx}, 0"));
+            let mut stride = 1u32;
+            for k in (0..rank).rev() {
+                if st.shape[k] > 1 {
+                    self.ins(format!("mad.lo.u32 {idx}, {}, {stride}, {idx}", cs[k]));
+                }
+                stride *= st.shape[k];
+            }
+            let at = self.shared_addr(&idx, size, 0);
+            let inner_varies = st.shape.last().is_some_and(|&e| e > 1);
+            for a in 0..l.atom {
+                let off = if inner_varies { a * size } else { 0 };
+                out.push(self.ld_shared(d, &None, &format!("[{at}+{off}]"), None));
+            }
+        }
+        self.vals.insert(dst, out);
+        Ok(())
+    }
+
+    /// Lowers `Inst::Reduce`.
+    pub fn reduce(&mut self, dst: ValueId, op: TileReduce, src: ValueId, axis: u8) -> Result<()> {
+        let st = self.ty(src)?.clone();
+        let d = st.dtype;
+        if matches!(d, DType::Bool | DType::F16 | DType::BF16) {
+            return Err(Error::UnsupportedDType {
+                op: "ptx_gen reduce",
+                dtype: d,
+                reason: "cast to an integer or f32 before reducing",
+            });
+        }
+        let axis = axis as usize;
+        let Some(&len) = st.shape.get(axis) else {
+            return Err(self.invalid(format!(
+                "reduce axis {axis} is out of range for {:?}",
+                st.shape.as_slice()
+            )));
+        };
+        let regs = self.val(src)?;
+        let (bin, identity) = match op {
+            TileReduce::Sum => (BinaryOp::Add, Scalar::Int(0, d)),
+            TileReduce::Prod => (BinaryOp::Mul, Scalar::Int(1, d)),
+            TileReduce::Max if d.is_float() => (BinaryOp::Maximum, Scalar::Float(f64::NEG_INFINITY, d)),
+            TileReduce::Min if d.is_float() => (BinaryOp::Minimum, Scalar::Float(f64::INFINITY, d)),
+            TileReduce::Max => (BinaryOp::Maximum, Scalar::Int(int_bound(d, false), d)),
+            TileReduce::Min => (BinaryOp::Minimum, Scalar::Int(int_bound(d, true), d)),
+        };
+        let id = immediate(identity, d).map_err(|e| self.invalid(e))?;
+        let threads = self.block.threads;
+        let numel = st.numel() as u32;
+        let inner: u32 = st.shape[axis + 1..].iter().product();
+        let outputs = numel / len.max(1);
+        let mut group = 1u32;
+        while group * 2 <= threads / outputs.max(1) && group < len {
+            group *= 2;
+        }
+        let groups = threads / group;
+        let warps = (group / 32).max(1);
+        let (size, _) = shared_slot(d);
+        let partials_at = (numel * size).next_multiple_of(8);
+        self.reserve_shared(partials_at + outputs * warps * size)?;
+        self.comment(format!(
+            "reduce {op:?} axis {axis} of {:?}: {outputs} outputs, {group} threads each",
+            st.shape.as_slice()
+        ));
+        self.publish(d, &st.shape, &regs);
+        let tid = self.reg(Class::B32);
+        self.ins(format!("mov.u32 {tid}, %tid.x"));
+        let (lane, g) = (self.reg(Class::B32), self.reg(Class::B32));
+        self.ins(format!("rem.u32 {lane}, {tid}, {group}"));
+        self.ins(format!("div.u32 {g}, {tid}, {group}"));
+        for it in 0..outputs.div_ceil(groups) {
+            let o = self.reg(Class::B32);
+            self.ins(format!("add.u32 {o}, {g}, {}", it * groups));
+            let vo = self.reg(Class::Pred);
+            self.ins(format!("setp.lt.u32 {vo}, {o}, {outputs}"));
+            // The first source element of output `o`, then every `inner`-th.
+            let (hi, base) = (self.reg(Class::B32), self.reg(Class::B32));
+            self.ins(format!("div.u32 {hi}, {o}, {inner}"));
+            self.ins(format!("rem.u32 {base}, {o}, {inner}"));
+            self.ins(format!("mad.lo.u32 {base}, {hi}, {}, {base}", len * inner));
+            self.ins(format!("mad.lo.u32 {base}, {lane}, {inner}, {base}"));
+            let mut acc = self.reg(Class::of(d));
+            self.ins(mov_imm(d, &acc, &id));
+            for i in 0..len.div_ceil(group) {
+                let p = self.reg(Class::Pred);
+                self.ins(format!("setp.lt.u32 {p}, {lane}, {}", len - i * group));
+                self.ins(format!("and.pred {p}, {p}, {vo}"));
+                let at = self.shared_addr(&base, size, 0);
+                let x = self.ld_shared(d, &Some(p), &format!("[{at}+{}]", i * group * inner * size), Some(&id));
+                acc = self.binary(bin, d, &acc, &x)?;
+            }
+            let mut off = group.min(32) / 2;
+            while off >= 1 {
+                let other = self.shuffle(d, &acc, off);
+                acc = self.binary(bin, d, &acc, &other)?;
+                off /= 2;
+            }
+            let leader = self.reg(Class::Pred);
+            let w = self.reg(Class::B32);
+            self.ins(format!("rem.u32 {w}, {lane}, 32"));
+            self.ins(format!("setp.eq.and.u32 {leader}, {w}, 0, {vo}"));
+            self.ins(format!("div.u32 {w}, {lane}, 32"));
+            self.ins(format!("mad.lo.u32 {w}, {o}, {warps}, {w}"));
+            let at = self.shared_addr(&w, size, partials_at);
+            self.st_shared(d, &Some(leader), &format!("[{at}]"), &acc);
+        }
+        self.ins("bar.sync 0");
+        let dt = self.ty(dst)?.clone();
+        let l = self.layout(&dt.shape);
+        let mut out = Vec::with_capacity(l.slots());
+        for r in 0..l.repeats {
+            let valid = self.slot_valid(&dt.shape, r);
+            let (el, _) = self.coords(&dt.shape, r);
+            let at = self.shared_addr(&el, size * warps, partials_at);
+            for a in 0..l.atom {
+                let mut v = self.ld_shared(d, &valid, &format!("[{at}+{}]", a * warps * size), Some(&id));
+                for w in 1..warps {
+                    let x = self.ld_shared(d, &valid, &format!("[{at}+{}]", (a * warps + w) * size), Some(&id));
+                    v = self.binary(bin, d, &v, &x)?;
+                }
+                out.push(v);
+            }
+        }
+        self.vals.insert(dst, out);
+        Ok(())
+    }
+
+    /// `shfl.sync.bfly` of a 32- or 64-bit register across the warp.
+    fn shuffle(&mut self, d: DType, x: &str, off: u32) -> String {
+        let out = self.reg(Class::of(d));
+        if d.size_in_bytes() == 8 {
+            let (lo, hi) = (self.reg(Class::B32), self.reg(Class::B32));
+            self.ins(format!("mov.b64 {{{lo}, {hi}}}, {x}"));
+            self.ins(format!("shfl.sync.bfly.b32 {lo}, {lo}, {off}, 31, -1"));
+            self.ins(format!("shfl.sync.bfly.b32 {hi}, {hi}, {off}, 31, -1"));
+            self.ins(format!("mov.b64 {out}, {{{lo}, {hi}}}"));
+        } else {
+            self.ins(format!("shfl.sync.bfly.b32 {out}, {x}, {off}, 31, -1"));
+        }
+        out
+    }
+}
+
+/// The smallest (`max = false`) or largest value of an integer dtype, the
+/// identity of max (respectively min).
+fn int_bound(d: DType, max: bool) -> i128 {
+    match (d, max) {
+        (DType::I32, false) => i32::MIN as i128,
+        (DType::I32, true) => i32::MAX as i128,
+        (DType::I64, false) => i64::MIN as i128,
+        (DType::I64, true) => i64::MAX as i128,
+        (DType::U32, true) => u32::MAX as i128,
+        (DType::U8, true) => 255,
+        _ => 0,
+    }
+}

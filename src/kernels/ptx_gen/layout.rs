@@ -1,0 +1,137 @@
+//! The thread mapping: how a tile's elements are spread over a block.
+//!
+//! In the operand model of the reference documents a tile is
+//! `(group…, repeat…, atom…)`: the block's threads, the instructions each
+//! thread repeats, and the elements one memory instruction moves. Here a tile
+//! of `n` elements (row-major) with atom `A` and `T` threads puts element
+//! `e = (r · T + t) · A + a` in slot `r · A + a` of thread `t`: each thread
+//! holds `R = ceil(n / (T · A))` atoms of `A` consecutive elements, and the
+//! threads of a warp touch consecutive atoms, so memory accesses coalesce.
+//! The mapping depends only on the tile's shape (and the program's `T` and
+//! largest atom), so every value of one shape is spread alike and
+//! elementwise ops never move data between threads; reductions and
+//! broadcasts, which change the shape, exchange values through shared
+//! memory.
+
+use crate::dtype::DType;
+use crate::kernels::ir::{Inst, Program};
+
+/// The program-wide choices: threads per block and the largest atom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct BlockShape {
+    /// Threads per block (a multiple of 32).
+    pub threads: u32,
+    /// The most elements one atom may hold: 16 bytes of the narrowest
+    /// element type the program moves through global memory.
+    pub max_atom: u32,
+}
+
+/// How one tile shape is spread over the block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Layout {
+    /// Elements of the tile.
+    pub numel: u32,
+    /// Elements per atom (a power of two dividing the innermost extent).
+    pub atom: u32,
+    /// Atoms per thread.
+    pub repeats: u32,
+    /// Whether the last repeat of some threads lies past the tile's end.
+    pub partial: bool,
+}
+
+impl Layout {
+    /// Slots (registers) per thread.
+    pub fn slots(&self) -> usize {
+        (self.repeats * self.atom) as usize
+    }
+}
+
+/// The layout of `shape` under `block`.
+pub(super) fn layout(block: BlockShape, shape: &[u32]) -> Layout {
+    let numel: u32 = shape.iter().product();
+    let inner = shape.last().copied().unwrap_or(1);
+    let mut atom = block.max_atom;
+    while atom > 1 && inner % atom != 0 {
+        atom /= 2;
+    }
+    let per_block = block.threads * atom;
+    let repeats = numel.div_ceil(per_block).max(1);
+    Layout {
+        numel,
+        atom,
+        repeats,
+        partial: repeats * per_block != numel,
+    }
+}
+
+/// Collects the dtypes of every parameter the program loads or stores.
+fn memory_dtypes(program: &Program, body: &[Inst], out: &mut Vec<DType>) {
+    for inst in body {
+        match inst {
+            Inst::Load { view, .. } | Inst::Store { view, .. } => {
+                if let Some(v) = program.views.get(view.index()) {
+                    if let Some(p) = program.params.get(v.param.index()) {
+                        out.push(p.dtype);
+                    }
+                }
+            }
+            Inst::Loop { body, .. } => memory_dtypes(program, body, out),
+            _ => {}
+        }
+    }
+}
+
+/// Chooses the block for a program: the atom from its narrowest memory
+/// dtype, and the threads from its largest tile so that every thread has at
+/// least one atom (up to 256 threads, preferring a count that divides the
+/// atoms evenly), doubled up to 1024 while a thread would hold more than 32
+/// elements.
+pub(super) fn choose_block(program: &Program) -> BlockShape {
+    let mut dtypes = Vec::new();
+    memory_dtypes(program, &program.body, &mut dtypes);
+    let narrowest = dtypes.iter().map(|d| d.size_in_bytes() as u32).min().unwrap_or(4);
+    let max_atom = 16 / narrowest;
+    let largest = program
+        .values
+        .iter()
+        .chain(program.accs.iter().map(|a| &a.ty))
+        .max_by_key(|t| t.numel())
+        .map(|t| t.shape.to_vec())
+        .unwrap_or_default();
+    let probe = layout(BlockShape { threads: 1, max_atom }, &largest);
+    let atoms = probe.numel / probe.atom;
+    let candidates = [256u32, 128, 64, 32];
+    let fitting: Vec<u32> = candidates.into_iter().filter(|&t| t <= atoms.max(32)).collect();
+    let mut threads = fitting.iter().copied().find(|t| atoms % t == 0).unwrap_or(fitting[0]);
+    while threads < 1024 && layout(BlockShape { threads, max_atom }, &largest).slots() > 32 {
+        threads *= 2;
+    }
+    BlockShape { threads, max_atom }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reference_tile_is_64_threads_of_three_16_byte_atoms() {
+        let block = BlockShape {
+            threads: 64,
+            max_atom: 4,
+        };
+        let l = layout(block, &[2, 32, 3, 4]);
+        assert_eq!((l.numel, l.atom, l.repeats, l.partial), (768, 4, 3, false));
+    }
+
+    #[test]
+    fn ragged_shapes_get_narrower_atoms_and_partial_repeats() {
+        let block = BlockShape {
+            threads: 32,
+            max_atom: 4,
+        };
+        let l = layout(block, &[5, 6]);
+        assert_eq!((l.numel, l.atom, l.repeats, l.partial), (30, 2, 1, true));
+        let l = layout(block, &[]);
+        assert_eq!((l.numel, l.atom, l.repeats, l.partial), (1, 1, 1, true));
+    }
+}

@@ -1,0 +1,413 @@
+//! Precise f32 transcendental functions, written once over [`MathOps`].
+//!
+//! The same code emits PTX (the generator's implementation of `MathOps`
+//! appends one instruction per call) and runs on the CPU with `f32`
+//! arithmetic (the tests' implementation), so the errors the tests measure
+//! are the errors of the generated instruction sequences, bit for bit: every
+//! operation is IEEE round-to-nearest (`add.rn`, `mul.rn`, `fma.rn`,
+//! `div.rn`), and none uses a hardware approximation.
+//!
+//! Methods: `exp` and `exp2` reduce by `k = rint(x·log2 e)` with a two-part
+//! `ln 2` (Cody–Waite) and evaluate a degree-7 Taylor polynomial; `log`
+//! splits off the exponent, keeps the mantissa in `[√½, √2)` and uses the
+//! fdlibm form `f − f²/2 + s(f²/2 + R(s²))`; `sin`/`cos` reduce by π/2 with a
+//! three-part constant (accurate for `|x| ≤ 10⁴`; larger arguments lose
+//! accuracy) and evaluate Taylor polynomials on `[−π/4, π/4]`; `tanh` uses
+//! its Taylor series below `|x| = 0.55` and `1 − 2/(e^{2|x|} + 1)` above;
+//! `sigmoid`, `silu` and `gelu_tanh` are quotients with one `exp`
+//! (`gelu_tanh(x) = x / (1 + e^{−2u})`, which avoids the cancellation of
+//! `1 + tanh u`); `gelu_erf` uses `erfc` from Numerical Recipes' Chebyshev
+//! fit (relative error below 1.2e-7) with an exactly split `z²`; `pow` is
+//! `exp2(b · log2 |a|)` with the sign and special cases of IEEE `pow`, and
+//! its error grows with `|b · log2 a|`.
+//!
+//! Measured worst errors against f64 (`tests::worst_errors` prints them):
+//! see the table in the parent module's documentation.
+
+/// The operations the functions below are written in.
+pub(crate) trait MathOps {
+    /// An f32 value.
+    type V: Clone;
+    /// A predicate.
+    type P: Clone;
+    /// A constant.
+    fn c(&mut self, x: f32) -> Self::V;
+    /// `a + b`, rounded to nearest.
+    fn add(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
+    /// `a - b`, rounded to nearest.
+    fn sub(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
+    /// `a * b`, rounded to nearest.
+    fn mul(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
+    /// `a * b + c`, rounded once.
+    fn fma(&mut self, a: &Self::V, b: &Self::V, c: &Self::V) -> Self::V;
+    /// `a / b`, rounded to nearest.
+    fn div(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
+    /// `|a|`.
+    fn abs(&mut self, a: &Self::V) -> Self::V;
+    /// Round to nearest integer, ties to even.
+    fn rint(&mut self, a: &Self::V) -> Self::V;
+    /// Round toward negative infinity.
+    fn floor(&mut self, a: &Self::V) -> Self::V;
+    /// `2^n` for an integral `n` in `[-126, 127]`.
+    fn pow2i(&mut self, n: &Self::V) -> Self::V;
+    /// The unbiased exponent field of a positive normal `a`, as a float.
+    fn exponent(&mut self, a: &Self::V) -> Self::V;
+    /// `a` with its exponent field set to 0 (a value in `[1, 2)`).
+    fn mantissa(&mut self, a: &Self::V) -> Self::V;
+    /// `a < b` (false for NaN).
+    fn lt(&mut self, a: &Self::V, b: &Self::V) -> Self::P;
+    /// `a == b` (false for NaN).
+    fn eq(&mut self, a: &Self::V, b: &Self::V) -> Self::P;
+    /// `p ? a : b`.
+    fn select(&mut self, p: &Self::P, a: &Self::V, b: &Self::V) -> Self::V;
+}
+
+/// Evaluates the polynomial `coeffs[0] + x (coeffs[1] + x (...))` by Horner's rule with fma.
+fn horner<M: MathOps>(m: &mut M, x: &M::V, coeffs: &[f32]) -> M::V {
+    let (last, rest) = coeffs.split_last().expect("a polynomial has coefficients");
+    let mut acc = m.c(*last);
+    for &k in rest.iter().rev() {
+        let k = m.c(k);
+        acc = m.fma(&acc, x, &k);
+    }
+    acc
+}
+
+/// `p * 2^k` for an integral `k` with `|k| ≤ 252`, in two steps so neither factor overflows.
+fn ldexp<M: MathOps>(m: &mut M, p: &M::V, k: &M::V) -> M::V {
+    let half = m.c(0.5);
+    let hk = m.mul(k, &half);
+    let n1 = m.floor(&hk);
+    let n2 = m.sub(k, &n1);
+    let s1 = m.pow2i(&n1);
+    let s2 = m.pow2i(&n2);
+    let t = m.mul(p, &s1);
+    m.mul(&t, &s2)
+}
+
+/// Replaces the result by `value` where `x < bound` (`below`) or `x > bound`.
+fn clamp_to<M: MathOps>(m: &mut M, x: &M::V, r: M::V, bound: f32, below: bool, value: f32) -> M::V {
+    let b = m.c(bound);
+    let p = if below { m.lt(x, &b) } else { m.lt(&b, x) };
+    let v = m.c(value);
+    m.select(&p, &v, &r)
+}
+
+const EXP_TAYLOR: [f32; 8] = [
+    1.0,
+    1.0,
+    0.5,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5040.0,
+];
+const LN2_HI: f32 = 0.693_145_75;
+const LN2_LO: f32 = 1.428_606_8e-6;
+
+/// `e^x`.
+pub(crate) fn exp<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
+    let log2e = m.c(std::f32::consts::LOG2_E);
+    let t = m.mul(x, &log2e);
+    let k = m.rint(&t);
+    let neg_k = {
+        let z = m.c(0.0);
+        m.sub(&z, &k)
+    };
+    let hi = m.c(LN2_HI);
+    let lo = m.c(LN2_LO);
+    let r = m.fma(&neg_k, &hi, x);
+    let r = m.fma(&neg_k, &lo, &r);
+    let p = horner(m, &r, &EXP_TAYLOR);
+    let y = ldexp(m, &p, &k);
+    let y = clamp_to(m, x, y, 89.0, false, f32::INFINITY);
+    clamp_to(m, x, y, -104.0, true, 0.0)
+}
+
+/// `2^x`.
+pub(crate) fn exp2<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
+    let k = m.rint(x);
+    let f = m.sub(x, &k);
+    let ln2 = std::f32::consts::LN_2;
+    let coeffs: Vec<f32> = EXP_TAYLOR
+        .iter()
+        .enumerate()
+        .map(|(n, c)| c * ln2.powi(n as i32))
+        .collect();
+    let p = horner(m, &f, &coeffs);
+    let y = ldexp(m, &p, &k);
+    let y = clamp_to(m, x, y, 128.0, false, f32::INFINITY);
+    clamp_to(m, x, y, -150.0, true, 0.0)
+}
+
+/// `(e, log(m))` for `x = m · 2^e`, `m` in `[√½, √2)`, as `(e, hi, lo)` pieces
+/// summed by the callers; special inputs are fixed up by [`log_specials`].
+fn log_parts<M: MathOps>(m: &mut M, x: &M::V) -> (M::V, M::V) {
+    // Scale subnormals into the normal range first.
+    let tiny = m.c(f32::MIN_POSITIVE);
+    let is_tiny = m.lt(x, &tiny);
+    let scale = m.c(8_388_608.0);
+    let scaled = m.mul(x, &scale);
+    let xs = m.select(&is_tiny, &scaled, x);
+    let e0 = m.exponent(&xs);
+    let adj = m.c(-23.0);
+    let zero = m.c(0.0);
+    let adj = m.select(&is_tiny, &adj, &zero);
+    let e0 = m.add(&e0, &adj);
+    let mant = m.mantissa(&xs);
+    let sqrt2 = m.c(std::f32::consts::SQRT_2);
+    let big = m.lt(&sqrt2, &mant);
+    let half = m.c(0.5);
+    let halved = m.mul(&mant, &half);
+    let mant = m.select(&big, &halved, &mant);
+    let one = m.c(1.0);
+    let e1 = m.add(&e0, &one);
+    let e = m.select(&big, &e1, &e0);
+    // log(1 + f) = f - hfsq + s (hfsq + R(s²)), s = f / (2 + f).
+    let f = m.sub(&mant, &one);
+    let two = m.c(2.0);
+    let d = m.add(&two, &f);
+    let s = m.div(&f, &d);
+    let z = m.mul(&s, &s);
+    let rz = horner(
+        m,
+        &z,
+        &[2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0, 2.0 / 11.0, 2.0 / 13.0],
+    );
+    let rz = m.mul(&rz, &z);
+    let ff = m.mul(&f, &f);
+    let hfsq = m.mul(&ff, &half);
+    let inner = m.add(&hfsq, &rz);
+    let sr = m.mul(&s, &inner);
+    let corr = m.sub(&hfsq, &sr);
+    let lm = m.sub(&f, &corr);
+    (e, lm)
+}
+
+/// Applies `log`'s special cases: `log(0) = -inf`, `log(x < 0) = NaN`, `log(inf) = inf`.
+fn log_specials<M: MathOps>(m: &mut M, x: &M::V, r: M::V) -> M::V {
+    let zero = m.c(0.0);
+    let is_zero = m.eq(x, &zero);
+    let ninf = m.c(f32::NEG_INFINITY);
+    let r = m.select(&is_zero, &ninf, &r);
+    let neg = m.lt(x, &zero);
+    let nan = m.c(f32::NAN);
+    let r = m.select(&neg, &nan, &r);
+    let inf = m.c(f32::INFINITY);
+    let is_inf = m.eq(x, &inf);
+    m.select(&is_inf, &inf, &r)
+}
+
+/// Natural logarithm.
+pub(crate) fn log<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
+    let (e, lm) = log_parts(m, x);
+    let lo = m.c(LN2_LO);
+    let hi = m.c(LN2_HI);
+    let t = m.fma(&e, &lo, &lm);
+    let r = m.fma(&e, &hi, &t);
+    log_specials(m, x, r)
+}
+
+/// Base-2 logarithm.
+pub(crate) fn log2<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
+    let (e, lm) = log_parts(m, x);
+    let log2e = m.c(std::f32::consts::LOG2_E);
+    let r = m.fma(&lm, &log2e, &e);
+    log_specials(m, x, r)
+}
+
+/// Sine (`cos_shift = 0`) or cosine (`cos_shift = 1`).
+pub(crate) fn sin_cos<M: MathOps>(m: &mut M, x: &M::V, cos_shift: f32) -> M::V {
+    let two_over_pi = m.c(std::f32::consts::FRAC_2_PI);
+    let t = m.mul(x, &two_over_pi);
+    let k = m.rint(&t);
+    let zero = m.c(0.0);
+    let neg_k = m.sub(&zero, &k);
+    let mut r = x.clone();
+    for part in [1.570_312_5f32, 4.837_513e-4, 7.549_79e-8] {
+        let p = m.c(part);
+        r = m.fma(&neg_k, &p, &r);
+    }
+    // The quadrant, 0..4, shifted by one for the cosine.
+    let shift = m.c(cos_shift);
+    let q = m.add(&k, &shift);
+    let quarter = m.c(0.25);
+    let q4 = m.mul(&q, &quarter);
+    let q4 = m.floor(&q4);
+    let four = m.c(4.0);
+    let neg_q = m.sub(&zero, &q);
+    // `4 floor(q / 4) - q` is minus the quadrant: 0, -1, -2 or -3.
+    let q = m.fma(&q4, &four, &neg_q);
+    let r2 = m.mul(&r, &r);
+    let sp = horner(m, &r2, &[1.0, -1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0, 1.0 / 362_880.0]);
+    let sin_r = m.mul(&sp, &r);
+    let cos_r = horner(
+        m,
+        &r2,
+        &[1.0, -0.5, 1.0 / 24.0, -1.0 / 720.0, 1.0 / 40_320.0, -1.0 / 3_628_800.0],
+    );
+    let neg_sin = m.sub(&zero, &sin_r);
+    let neg_cos = m.sub(&zero, &cos_r);
+    let one = m.c(-1.0);
+    let two = m.c(-2.0);
+    let three = m.c(-3.0);
+    let is1 = m.eq(&q, &one);
+    let is2 = m.eq(&q, &two);
+    let is3 = m.eq(&q, &three);
+    let y = m.select(&is1, &cos_r, &sin_r);
+    let y = m.select(&is2, &neg_sin, &y);
+    m.select(&is3, &neg_cos, &y)
+}
+
+/// Hyperbolic tangent.
+pub(crate) fn tanh<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
+    let a = m.abs(x);
+    let x2 = m.mul(x, x);
+    let series = horner(
+        m,
+        &x2,
+        &[
+            1.0,
+            -1.0 / 3.0,
+            2.0 / 15.0,
+            -17.0 / 315.0,
+            62.0 / 2835.0,
+            -1382.0 / 155_925.0,
+            21844.0 / 6_081_075.0,
+            -929_569.0 / 638_512_875.0,
+            6_404_582.0 / 10_854_718_875.0,
+        ],
+    );
+    let small = m.mul(&series, x);
+    let two = m.c(2.0);
+    let a2 = m.mul(&a, &two);
+    let e = exp(m, &a2);
+    let one = m.c(1.0);
+    let d = m.add(&e, &one);
+    let q = m.div(&two, &d);
+    let big = m.sub(&one, &q);
+    let zero = m.c(0.0);
+    let neg_big = m.sub(&zero, &big);
+    let is_neg = m.lt(x, &zero);
+    let big = m.select(&is_neg, &neg_big, &big);
+    let limit = m.c(0.55);
+    let is_small = m.lt(&a, &limit);
+    m.select(&is_small, &small, &big)
+}
+
+/// `num / (1 + e^(-x))`: the logistic function times `num`.
+fn over_one_plus_exp_neg<M: MathOps>(m: &mut M, num: &M::V, x: &M::V) -> M::V {
+    let zero = m.c(0.0);
+    let nx = m.sub(&zero, x);
+    let e = exp(m, &nx);
+    let one = m.c(1.0);
+    let d = m.add(&one, &e);
+    m.div(num, &d)
+}
+
+/// `1 / (1 + e^-x)`.
+pub(crate) fn sigmoid<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
+    let one = m.c(1.0);
+    over_one_plus_exp_neg(m, &one, x)
+}
+
+/// `x / (1 + e^-x)`.
+pub(crate) fn silu<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
+    over_one_plus_exp_neg(m, x, x)
+}
+
+/// `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`, computed as `x / (1 + e^{-2u})`.
+pub(crate) fn gelu_tanh<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
+    let x2 = m.mul(x, x);
+    let k1 = m.c(0.044_715);
+    let one = m.c(1.0);
+    let poly = m.fma(&x2, &k1, &one);
+    let inner = m.mul(&poly, x);
+    let k0 = m.c(std::f32::consts::FRAC_2_PI.sqrt());
+    let two = m.c(2.0);
+    let u = m.mul(&inner, &k0);
+    let u2 = m.mul(&u, &two);
+    over_one_plus_exp_neg(m, x, &u2)
+}
+
+/// `erfc(z)` for `z ≥ 0` (Numerical Recipes' `erfcc`, with `z²` split exactly).
+fn erfc_nonneg<M: MathOps>(m: &mut M, z: &M::V) -> M::V {
+    let one = m.c(1.0);
+    let half = m.c(0.5);
+    let d = m.fma(z, &half, &one);
+    let t = m.div(&one, &d);
+    let poly = horner(
+        m,
+        &t,
+        &[
+            -1.265_512_2,
+            1.000_023_7,
+            0.374_091_96,
+            0.096_784_18,
+            -0.186_288_06,
+            0.278_868_07,
+            -1.135_204,
+            1.488_515_9,
+            -0.822_152_23,
+            0.170_872_77,
+        ],
+    );
+    let hi = m.mul(z, z);
+    let neg_hi = {
+        let zero = m.c(0.0);
+        m.sub(&zero, &hi)
+    };
+    let lo = m.fma(z, z, &neg_hi);
+    let arg = m.add(&neg_hi, &poly);
+    let e = exp(m, &arg);
+    // e^(arg - lo) ≈ e^arg (1 - lo).
+    let corr = m.sub(&one, &lo);
+    let e = m.mul(&e, &corr);
+    m.mul(&t, &e)
+}
+
+/// `0.5 x (1 + erf(x / √2))`.
+pub(crate) fn gelu_erf<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
+    let a = m.abs(x);
+    let r = m.c(std::f32::consts::FRAC_1_SQRT_2);
+    let z = m.mul(&a, &r);
+    let ec = erfc_nonneg(m, &z);
+    let half = m.c(0.5);
+    let hx = m.mul(x, &half);
+    let neg_part = m.mul(&hx, &ec);
+    let pos_part = m.sub(x, &neg_part);
+    let zero = m.c(0.0);
+    let is_neg = m.lt(x, &zero);
+    m.select(&is_neg, &neg_part, &pos_part)
+}
+
+/// `a^b` with IEEE `pow`'s special cases for signs, zeros and `b = 0`.
+pub(crate) fn pow<M: MathOps>(m: &mut M, a: &M::V, b: &M::V) -> M::V {
+    let abs_a = m.abs(a);
+    let l = log2(m, &abs_a);
+    let t = m.mul(b, &l);
+    let r = exp2(m, &t);
+    let zero = m.c(0.0);
+    let neg_r = m.sub(&zero, &r);
+    // Parity of an integral b (exact for |b| < 2^24).
+    let rb = m.rint(b);
+    let is_int = m.eq(&rb, b);
+    let half = m.c(0.5);
+    let hb = m.mul(b, &half);
+    let fhb = m.floor(&hb);
+    let is_even = m.eq(&fhb, &hb);
+    let a_neg = m.lt(a, &zero);
+    let nan = m.c(f32::NAN);
+    let odd_r = m.select(&is_even, &r, &neg_r);
+    let neg_base = m.select(&is_int, &odd_r, &nan);
+    let r = m.select(&a_neg, &neg_base, &r);
+    let one = m.c(1.0);
+    let a_one = m.eq(a, &one);
+    let r = m.select(&a_one, &one, &r);
+    let b_zero = m.eq(b, &zero);
+    m.select(&b_zero, &one, &r)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,531 @@
+//! Global memory: loads, stores, atomics, masks and the partition addressing.
+//!
+//! An access to partition `I` of a view adds, per repeat, the thread's
+//! offset `Σ j_k · stride_k` (computed once in the prologue) to the
+//! partition's offset `offset + Σ I_k · tile_k · stride_k`, all in 64 bits.
+//! An atom moves as 16-byte (or narrower) vectors when its alignment is
+//! proven: innermost stride 1, the view's offset and every outer stride a
+//! multiple of the atom, and (for masked accesses) the innermost extent a
+//! multiple of the atom so an atom is wholly in or out of bounds. Parameter
+//! bases are 16-byte aligned by the runtime's allocator. Otherwise each
+//! element is its own predicated scalar access.
+
+use super::emit::{Class, Emitter};
+use super::ops::{immediate, mov_imm};
+use crate::dtype::{DType, Scalar};
+use crate::error::{Error, Result};
+use crate::kernels::ir::{Access, AtomicOp, IndexExpr, PartitionIndex, ValueId, View, ViewId};
+use crate::tile::ThreadScope;
+
+/// Where one partition of a view starts.
+struct Site {
+    /// `I_k · tile_k` per axis (`u64` operands).
+    base: Vec<String>,
+    /// The partition's element offset (an `s64` register).
+    offset: String,
+}
+
+/// Elements per memory instruction for an atom of `atom` elements of `esize` bytes.
+fn chunk_elems(esize: u32, atom: u32) -> u32 {
+    if esize == 1 {
+        atom.min(4)
+    } else {
+        atom.min(16 / esize)
+    }
+}
+
+/// `.v2`/`.v4` or nothing.
+fn vec_suffix(n: u32) -> String {
+    if n == 1 {
+        String::new()
+    } else {
+        format!(".v{n}")
+    }
+}
+
+/// A register list operand: `%r1` or `{%r1, %r2}`.
+fn reg_list(regs: &[String]) -> String {
+    if regs.len() == 1 {
+        regs[0].clone()
+    } else {
+        format!("{{{}}}", regs.join(", "))
+    }
+}
+
+/// The type suffix of a memory instruction on whole elements of `d`.
+fn mem_type(d: DType) -> &'static str {
+    match d {
+        DType::F32 => ".f32",
+        DType::F64 => ".f64",
+        DType::I64 => ".b64",
+        DType::F16 | DType::BF16 => ".b16",
+        DType::Bool | DType::U8 => ".u8",
+        DType::I32 | DType::U32 => ".b32",
+    }
+}
+
+/// `@p ` or nothing.
+fn guard(p: &Option<String>) -> String {
+    p.as_ref().map(|p| format!("@{p} ")).unwrap_or_default()
+}
+
+impl Emitter<'_> {
+    fn site(&mut self, v: &View, index: &PartitionIndex) -> Result<Site> {
+        if index.len() != v.tile.len() {
+            return Err(self.invalid(format!(
+                "partition index of rank {} for a view of rank {}",
+                index.len(),
+                v.tile.len()
+            )));
+        }
+        let offset = self.reg(Class::B64);
+        let mut constant = v.offset as i128;
+        let mut terms = Vec::new();
+        let mut base = Vec::new();
+        for ((x, &t), &s) in index.iter().zip(&v.tile).zip(&v.strides) {
+            let i = self.index(x)?;
+            if let Ok(c) = i.parse::<u64>() {
+                let b = c as i128 * t as i128;
+                constant += b * s as i128;
+                base.push(b.to_string());
+            } else {
+                let b = self.reg(Class::B64);
+                self.ins(format!("mul.lo.u64 {b}, {i}, {t}"));
+                terms.push((b.clone(), s));
+                base.push(b);
+            }
+        }
+        let constant = i64::try_from(constant).map_err(|_| self.invalid("a partition offset overflows 64 bits"))?;
+        self.ins(format!("mov.u64 {offset}, {constant}"));
+        for (b, s) in terms {
+            if s != 0 {
+                self.ins(format!("mad.lo.s64 {offset}, {b}, {s}, {offset}"));
+            }
+        }
+        Ok(Site { base, offset })
+    }
+
+    /// Whether atoms of `atom` elements of view `v` may move as vectors.
+    fn vector_ok(&self, v: &View, atom: u32, masked: bool) -> bool {
+        let Some((&inner, outer)) = v.strides.split_last() else {
+            return false;
+        };
+        let a = atom as i64;
+        atom > 1
+            && inner == 1
+            && v.offset % atom as u64 == 0
+            && outer.iter().all(|s| s % a == 0)
+            && (!masked || v.extents.last().is_some_and(|e| e % atom as u64 == 0))
+    }
+
+    /// The address of repeat `r`'s first element (a `u64` register).
+    fn address(&mut self, view: ViewId, site: &Site, r: u32) -> Result<String> {
+        let v = self.view(view)?;
+        let esize = self.prog.params[v.param.index()].dtype.size_in_bytes();
+        let toff = self.thread_offset(view, r)?;
+        let param = self.params[v.param.index()].clone();
+        let addr = self.reg(Class::B64);
+        self.ins(format!("add.s64 {addr}, {}, {toff}", site.offset));
+        self.ins(format!("mad.lo.s64 {addr}, {addr}, {esize}, {param}"));
+        Ok(addr)
+    }
+
+    /// `a and b` for optional predicates.
+    fn and(&mut self, a: Option<String>, b: String) -> Option<String> {
+        Some(match a {
+            None => b,
+            Some(a) => {
+                let p = self.reg(Class::Pred);
+                self.ins(format!("and.pred {p}, {a}, {b}"));
+                p
+            }
+        })
+    }
+
+    /// One predicate per atom element of repeat `r`: the slot is in the
+    /// tile and, if `masked`, the element in the view's extents. With
+    /// `whole_atom`, the innermost check is made once for the atom.
+    fn masks(&mut self, v: &View, site: &Site, r: u32, masked: bool, whole_atom: bool) -> Vec<Option<String>> {
+        let l = self.layout(&v.tile);
+        let mut common = self.slot_valid(&v.tile, r);
+        let (_, cs) = self.coords(&v.tile, r);
+        let rank = v.tile.len();
+        let mut last_g = None;
+        for (k, c) in cs.iter().enumerate() {
+            let (e, t) = (v.extents[k], v.tile[k] as u64);
+            if !masked || e % t == 0 {
+                continue;
+            }
+            let g = self.reg(Class::B64);
+            self.ins(format!("cvt.u64.u32 {g}, {c}"));
+            self.ins(format!("add.u64 {g}, {g}, {}", site.base[k]));
+            if k + 1 == rank && !whole_atom {
+                last_g = Some(g);
+                continue;
+            }
+            let p = self.reg(Class::Pred);
+            self.ins(format!("setp.lt.u64 {p}, {g}, {e}"));
+            common = self.and(common, p);
+        }
+        (0..l.atom)
+            .map(|a| match &last_g {
+                None => common.clone(),
+                Some(g) => {
+                    let p = self.reg(Class::Pred);
+                    let bound = v.extents[rank - 1] as i64 - a as i64;
+                    self.ins(format!("setp.lt.s64 {p}, {g}, {bound}"));
+                    self.and(common.clone(), p)
+                }
+            })
+            .collect()
+    }
+
+    /// Records the mapping chosen for one access, once per view and kind.
+    fn note_mapping(&mut self, kind: &str, view: ViewId, instr: &str) {
+        let v = &self.prog.views[view.index()];
+        let l = self.layout(&v.tile);
+        let line = format!(
+            "{kind} {view} tile {:?}: {} threads x {} repeats x atom {} ({instr})",
+            v.tile.as_slice(),
+            self.block.threads,
+            l.repeats,
+            l.atom
+        );
+        if !self.mapping.contains(&line) {
+            self.mapping.push(line);
+        }
+    }
+
+    /// Loads `dst` from partition `index` of `view`.
+    pub fn load(&mut self, dst: ValueId, view: ViewId, index: &PartitionIndex, masked: bool) -> Result<()> {
+        let v = self.view(view)?;
+        let param = &self.prog.params[v.param.index()];
+        let d = param.dtype;
+        let pad = if masked {
+            if v.padding.needs_float() && !d.is_float() {
+                return Err(self.invalid(format!(
+                    "padding {} of view {view} needs a float dtype, not {d}",
+                    v.padding
+                )));
+            }
+            Some(immediate(Scalar::Float(v.padding.value(), d), d).map_err(|e| self.invalid(e))?)
+        } else {
+            None
+        };
+        let op = if param.access == Access::Read {
+            "ld.global.nc"
+        } else {
+            "ld.global"
+        };
+        let l = self.layout(&v.tile);
+        let vector = self.vector_ok(v, l.atom, masked);
+        let esize = d.size_in_bytes() as u32;
+        let ce = if vector { chunk_elems(esize, l.atom) } else { 1 };
+        self.note_mapping("load", view, &format!("{op}{}{}", vec_suffix(ce), mem_type(d)));
+        let site = self.site(v, index)?;
+        let stride = *v.strides.last().unwrap_or(&0);
+        let mut regs = Vec::with_capacity(l.slots());
+        for r in 0..l.repeats {
+            let addr = self.address(view, &site, r)?;
+            let masks = self.masks(v, &site, r, masked, vector);
+            for c in 0..l.atom / ce {
+                let dsts: Vec<String> = (0..ce).map(|_| self.reg(Class::of(d))).collect();
+                let byte = (c * ce) as i64 * stride * esize as i64;
+                let at = format!("[{addr}+{byte}]");
+                self.load_chunk(op, d, &masks[(c * ce) as usize], &at, &dsts, pad.as_deref());
+                regs.extend(dsts);
+            }
+        }
+        self.vals.insert(dst, regs);
+        Ok(())
+    }
+
+    /// One memory instruction loading `dsts.len()` consecutive elements.
+    fn load_chunk(&mut self, op: &str, d: DType, p: &Option<String>, at: &str, dsts: &[String], pad: Option<&str>) {
+        let n = dsts.len() as u32;
+        let g = guard(p);
+        match d {
+            DType::Bool | DType::U8 => {
+                let tmps: Vec<String> = (0..n).map(|_| self.reg(Class::B32)).collect();
+                for t in &tmps {
+                    self.ins(format!("mov.u32 {t}, 0"));
+                }
+                self.ins(format!("{g}{op}{}.u8 {}, {at}", vec_suffix(n), reg_list(&tmps)));
+                for (t, dst) in tmps.iter().zip(dsts) {
+                    if d == DType::Bool {
+                        self.ins(format!("setp.ne.u32 {dst}, {t}, 0"));
+                    } else {
+                        self.ins(format!("mov.u32 {dst}, {t}"));
+                    }
+                }
+            }
+            DType::F16 | DType::BF16 if n > 1 => {
+                let words: Vec<String> = (0..n / 2).map(|_| self.reg(Class::B32)).collect();
+                if let Some(pad) = pad {
+                    let bits = u32::from_str_radix(pad.trim_start_matches("0x"), 16).unwrap_or(0);
+                    for w in &words {
+                        self.ins(format!("mov.b32 {w}, {}", bits | bits << 16));
+                    }
+                }
+                self.ins(format!("{g}{op}{}.b32 {}, {at}", vec_suffix(n / 2), reg_list(&words)));
+                for (w, pair) in words.iter().zip(dsts.chunks(2)) {
+                    self.ins(format!("mov.b32 {{{}, {}}}, {w}", pair[0], pair[1]));
+                }
+            }
+            _ => {
+                if let Some(pad) = pad {
+                    for dst in dsts {
+                        self.ins(mov_imm(d, dst, pad));
+                    }
+                }
+                self.ins(format!(
+                    "{g}{op}{}{} {}, {at}",
+                    vec_suffix(n),
+                    mem_type(d),
+                    reg_list(dsts)
+                ));
+            }
+        }
+    }
+
+    /// Stores `src` to partition `index` of `view`.
+    pub fn store(&mut self, view: ViewId, index: &PartitionIndex, src: ValueId, masked: bool) -> Result<()> {
+        let v = self.view(view)?;
+        let d = self.prog.params[v.param.index()].dtype;
+        let regs = self.val(src)?;
+        let l = self.layout(&v.tile);
+        let vector = self.vector_ok(v, l.atom, masked);
+        let esize = d.size_in_bytes() as u32;
+        let ce = if vector { chunk_elems(esize, l.atom) } else { 1 };
+        self.note_mapping("store", view, &format!("st.global{}{}", vec_suffix(ce), mem_type(d)));
+        let site = self.site(v, index)?;
+        let stride = *v.strides.last().unwrap_or(&0);
+        for r in 0..l.repeats {
+            let addr = self.address(view, &site, r)?;
+            let masks = self.masks(v, &site, r, masked, vector);
+            for c in 0..l.atom / ce {
+                let first = (r * l.atom + c * ce) as usize;
+                let srcs = &regs[first..first + ce as usize];
+                let byte = (c * ce) as i64 * stride * esize as i64;
+                let at = format!("[{addr}+{byte}]");
+                self.store_chunk(d, &masks[(c * ce) as usize], &at, srcs);
+            }
+        }
+        Ok(())
+    }
+
+    /// One memory instruction storing `srcs.len()` consecutive elements.
+    fn store_chunk(&mut self, d: DType, p: &Option<String>, at: &str, srcs: &[String]) {
+        let n = srcs.len() as u32;
+        let g = guard(p);
+        match d {
+            DType::Bool => {
+                let tmps: Vec<String> = srcs
+                    .iter()
+                    .map(|s| {
+                        let t = self.reg(Class::B32);
+                        self.ins(format!("selp.u32 {t}, 1, 0, {s}"));
+                        t
+                    })
+                    .collect();
+                self.ins(format!("{g}st.global{}.u8 {at}, {}", vec_suffix(n), reg_list(&tmps)));
+            }
+            DType::F16 | DType::BF16 if n > 1 => {
+                let words: Vec<String> = srcs
+                    .chunks(2)
+                    .map(|pair| {
+                        let w = self.reg(Class::B32);
+                        self.ins(format!("mov.b32 {w}, {{{}, {}}}", pair[0], pair[1]));
+                        w
+                    })
+                    .collect();
+                self.ins(format!(
+                    "{g}st.global{}.b32 {at}, {}",
+                    vec_suffix(n / 2),
+                    reg_list(&words)
+                ));
+            }
+            _ => self.ins(format!(
+                "{g}st.global{}{} {at}, {}",
+                vec_suffix(n),
+                mem_type(d),
+                reg_list(srcs)
+            )),
+        }
+    }
+
+    /// `dst = which elements of partition `index` of `view` are in bounds`.
+    pub fn in_bounds(&mut self, dst: ValueId, view: ViewId, index: &PartitionIndex) -> Result<()> {
+        let v = self.view(view)?;
+        let l = self.layout(&v.tile);
+        let site = self.site(v, index)?;
+        let mut regs = Vec::with_capacity(l.slots());
+        for r in 0..l.repeats {
+            for m in self.masks(v, &site, r, true, false) {
+                let p = self.reg(Class::Pred);
+                match m {
+                    Some(m) => self.ins(format!("mov.pred {p}, {m}")),
+                    None => self.ins(format!("mov.pred {p}, 1")),
+                }
+                regs.push(p);
+            }
+        }
+        self.vals.insert(dst, regs);
+        Ok(())
+    }
+
+    /// `dst[j] = index · tile[axis] + j[axis]` as i64.
+    pub fn iota(&mut self, dst: ValueId, axis: u8, index: &IndexExpr) -> Result<()> {
+        let shape = self.ty(dst)?.shape.clone();
+        let axis = axis as usize;
+        let Some(&t) = shape.get(axis) else {
+            return Err(self.invalid(format!(
+                "iota axis {axis} is out of range for shape {:?}",
+                shape.as_slice()
+            )));
+        };
+        let l = self.layout(&shape);
+        let i = self.index(index)?;
+        let base = self.reg(Class::B64);
+        self.ins(format!("mul.lo.u64 {base}, {i}, {t}"));
+        let mut regs = Vec::with_capacity(l.slots());
+        for r in 0..l.repeats {
+            let (_, cs) = self.coords(&shape, r);
+            for a in 0..l.atom {
+                let x = self.reg(Class::B64);
+                self.ins(format!("cvt.u64.u32 {x}, {}", cs[axis]));
+                let extra = if axis + 1 == shape.len() { a } else { 0 };
+                self.ins(format!("add.u64 {x}, {x}, {base}"));
+                if extra > 0 {
+                    self.ins(format!("add.u64 {x}, {x}, {extra}"));
+                }
+                regs.push(x);
+            }
+        }
+        self.vals.insert(dst, regs);
+        Ok(())
+    }
+
+    /// A relaxed atomic update of each element of a partition.
+    pub fn atomic(
+        &mut self,
+        op: AtomicOp,
+        view: ViewId,
+        index: &PartitionIndex,
+        src: ValueId,
+        masked: bool,
+        scope: ThreadScope,
+    ) -> Result<()> {
+        let v = self.view(view)?;
+        let d = self.prog.params[v.param.index()].dtype;
+        let regs = self.val(src)?;
+        let scope = match scope {
+            ThreadScope::Block => "cta",
+            ThreadScope::Device => "gpu",
+            ThreadScope::System => "sys",
+        };
+        let unsupported = |reason: &'static str| Error::UnsupportedDType {
+            op: "ptx_gen atomic",
+            dtype: d,
+            reason,
+        };
+        if matches!(d, DType::Bool | DType::U8) {
+            return Err(unsupported("atomics need 16-, 32- or 64-bit elements"));
+        }
+        if d.is_float() && matches!(op, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor) {
+            return Err(unsupported("bitwise atomics need integer elements"));
+        }
+        if matches!(d, DType::F16 | DType::BF16) && matches!(op, AtomicOp::Max | AtomicOp::Min) {
+            return Err(unsupported("atomic max/min of 16-bit floats is not supported"));
+        }
+        if d == DType::BF16 {
+            if self.target.sm < 90 {
+                return Err(unsupported("atomic add of bf16 needs sm_90 (red.add.noftz.bf16)"));
+            }
+            self.need_version((7, 8));
+        }
+        let esize = d.size_in_bytes() as i64;
+        let stride = *v.strides.last().unwrap_or(&0);
+        let l = self.layout(&v.tile);
+        self.note_mapping("atomic", view, &format!("red.relaxed.{scope}.global {op:?} scalar"));
+        let site = self.site(v, index)?;
+        for r in 0..l.repeats {
+            let addr = self.address(view, &site, r)?;
+            let masks = self.masks(v, &site, r, masked, false);
+            for a in 0..l.atom {
+                let val = regs[(r * l.atom + a) as usize].clone();
+                let at = format!("[{addr}+{}]", a as i64 * stride * esize);
+                let red = format!("red.relaxed.{scope}.global");
+                self.atomic_one(op, d, &red, &masks[a as usize], &at, &val);
+            }
+        }
+        Ok(())
+    }
+
+    fn atomic_one(&mut self, op: AtomicOp, d: DType, red: &str, p: &Option<String>, at: &str, val: &str) {
+        let g = guard(p);
+        let bits = matches!(d, DType::I64 | DType::F64);
+        let (s, u, b) = if bits {
+            ("s64", "u64", "b64")
+        } else {
+            ("s32", "u32", "b32")
+        };
+        let val = if op == AtomicOp::Sub {
+            super::ops::negate(self, d, val)
+        } else {
+            val.to_string()
+        };
+        match (op, d) {
+            (AtomicOp::Add | AtomicOp::Sub, DType::F16) => self.ins(format!("{g}{red}.add.noftz.f16 {at}, {val}")),
+            (AtomicOp::Add | AtomicOp::Sub, DType::BF16) => self.ins(format!("{g}{red}.add.noftz.bf16 {at}, {val}")),
+            (AtomicOp::Add | AtomicOp::Sub, DType::F32) => self.ins(format!("{g}{red}.add.f32 {at}, {val}")),
+            (AtomicOp::Add | AtomicOp::Sub, DType::F64) => self.ins(format!("{g}{red}.add.f64 {at}, {val}")),
+            (AtomicOp::Add | AtomicOp::Sub, _) => self.ins(format!("{g}{red}.add.{u} {at}, {val}")),
+            (AtomicOp::And, _) => self.ins(format!("{g}{red}.and.{b} {at}, {val}")),
+            (AtomicOp::Or, _) => self.ins(format!("{g}{red}.or.{b} {at}, {val}")),
+            (AtomicOp::Xor, _) => self.ins(format!("{g}{red}.xor.{b} {at}, {val}")),
+            (AtomicOp::Max | AtomicOp::Min, DType::F32 | DType::F64) => {
+                // Floats with the sign bit clear order like signed integers;
+                // with it set, in reverse like unsigned ones. NaN becomes the
+                // bit pattern that wins the chosen comparison.
+                let max = op == AtomicOp::Max;
+                let r = self.reg(if bits { Class::B64 } else { Class::B32 });
+                let nan = self.reg(Class::Pred);
+                let neg = self.reg(Class::Pred);
+                let ty = if bits { "f64" } else { "f32" };
+                let canon = match (bits, max) {
+                    (false, true) => "0x7FFFFFFF",
+                    (false, false) => "0xFFFFFFFF",
+                    (true, true) => "0x7FFFFFFFFFFFFFFF",
+                    (true, false) => "0xFFFFFFFFFFFFFFFF",
+                };
+                self.ins(format!("mov.{b} {r}, {val}"));
+                self.ins(format!("setp.nan.{ty} {nan}, {val}, {val}"));
+                self.ins(format!("selp.{b} {r}, {canon}, {r}, {nan}"));
+                self.ins(format!("setp.lt.{s} {neg}, {r}, 0"));
+                let (pos_op, neg_op) = if max { ("max", "min") } else { ("min", "max") };
+                let (pp, pn) = (self.reg(Class::Pred), self.reg(Class::Pred));
+                match p {
+                    Some(m) => {
+                        self.ins(format!("and.pred {pp}, {m}, !{neg}"));
+                        self.ins(format!("and.pred {pn}, {m}, {neg}"));
+                    }
+                    None => {
+                        self.ins(format!("not.pred {pp}, {neg}"));
+                        self.ins(format!("mov.pred {pn}, {neg}"));
+                    }
+                }
+                self.ins(format!("@{pp} {red}.{pos_op}.{s} {at}, {r}"));
+                self.ins(format!("@{pn} {red}.{neg_op}.{u} {at}, {r}"));
+            }
+            (AtomicOp::Max, _) => self.ins(format!(
+                "{g}{red}.max.{} {at}, {val}",
+                if d == DType::U32 { u } else { s }
+            )),
+            (AtomicOp::Min, _) => self.ins(format!(
+                "{g}{red}.min.{} {at}, {val}",
+                if d == DType::U32 { u } else { s }
+            )),
+        }
+    }
+}

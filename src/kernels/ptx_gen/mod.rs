@@ -1,0 +1,225 @@
+//! PTX generation: one tile program to one PTX module, as text.
+//!
+//! [`generate`] lowers a [`Program`] for a [`Target`]: one CTA per grid point
+//! (the N-d grid flattened into `%ctaid.x`, spilling into `%ctaid.y` past
+//! 2³¹ − 1 blocks, and decomposed by div/mod in 64 bits), each tile spread
+//! over the block's threads as `(group, repeat, atom)` (see `layout`), each
+//! instruction lowered by a table from op and dtype to PTX (see `ops`).
+//! This module returns a `String` and never touches a driver.
+//!
+//! # Example
+//!
+//! ```
+//! use tilefuse::kernels::ptx_gen::{generate, Target};
+//! # use tilefuse::kernels::ir::*;
+//! # use tilefuse::{DType, Scalar};
+//! # use smallvec::smallvec;
+//! # let view = |param| View { param: ParamId(param), extents: smallvec![8], strides: smallvec![1],
+//! #     offset: 0, tile: smallvec![8], padding: Default::default() };
+//! # let param = |name: &str, access| Param { name: name.into(), dtype: DType::F32, len: 8, access, init: None };
+//! # let ty = ValueType { dtype: DType::F32, shape: smallvec![8] };
+//! # let program = Program { name: "add_one".into(),
+//! #     params: vec![param("x", Access::Read), param("y", Access::Write)], views: vec![view(0), view(1)],
+//! #     values: vec![ty.clone(), ty.clone(), ty], accs: vec![], loops: 0, grid: smallvec![1],
+//! #     body: vec![
+//! #         Inst::Load { dst: ValueId(0), view: ViewId(0), index: smallvec![IndexExpr::constant(0)], masked: false },
+//! #         Inst::Const { dst: ValueId(1), value: ScalarKey(Scalar::Float(1.0, DType::F32)) },
+//! #         Inst::Binary { dst: ValueId(2), op: tilefuse::graph::BinaryOp::Add, lhs: ValueId(0), rhs: ValueId(1) },
+//! #         Inst::Store { view: ViewId(1), index: smallvec![IndexExpr::constant(0)], src: ValueId(2), masked: false },
+//! #     ], math: MathMode::Precise };
+//! let module = generate(&program, &Target::for_driver(90, 13000))?;
+//! assert!(module.text.contains(".target sm_90"));
+//! assert_eq!(module.block_threads, 32);
+//! # Ok::<(), tilefuse::Error>(())
+//! ```
+//!
+//! # Numerics
+//!
+//! Float `+ - *` are `.rn` (never contracted into fma, as on the CPU);
+//! `max`/`min` propagate NaN (`max.NaN.f32`; f64 by `setp.nan` + `selp`);
+//! f16/bf16 move as 16 bits and convert with `cvt.f32.f16`, a shift (bf16),
+//! `cvt.rn.f16.f32` and `cvt.rn.bf16.f32`, rounding f64 and integer sources
+//! to f32 by round-to-odd first so they round once. Integer division by zero
+//! gives 0; float to integer truncates into i64 (saturating, NaN to 0) and
+//! wraps, as `Scalar::cast` does.
+//!
+//! In [`MathMode::Precise`](crate::kernels::ir::MathMode::Precise) `/`, `sqrt`, `1/x` are `div.rn`, `sqrt.rn`,
+//! `rcp.rn`, `rsqrt` is `rcp.rn(sqrt.rn(x))` and the f32 transcendentals are
+//! the range-reduced polynomials of `math`, made only of IEEE-rounded
+//! operations. Their worst errors against f64, measured by running the same
+//! instruction sequences on the CPU (`math::tests`, so these are the GPU's
+//! errors exactly, not bounds):
+//!
+//! | function | range | worst error |
+//! | --- | --- | --- |
+//! | exp | [−103, 88.7] | 0.90 ulp |
+//! | exp2 | [−149, 127.9] | 0.83 ulp |
+//! | log | [1e-38, 3e38] | 0.71 ulp |
+//! | log2 | [1e-38, 3e38] | 1.25 ulp |
+//! | sin | [−1e4, 1e4] | 1.68 ulp |
+//! | cos | [−1e4, 1e4] | 1.73 ulp |
+//! | tanh | [−10, 10] | 1.35 ulp |
+//! | sigmoid | [−80, 80] | 2.03 ulp |
+//! | silu | [−80, 80] | 2.31 ulp |
+//! | gelu_tanh | [−5, 10] | 51 ulp, at x ≈ −5 |
+//! | gelu_erf | [−5, 10] | 28 ulp, at x ≈ −5 |
+//! | pow | a in [0.01, 10], b in [−8, 8] | 33 ulp |
+//!
+//! Everything but the two GELUs and `pow` is within 2.5 ulp. Their errors
+//! come from rounding the f32 argument of the inner `exp` (`2u` for
+//! gelu_tanh, `z²` for gelu_erf, `b log2 a` for pow), so they grow with
+//! that argument: the negative tails of the GELUs (x < −5), where the
+//! result is below 1e-5, and large `|b log2 a|` are less accurate still.
+//! In [`MathMode::Fast`](crate::kernels::ir::MathMode::Fast) f32 uses the hardware approximations
+//! (`ex2.approx.ftz`, `lg2.approx.ftz`, `sin/cos.approx.ftz`,
+//! `tanh.approx`, `rsqrt.approx`, `rcp.approx`, `sqrt.approx`,
+//! `div.approx`; sigmoid, silu and gelu_tanh through `tanh.approx`);
+//! `gelu_erf` and `pow` stay precise. f64 transcendentals are not generated:
+//! they return [`Error::UnsupportedDType`].
+
+mod emit;
+mod exchange;
+mod layout;
+mod math;
+mod memory;
+mod ops;
+#[doc(hidden)]
+pub mod ptxas;
+
+use crate::error::{Error, Result};
+use crate::kernels::ir::Program;
+use emit::Emitter;
+
+/// The GPU and driver a module is generated for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Target {
+    /// The compute capability as `major * 10 + minor` (80, 90, ...).
+    pub sm: u32,
+    /// The newest PTX ISA version the driver accepts.
+    pub ptx_version: (u32, u32),
+}
+
+impl Target {
+    /// The target for compute capability `sm` under a driver reporting
+    /// `driver_version` (`cuDriverGetVersion`: 12080 for CUDA 12.8).
+    pub fn for_driver(sm: u32, driver_version: u32) -> Target {
+        let (major, minor) = (driver_version / 1000, (driver_version % 1000) / 10);
+        let ptx_version = match major {
+            0..=10 => (6, 4),
+            11 => (7, minor.min(8)),
+            12 => match minor {
+                0..=4 => (8, minor),
+                5 | 6 => (8, 5),
+                7 | 8 => (8, 7),
+                _ => (8, 8),
+            },
+            _ => (9, minor),
+        };
+        Target { sm, ptx_version }
+    }
+
+    /// The oldest PTX ISA version that can target `sm_<sm>`.
+    pub fn min_version(&self) -> (u32, u32) {
+        match self.sm {
+            0..=75 => (6, 3),
+            80 => (7, 0),
+            81..=86 => (7, 1),
+            87 => (7, 4),
+            88..=90 => (7, 8),
+            91..=100 => (8, 6),
+            _ => (8, 7),
+        }
+    }
+}
+
+/// A generated module and how to launch it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PtxModule {
+    /// The PTX text.
+    pub text: String,
+    /// The name of its one `.entry`.
+    pub entry: String,
+    /// Threads per block.
+    pub block_threads: u32,
+    /// Blocks in all: the product of the program's grid.
+    pub grid_blocks: u64,
+    /// The chosen thread mapping, human-readable (also a comment in `text`).
+    pub mapping: String,
+    /// Bytes of static shared memory per block.
+    pub shared_bytes: u32,
+}
+
+/// The most blocks along `%ctaid.x`.
+const MAX_GRID_X: u64 = (1 << 31) - 1;
+
+impl PtxModule {
+    /// The launch grid `(x, y)`: all blocks along x, or rows of `2^31 − 1`
+    /// along y when there are more (blocks past the end exit at once).
+    pub fn grid_dims(&self) -> (u32, u32) {
+        let x = self.grid_blocks.clamp(1, MAX_GRID_X);
+        (x as u32, self.grid_blocks.div_ceil(x).max(1) as u32)
+    }
+}
+
+/// The `.version` to write: the target's minimum raised to what the program
+/// needs, or an error when that is above what the driver accepts.
+pub fn choose_version(program: &str, target: &Target, needs: (u32, u32)) -> Result<(u32, u32)> {
+    let v = target.min_version().max(needs);
+    if v > target.ptx_version {
+        return Err(Error::InvalidProgram {
+            program: program.to_string(),
+            reason: format!(
+                "needs PTX ISA {}.{} for sm_{}, but the driver accepts at most {}.{}",
+                v.0, v.1, target.sm, target.ptx_version.0, target.ptx_version.1
+            ),
+        });
+    }
+    Ok(v)
+}
+
+/// Lowers `program` (which must pass the verifier) to a PTX module for `target`.
+pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
+    crate::kernels::ir::verify(program)?;
+    let block = layout::choose_block(program);
+    let grid_blocks: u64 = program.grid.iter().product();
+    let entry = format!(
+        "tf_{}",
+        program
+            .name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect::<String>()
+    );
+    let mut e = Emitter::new(program, target, block);
+    e.begin(&entry, grid_blocks, grid_blocks > MAX_GRID_X);
+    e.init_accs()?;
+    e.block_of(&program.body)?;
+    let mut mapping = vec![format!("block {} threads, grid {grid_blocks} blocks", block.threads)];
+    mapping.append(&mut std::mem::take(&mut e.mapping));
+    let mapping = mapping.join("\n");
+    let version = choose_version(&program.name, target, e.needs_version)?;
+    let shared_bytes = e.shared_bytes;
+    let params: Vec<String> = (0..program.params.len())
+        .map(|i| format!("\t.param .u64 {entry}_param_{i}"))
+        .collect();
+    let mut header = format!(
+        "//\n// Generated by tilefuse for program `{}`.\n//\n.version {}.{}\n.target sm_{}\n.address_size 64\n\n",
+        program.name, version.0, version.1, target.sm
+    );
+    for line in mapping.lines() {
+        header.push_str(&format!("// mapping: {line}\n"));
+    }
+    header.push_str(&format!(
+        ".visible .entry {entry}(\n{}\n)\n.maxntid {}, 1, 1\n",
+        params.join(",\n"),
+        block.threads
+    ));
+    Ok(PtxModule {
+        text: e.finish(&header),
+        entry,
+        block_threads: block.threads,
+        grid_blocks,
+        mapping,
+        shared_bytes,
+    })
+}

@@ -1,0 +1,615 @@
+//! Elementwise lowering: the table from IR op and dtype to PTX instructions.
+
+use super::emit::{Class, Emitter};
+use super::math::{self, MathOps};
+use crate::dtype::{DType, Scalar};
+use crate::error::{Error, Result};
+use crate::graph::{BinaryOp, UnaryOp};
+use crate::kernels::ir::{AccId, MathMode, ValueId};
+
+/// The immediate operand for `s` as a value of `d` (floats by their bits).
+pub(super) fn immediate(s: Scalar, d: DType) -> std::result::Result<String, String> {
+    Ok(match s.cast(d) {
+        Scalar::Bool(b) => (b as u8).to_string(),
+        Scalar::Int(i, DType::I64) => format!("0x{:016X}", i as i64 as u64),
+        Scalar::Int(i, _) => format!("0x{:08X}", i as u32),
+        Scalar::Float(x, DType::F16) => format!("0x{:04X}", half::f16::from_f64(x).to_bits()),
+        Scalar::Float(x, DType::BF16) => format!("0x{:04X}", half::bf16::from_f64(x).to_bits()),
+        Scalar::Float(x, DType::F32) => format!("0f{:08X}", (x as f32).to_bits()),
+        Scalar::Float(x, DType::F64) => format!("0d{:016X}", x.to_bits()),
+        other => return Err(format!("cannot make a {d} immediate from {other}")),
+    })
+}
+
+/// `mov` of an immediate into a register of `d`'s class.
+pub(super) fn mov_imm(d: DType, reg: &str, imm: &str) -> String {
+    let ty = match Class::of(d) {
+        Class::Pred => "pred",
+        Class::B16 => "b16",
+        Class::B32 => "b32",
+        Class::F32 => "f32",
+        Class::B64 => "b64",
+        Class::F64 => "f64",
+    };
+    format!("mov.{ty} {reg}, {imm}")
+}
+
+/// The arithmetic type suffix of a compute dtype.
+fn arith(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+        DType::I32 => "s32",
+        DType::I64 => "s64",
+        DType::F16 | DType::BF16 => "b16",
+        DType::Bool => "pred",
+        DType::U8 | DType::U32 => "u32",
+    }
+}
+
+/// The bitwise type suffix of a dtype.
+fn bits(d: DType) -> &'static str {
+    match d.size_in_bytes() {
+        8 => "b64",
+        2 => "b16",
+        _ => "b32",
+    }
+}
+
+/// `-val` in `d` (integers wrap; 16-bit floats flip the sign bit).
+pub(super) fn negate(e: &mut Emitter<'_>, d: DType, val: &str) -> String {
+    let r = e.reg(Class::of(d));
+    match d {
+        DType::F16 | DType::BF16 => e.ins(format!("xor.b16 {r}, {val}, 0x8000")),
+        DType::I64 => e.ins(format!("neg.s64 {r}, {val}")),
+        DType::F32 | DType::F64 => e.ins(format!("neg.{} {r}, {val}", arith(d))),
+        _ => e.ins(format!("neg.s32 {r}, {val}")),
+    }
+    r
+}
+
+/// The emitter as a [`MathOps`] for f32 registers.
+struct Ptx<'e, 'a>(&'e mut Emitter<'a>);
+
+impl Ptx<'_, '_> {
+    fn op(&mut self, text: impl FnOnce(&str) -> String) -> String {
+        let r = self.0.reg(Class::F32);
+        self.0.ins(text(&r));
+        r
+    }
+    fn pred(&mut self, cmp: &str, a: &str, b: &str) -> String {
+        let p = self.0.reg(Class::Pred);
+        self.0.ins(format!("setp.{cmp}.f32 {p}, {a}, {b}"));
+        p
+    }
+}
+
+impl MathOps for Ptx<'_, '_> {
+    type V = String;
+    type P = String;
+    fn c(&mut self, x: f32) -> String {
+        self.op(|r| format!("mov.f32 {r}, 0f{:08X}", x.to_bits()))
+    }
+    fn add(&mut self, a: &String, b: &String) -> String {
+        self.op(|r| format!("add.rn.f32 {r}, {a}, {b}"))
+    }
+    fn sub(&mut self, a: &String, b: &String) -> String {
+        self.op(|r| format!("sub.rn.f32 {r}, {a}, {b}"))
+    }
+    fn mul(&mut self, a: &String, b: &String) -> String {
+        self.op(|r| format!("mul.rn.f32 {r}, {a}, {b}"))
+    }
+    fn fma(&mut self, a: &String, b: &String, c: &String) -> String {
+        self.op(|r| format!("fma.rn.f32 {r}, {a}, {b}, {c}"))
+    }
+    fn div(&mut self, a: &String, b: &String) -> String {
+        self.op(|r| format!("div.rn.f32 {r}, {a}, {b}"))
+    }
+    fn abs(&mut self, a: &String) -> String {
+        self.op(|r| format!("abs.f32 {r}, {a}"))
+    }
+    fn rint(&mut self, a: &String) -> String {
+        self.op(|r| format!("cvt.rni.f32.f32 {r}, {a}"))
+    }
+    fn floor(&mut self, a: &String) -> String {
+        self.op(|r| format!("cvt.rmi.f32.f32 {r}, {a}"))
+    }
+    fn pow2i(&mut self, n: &String) -> String {
+        let i = self.0.reg(Class::B32);
+        self.0.ins(format!("cvt.rni.s32.f32 {i}, {n}"));
+        self.0.ins(format!("add.s32 {i}, {i}, 127"));
+        self.0.ins(format!("shl.b32 {i}, {i}, 23"));
+        self.op(|r| format!("mov.b32 {r}, {i}"))
+    }
+    fn exponent(&mut self, a: &String) -> String {
+        let i = self.0.reg(Class::B32);
+        self.0.ins(format!("mov.b32 {i}, {a}"));
+        self.0.ins(format!("bfe.u32 {i}, {i}, 23, 8"));
+        self.0.ins(format!("add.s32 {i}, {i}, -127"));
+        self.op(|r| format!("cvt.rn.f32.s32 {r}, {i}"))
+    }
+    fn mantissa(&mut self, a: &String) -> String {
+        let i = self.0.reg(Class::B32);
+        self.0.ins(format!("mov.b32 {i}, {a}"));
+        self.0.ins(format!("and.b32 {i}, {i}, 0x007FFFFF"));
+        self.0.ins(format!("or.b32 {i}, {i}, 0x3F800000"));
+        self.op(|r| format!("mov.b32 {r}, {i}"))
+    }
+    fn lt(&mut self, a: &String, b: &String) -> String {
+        self.pred("lt", a, b)
+    }
+    fn eq(&mut self, a: &String, b: &String) -> String {
+        self.pred("eq", a, b)
+    }
+    fn select(&mut self, p: &String, a: &String, b: &String) -> String {
+        self.op(|r| format!("selp.f32 {r}, {a}, {b}, {p}"))
+    }
+}
+
+impl Emitter<'_> {
+    /// A copy of a register of `d`.
+    pub fn mov(&mut self, d: DType, src: &str) -> String {
+        let r = self.reg(Class::of(d));
+        let ty = if d == DType::Bool { "pred" } else { bits(d) };
+        let ty = match d {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            _ => ty,
+        };
+        self.ins(format!("mov.{ty} {r}, {src}"));
+        r
+    }
+
+    /// One instruction `op.ty r, args` into a new register of `d`.
+    fn emit(&mut self, d: DType, text: impl FnOnce(&str) -> String) -> String {
+        let r = self.reg(Class::of(d));
+        self.ins(text(&r));
+        r
+    }
+
+    /// Wraps a `u8` value held in 32 bits back to 8 bits.
+    fn wrap_u8(&mut self, d: DType, r: String) -> String {
+        if d == DType::U8 {
+            self.ins(format!("and.b32 {r}, {r}, 255"));
+        }
+        r
+    }
+
+    fn unsupported(&self, op: &'static str, d: DType, reason: &'static str) -> Error {
+        Error::UnsupportedDType { op, dtype: d, reason }
+    }
+
+    /// `op(a, b)` on values of dtype `d`.
+    pub fn binary(&mut self, op: BinaryOp, d: DType, a: &str, b: &str) -> Result<String> {
+        use BinaryOp::*;
+        let t = arith(d);
+        if matches!(d, DType::F16 | DType::BF16) {
+            return Err(self.unsupported("ptx_gen binary", d, "cast 16-bit floats to f32 before arithmetic"));
+        }
+        if d == DType::Bool {
+            let text = match op {
+                BitAnd | Mul | Minimum => "and.pred {r}, {a}, {b}",
+                BitOr | Maximum | Add => "or.pred {r}, {a}, {b}",
+                BitXor | Ne => "xor.pred {r}, {a}, {b}",
+                Lt => "and.pred {r}, !{a}, {b}",
+                Le => "or.pred {r}, !{a}, {b}",
+                Gt => "and.pred {r}, {a}, !{b}",
+                Ge => "or.pred {r}, {a}, !{b}",
+                Eq => {
+                    let x = self.emit(d, |r| format!("xor.pred {r}, {a}, {b}"));
+                    return Ok(self.emit(d, |r| format!("not.pred {r}, {x}")));
+                }
+                Sub | Div | Pow => return Err(self.unsupported("ptx_gen binary", d, "not defined on bool")),
+            };
+            return Ok(self.emit(d, |r| text.replace("{r}", r).replace("{a}", a).replace("{b}", b)));
+        }
+        let float = d.is_float();
+        if op.is_comparison() {
+            let cmp = match op {
+                Eq => "eq",
+                Ne if float => "neu",
+                Ne => "ne",
+                Lt => "lt",
+                Le => "le",
+                Gt => "gt",
+                _ => "ge",
+            };
+            return Ok(self.emit(DType::Bool, |r| format!("setp.{cmp}.{t} {r}, {a}, {b}")));
+        }
+        let fast = self.prog.math == MathMode::Fast;
+        let r = match op {
+            Add | Sub | Mul if float => {
+                let name = format!("{op:?}").to_lowercase();
+                self.emit(d, |r| format!("{name}.rn.{t} {r}, {a}, {b}"))
+            }
+            Add | Sub => {
+                let name = format!("{op:?}").to_lowercase();
+                let r = self.emit(d, |r| format!("{name}.{t} {r}, {a}, {b}"));
+                self.wrap_u8(d, r)
+            }
+            Mul => {
+                let r = self.emit(d, |r| format!("mul.lo.{t} {r}, {a}, {b}"));
+                self.wrap_u8(d, r)
+            }
+            Div if d == DType::F32 && fast => self.emit(d, |r| format!("div.approx.f32 {r}, {a}, {b}")),
+            Div if float => self.emit(d, |r| format!("div.rn.{t} {r}, {a}, {b}")),
+            Div => {
+                // Integer division by zero gives 0.
+                let q = self.emit(d, |r| format!("div.{t} {r}, {a}, {b}"));
+                let z = self.emit(DType::Bool, |p| format!("setp.eq.{t} {p}, {b}, 0"));
+                self.emit(d, |r| format!("selp.{} {r}, 0, {q}, {z}", bits(d)))
+            }
+            Maximum | Minimum => {
+                let name = if op == Maximum { "max" } else { "min" };
+                match d {
+                    DType::F32 => {
+                        self.need_version((7, 0));
+                        self.emit(d, |r| format!("{name}.NaN.f32 {r}, {a}, {b}"))
+                    }
+                    DType::F64 => {
+                        let m = self.emit(d, |r| format!("{name}.f64 {r}, {a}, {b}"));
+                        let n = self.emit(DType::Bool, |p| format!("setp.nan.f64 {p}, {a}, {b}"));
+                        self.emit(d, |r| format!("selp.f64 {r}, 0d7FF8000000000000, {m}, {n}"))
+                    }
+                    _ => self.emit(d, |r| format!("{name}.{t} {r}, {a}, {b}")),
+                }
+            }
+            BitAnd | BitOr | BitXor if !float => {
+                let name = match op {
+                    BitAnd => "and",
+                    BitOr => "or",
+                    _ => "xor",
+                };
+                self.emit(d, |r| format!("{name}.{} {r}, {a}, {b}", bits(d)))
+            }
+            Pow if d == DType::F32 => math::pow(&mut Ptx(self), &a.to_string(), &b.to_string()),
+            Pow if d == DType::F64 => return Err(self.unsupported("pow", d, "f64 transcendentals are not generated")),
+            _ => return Err(self.unsupported("ptx_gen binary", d, "the op needs another dtype")),
+        };
+        Ok(r)
+    }
+
+    /// `op(a)` on a value of dtype `d`.
+    pub fn unary(&mut self, op: UnaryOp, d: DType, a: &str) -> Result<String> {
+        use UnaryOp::*;
+        let t = arith(d);
+        let name: &'static str = match op {
+            Neg => "neg",
+            Abs => "abs",
+            Exp => "exp",
+            Exp2 => "exp2",
+            Log => "log",
+            Log2 => "log2",
+            Sqrt => "sqrt",
+            Rsqrt => "rsqrt",
+            Recip => "recip",
+            Sin => "sin",
+            Cos => "cos",
+            Tanh => "tanh",
+            Sigmoid => "sigmoid",
+            Relu => "relu",
+            GeluTanh => "gelu_tanh",
+            GeluErf => "gelu_erf",
+            Silu => "silu",
+            Floor => "floor",
+            Ceil => "ceil",
+            Round => "round",
+            Sign => "sign",
+            Not => "not",
+        };
+        if matches!(d, DType::F16 | DType::BF16) {
+            return Err(self.unsupported(name, d, "cast 16-bit floats to f32 before arithmetic"));
+        }
+        if d == DType::Bool {
+            return match op {
+                Not => Ok(self.emit(d, |r| format!("not.pred {r}, {a}"))),
+                Abs | Relu | Floor | Ceil | Round | Sign => Ok(self.mov(d, a)),
+                _ => Err(self.unsupported(name, d, "not defined on bool")),
+            };
+        }
+        if !d.is_float() {
+            let signed = d.is_signed_int();
+            return match op {
+                Neg => {
+                    let r = negate(self, d, a);
+                    Ok(self.wrap_u8(d, r))
+                }
+                Abs if signed => Ok(self.emit(d, |r| format!("abs.{t} {r}, {a}"))),
+                Relu if signed => Ok(self.emit(d, |r| format!("max.{t} {r}, {a}, 0"))),
+                Abs | Relu | Floor | Ceil | Round => Ok(self.mov(d, a)),
+                Not => {
+                    let r = self.emit(d, |r| format!("not.{} {r}, {a}", bits(d)));
+                    Ok(self.wrap_u8(d, r))
+                }
+                Sign => {
+                    let b = bits(d);
+                    let pos = self.emit(DType::Bool, |p| format!("setp.gt.{t} {p}, {a}, 0"));
+                    let neg = self.emit(DType::Bool, |p| format!("setp.lt.{t} {p}, {a}, 0"));
+                    let one = self.emit(d, |r| format!("selp.{b} {r}, 1, 0, {pos}"));
+                    Ok(self.emit(d, |r| format!("selp.{b} {r}, -1, {one}, {neg}")))
+                }
+                _ => Err(self.unsupported(name, d, "needs a float dtype")),
+            };
+        }
+        let fast = self.prog.math == MathMode::Fast && d == DType::F32;
+        let simple = match op {
+            Neg => Some(format!("neg.{t} {{r}}, {a}")),
+            Abs => Some(format!("abs.{t} {{r}}, {a}")),
+            Floor => Some(format!("cvt.rmi.{t}.{t} {{r}}, {a}")),
+            Ceil => Some(format!("cvt.rpi.{t}.{t} {{r}}, {a}")),
+            Round => Some(format!("cvt.rni.{t}.{t} {{r}}, {a}")),
+            Sqrt if fast => Some(format!("sqrt.approx.f32 {{r}}, {a}")),
+            Sqrt => Some(format!("sqrt.rn.{t} {{r}}, {a}")),
+            Recip if fast => Some(format!("rcp.approx.f32 {{r}}, {a}")),
+            Recip => Some(format!("rcp.rn.{t} {{r}}, {a}")),
+            Rsqrt if fast => Some(format!("rsqrt.approx.f32 {{r}}, {a}")),
+            Exp2 if fast => Some(format!("ex2.approx.ftz.f32 {{r}}, {a}")),
+            Log2 if fast => Some(format!("lg2.approx.ftz.f32 {{r}}, {a}")),
+            Sin if fast => Some(format!("sin.approx.ftz.f32 {{r}}, {a}")),
+            Cos if fast => Some(format!("cos.approx.ftz.f32 {{r}}, {a}")),
+            Tanh if fast => Some(format!("tanh.approx.f32 {{r}}, {a}")),
+            _ => None,
+        };
+        if let Some(text) = simple {
+            if op == Tanh {
+                self.need_version((7, 0));
+            }
+            return Ok(self.emit(d, |r| text.replace("{r}", r)));
+        }
+        match op {
+            Relu => {
+                let zero = if d == DType::F32 {
+                    "0f00000000"
+                } else {
+                    "0d0000000000000000"
+                };
+                self.binary(BinaryOp::Maximum, d, a, zero)
+            }
+            Sign => {
+                let (one, m1) = if d == DType::F32 {
+                    ("0f3F800000", "0fBF800000")
+                } else {
+                    ("0d3FF0000000000000", "0dBFF0000000000000")
+                };
+                let zero = if d == DType::F32 {
+                    "0f00000000"
+                } else {
+                    "0d0000000000000000"
+                };
+                let pos = self.emit(DType::Bool, |p| format!("setp.gt.{t} {p}, {a}, {zero}"));
+                let neg = self.emit(DType::Bool, |p| format!("setp.lt.{t} {p}, {a}, {zero}"));
+                let x = self.emit(d, |r| format!("selp.{t} {r}, {one}, {a}, {pos}"));
+                Ok(self.emit(d, |r| format!("selp.{t} {r}, {m1}, {x}, {neg}")))
+            }
+            Rsqrt => {
+                let s = self.emit(d, |r| format!("sqrt.rn.{t} {r}, {a}"));
+                Ok(self.emit(d, |r| format!("rcp.rn.{t} {r}, {s}")))
+            }
+            _ if d == DType::F64 => Err(self.unsupported(name, d, "f64 transcendentals are not generated")),
+            Exp if fast => {
+                let x = self.emit(d, |r| format!("mul.f32 {r}, {a}, 0f3FB8AA3B"));
+                Ok(self.emit(d, |r| format!("ex2.approx.ftz.f32 {r}, {x}")))
+            }
+            Log if fast => {
+                let x = self.emit(d, |r| format!("lg2.approx.ftz.f32 {r}, {a}"));
+                Ok(self.emit(d, |r| format!("mul.f32 {r}, {x}, 0f3F317218")))
+            }
+            Sigmoid | Silu | GeluTanh if fast => {
+                // sigmoid(x) = 0.5 tanh(x / 2) + 0.5.
+                self.need_version((7, 0));
+                let u = if op == GeluTanh {
+                    let x2 = self.emit(d, |r| format!("mul.f32 {r}, {a}, {a}"));
+                    let p = self.emit(d, |r| format!("fma.rn.f32 {r}, {x2}, 0f3D372713, 0f3F800000"));
+                    let p = self.emit(d, |r| format!("mul.f32 {r}, {p}, {a}"));
+                    self.emit(d, |r| format!("mul.f32 {r}, {p}, 0f3F4C422A"))
+                } else {
+                    self.emit(d, |r| format!("mul.f32 {r}, {a}, 0f3F000000"))
+                };
+                let th = self.emit(d, |r| format!("tanh.approx.f32 {r}, {u}"));
+                let s = self.emit(d, |r| format!("fma.rn.f32 {r}, {th}, 0f3F000000, 0f3F000000"));
+                if op == Sigmoid {
+                    Ok(s)
+                } else {
+                    Ok(self.emit(d, |r| format!("mul.f32 {r}, {s}, {a}")))
+                }
+            }
+            _ => {
+                let x = a.to_string();
+                let m = &mut Ptx(self);
+                Ok(match op {
+                    Exp => math::exp(m, &x),
+                    Exp2 => math::exp2(m, &x),
+                    Log => math::log(m, &x),
+                    Log2 => math::log2(m, &x),
+                    Sin => math::sin_cos(m, &x, 0.0),
+                    Cos => math::sin_cos(m, &x, 1.0),
+                    Tanh => math::tanh(m, &x),
+                    Sigmoid => math::sigmoid(m, &x),
+                    Silu => math::silu(m, &x),
+                    GeluTanh => math::gelu_tanh(m, &x),
+                    _ => math::gelu_erf(m, &x),
+                })
+            }
+        }
+    }
+
+    /// `src` (of `from`) converted to `to`, as [`crate::kernels::ir::Inst::Cast`] defines.
+    pub fn cast(&mut self, from: DType, to: DType, src: &str) -> Result<String> {
+        use DType::*;
+        if from == to {
+            return Ok(self.mov(to, src));
+        }
+        // 16-bit floats widen exactly to f32 first.
+        if matches!(from, F16 | BF16) {
+            let f = match from {
+                F16 => self.emit(F32, |r| format!("cvt.f32.f16 {r}, {src}")),
+                _ => {
+                    let w = self.emit(U32, |r| format!("cvt.u32.u16 {r}, {src}"));
+                    self.ins(format!("shl.b32 {w}, {w}, 16"));
+                    self.emit(F32, |r| format!("mov.b32 {r}, {w}"))
+                }
+            };
+            return self.cast(F32, to, &f);
+        }
+        if to == Bool {
+            let zero = match from {
+                F32 => "0f00000000",
+                F64 => "0d0000000000000000",
+                _ => "0",
+            };
+            let cmp = if from.is_float() { "neu" } else { "ne" };
+            return Ok(self.emit(Bool, |p| format!("setp.{cmp}.{} {p}, {src}, {zero}", arith(from))));
+        }
+        if from == Bool {
+            let (one, zero) = match to {
+                F16 => ("0x3C00", "0x0000"),
+                BF16 => ("0x3F80", "0x0000"),
+                F32 => ("0f3F800000", "0f00000000"),
+                F64 => ("0d3FF0000000000000", "0d0000000000000000"),
+                _ => ("1", "0"),
+            };
+            return Ok(self.emit(to, |r| format!("selp.{} {r}, {one}, {zero}, {src}", bits(to))));
+        }
+        if matches!(to, F16 | BF16) {
+            // Round to f32 by rounding to odd (exact for f32 sources), then to 16 bits once.
+            let f = if from == F32 {
+                src.to_string()
+            } else {
+                let wide = if from == F64 {
+                    src.to_string()
+                } else {
+                    self.cast(from, F64, src)?
+                };
+                let rz = self.emit(F32, |r| format!("cvt.rz.f32.f64 {r}, {wide}"));
+                let back = self.emit(F64, |r| format!("cvt.f64.f32 {r}, {rz}"));
+                let inexact = self.emit(Bool, |p| format!("setp.neu.f64 {p}, {back}, {wide}"));
+                let b = self.emit(U32, |r| format!("mov.b32 {r}, {rz}"));
+                self.ins(format!("@{inexact} or.b32 {b}, {b}, 1"));
+                self.emit(F32, |r| format!("mov.b32 {r}, {b}"))
+            };
+            let name = if to == F16 { "f16" } else { "bf16" };
+            return Ok(self.emit(to, |r| format!("cvt.rn.{name}.f32 {r}, {f}")));
+        }
+        let cvt_name = |d: DType| match d {
+            U8 => "u8",
+            I32 => "s32",
+            U32 => "u32",
+            I64 => "s64",
+            F32 => "f32",
+            _ => "f64",
+        };
+        if from.is_float() && !to.is_float() {
+            // Truncate toward zero into i64 (saturating, NaN to 0), then wrap.
+            let i = self.emit(I64, |r| format!("cvt.rzi.s64.{} {r}, {src}", arith(from)));
+            return self.cast(I64, to, &i);
+        }
+        if to.is_float() {
+            let rnd = if from == F64 || !from.is_float() { ".rn" } else { "" };
+            return Ok(self.emit(to, |r| {
+                format!("cvt{rnd}.{}.{} {r}, {src}", cvt_name(to), cvt_name(from))
+            }));
+        }
+        // Integer to integer: wrap.
+        Ok(match (from, to) {
+            (I64, _) => {
+                let r = self.emit(to, |r| format!("cvt.u32.u64 {r}, {src}"));
+                self.wrap_u8(to, r)
+            }
+            (_, I64) => self.emit(to, |r| {
+                format!("cvt.{}.{} {r}, {src}", "s64", cvt_name(from).replace("u8", "u32"))
+            }),
+            _ => {
+                let r = self.mov(to, src);
+                self.wrap_u8(to, r)
+            }
+        })
+    }
+
+    /// Lowers `Inst::Unary`.
+    pub fn unary_inst(&mut self, dst: ValueId, op: UnaryOp, src: ValueId) -> Result<()> {
+        let d = self.ty(src)?.dtype;
+        let regs = self.val(src)?;
+        let out = regs.iter().map(|r| self.unary(op, d, r)).collect::<Result<_>>()?;
+        self.vals.insert(dst, out);
+        Ok(())
+    }
+
+    /// Lowers `Inst::Binary`.
+    pub fn binary_inst(&mut self, dst: ValueId, op: BinaryOp, lhs: ValueId, rhs: ValueId) -> Result<()> {
+        let d = self.ty(lhs)?.dtype;
+        let (a, b) = (self.val(lhs)?, self.val(rhs)?);
+        let out = a
+            .iter()
+            .zip(&b)
+            .map(|(a, b)| self.binary(op, d, a, b))
+            .collect::<Result<_>>()?;
+        self.vals.insert(dst, out);
+        Ok(())
+    }
+
+    /// Lowers `Inst::Select`.
+    pub fn select_inst(&mut self, dst: ValueId, cond: ValueId, on_true: ValueId, on_false: ValueId) -> Result<()> {
+        let d = self.ty(on_true)?.dtype;
+        let (c, a, b) = (self.val(cond)?, self.val(on_true)?, self.val(on_false)?);
+        let mut out = Vec::with_capacity(c.len());
+        for ((c, a), b) in c.iter().zip(&a).zip(&b) {
+            out.push(if d == DType::Bool {
+                let x = self.emit(d, |r| format!("and.pred {r}, {c}, {a}"));
+                let y = self.emit(d, |r| format!("and.pred {r}, !{c}, {b}"));
+                self.emit(d, |r| format!("or.pred {r}, {x}, {y}"))
+            } else {
+                let t = match d {
+                    DType::F32 => "f32",
+                    DType::F64 => "f64",
+                    _ => bits(d),
+                };
+                self.emit(d, |r| format!("selp.{t} {r}, {a}, {b}, {c}"))
+            });
+        }
+        self.vals.insert(dst, out);
+        Ok(())
+    }
+
+    /// Lowers `Inst::Cast`.
+    pub fn cast_inst(&mut self, dst: ValueId, src: ValueId) -> Result<()> {
+        let (from, to) = (self.ty(src)?.dtype, self.ty(dst)?.dtype);
+        let regs = self.val(src)?;
+        let out = regs.iter().map(|r| self.cast(from, to, r)).collect::<Result<_>>()?;
+        self.vals.insert(dst, out);
+        Ok(())
+    }
+
+    /// Lowers `Inst::Const`: one register shared by every slot.
+    pub fn constant(&mut self, dst: ValueId, value: Scalar) -> Result<()> {
+        let ty = self.ty(dst)?;
+        let d = ty.dtype;
+        let slots = self.layout(&ty.shape).slots();
+        let imm = immediate(value, d).map_err(|e| self.invalid(e))?;
+        let r = self.reg(Class::of(d));
+        self.ins(mov_imm(d, &r, &imm));
+        self.vals.insert(dst, vec![r; slots]);
+        Ok(())
+    }
+
+    /// Lowers `Inst::AccUpdate`.
+    pub fn acc_update(&mut self, acc: AccId, op: BinaryOp, src: ValueId) -> Result<()> {
+        let regs = self
+            .accs
+            .get(acc.index())
+            .cloned()
+            .ok_or_else(|| self.invalid(format!("accumulator {acc} is not declared")))?;
+        let d = self.prog.accs[acc.index()].ty.dtype;
+        let s = self.val(src)?;
+        for (a, s) in regs.iter().zip(&s) {
+            let r = self.binary(op, d, a, s)?;
+            let ty = match d {
+                DType::Bool => "pred",
+                DType::F32 => "f32",
+                DType::F64 => "f64",
+                _ => bits(d),
+            };
+            self.ins(format!("mov.{ty} {a}, {r}"));
+        }
+        Ok(())
+    }
+}

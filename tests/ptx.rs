@@ -1,0 +1,417 @@
+//! PTX generation: every program here is generated for sm_80 and sm_90 and
+//! assembled by `ptxas` (skipped cleanly when it is absent unless
+//! `TILEFUSE_REQUIRE_PTXAS=1`), with no local-memory spills allowed.
+//! `TILEFUSE_BLESS=1` rewrites the snapshot; `TILEFUSE_DUMP_PTX=dir` writes
+//! every generated module to `dir` for inspection or running elsewhere.
+
+#![allow(clippy::result_large_err)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tilefuse::graph::{BinaryOp, UnaryOp};
+use tilefuse::kernels::ir::{Access, AtomicOp, Builder, IndexExpr, MathMode, Program, TileReduce, ValueId, ValueType};
+use tilefuse::kernels::ptx_gen::ptxas::{assemble, ptxas_for_tests};
+use tilefuse::kernels::ptx_gen::{generate, PtxModule, Target};
+use tilefuse::tile::{Padding, ThreadScope};
+use tilefuse::{DType, Error, Scalar};
+
+static ASSEMBLED: AtomicUsize = AtomicUsize::new(0);
+
+const SMS: [u32; 2] = [80, 90];
+
+fn ptxas() -> Option<PathBuf> {
+    ptxas_for_tests("tests/ptx.rs")
+}
+
+/// Generates `program` for each target and assembles it; returns the sm_90 module.
+fn check(program: &Program) -> PtxModule {
+    try_check(program).unwrap_or_else(|e| panic!("{}: {e}", program.name))
+}
+
+/// Like [`check`], but a generation error is returned (assembly errors still panic).
+fn try_check(program: &Program) -> Result<PtxModule, Error> {
+    let tool = ptxas();
+    let mut last = None;
+    for sm in SMS {
+        let module = generate(program, &Target::for_driver(sm, 13000))?;
+        if let Some(tool) = &tool {
+            let kernels = assemble(tool, &module.text, sm)
+                .unwrap_or_else(|e| panic!("{} (sm_{sm}) failed to assemble:\n{e}\n{}", program.name, module.text));
+            for k in &kernels {
+                assert_eq!(
+                    (k.spill_store_bytes, k.spill_load_bytes),
+                    (0, 0),
+                    "{} spills on sm_{sm}: {k:?}",
+                    program.name
+                );
+                eprintln!(
+                    "ptxas sm_{sm} {}: {} registers, {} spill bytes, {} bytes smem",
+                    k.name, k.registers, k.spill_store_bytes, k.shared_bytes
+                );
+            }
+            let n = ASSEMBLED.fetch_add(1, Ordering::Relaxed) + 1;
+            eprintln!("ptxas: {n} modules assembled so far in this run");
+        }
+        if let Ok(dir) = std::env::var("TILEFUSE_DUMP_PTX") {
+            let path = PathBuf::from(dir).join(format!("{}.sm_{sm}.ptx", module.entry));
+            std::fs::write(&path, &module.text).unwrap();
+        }
+        last = Some(module);
+    }
+    Ok(last.expect("at least one target"))
+}
+
+/// The instruction lines (comments excluded) of a module that contain `needle`.
+fn count_instructions(m: &PtxModule, needle: &str) -> usize {
+    m.text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//") && l.contains(needle))
+        .count()
+}
+
+fn float(x: f64, d: DType) -> Scalar {
+    Scalar::Float(x, d)
+}
+
+/// Adding one to a (2, 32, 3, 4) f32 tensor, the operand model's example.
+fn reference_program() -> Program {
+    let mut b = Builder::new("add_one", &[1]);
+    let x = b.param("x", DType::F32, 768, Access::Read);
+    let y = b.param("y", DType::F32, 768, Access::Write);
+    let shape = [2, 32, 3, 4];
+    let vx = b.view_contiguous(x, &[2, 32, 3, 4], &shape, Padding::Zero);
+    let vy = b.view_contiguous(y, &[2, 32, 3, 4], &shape, Padding::Zero);
+    let zero = [IndexExpr::constant(0); 4];
+    let a = b.load(vx, &zero, false);
+    let one = b.constant(float(1.0, DType::F32), DType::F32, &shape);
+    let s = b.binary(BinaryOp::Add, a, one);
+    b.store(vy, &zero, s, false);
+    b.finish().unwrap()
+}
+
+#[test]
+fn reference_example_is_64_threads_with_three_16_byte_loads_and_stores() {
+    let m = check(&reference_program());
+    assert_eq!(m.block_threads, 64);
+    assert_eq!(m.grid_blocks, 1);
+    assert_eq!(count_instructions(&m, "ld.global.nc.v4"), 3, "{}", m.text);
+    assert_eq!(count_instructions(&m, "st.global.v4"), 3, "{}", m.text);
+    assert!(m.mapping.contains("64 threads x 3 repeats x atom 4"), "{}", m.mapping);
+    assert!(m.text.contains("// mapping: "));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/add_one.ptx");
+    if std::env::var("TILEFUSE_BLESS").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, &m.text).unwrap();
+    }
+    let want = std::fs::read_to_string(&path).expect("snapshot missing: run with TILEFUSE_BLESS=1");
+    assert_eq!(
+        m.text,
+        want,
+        "PTX differs from {}; rerun with TILEFUSE_BLESS=1 if intended",
+        path.display()
+    );
+}
+
+/// One elementwise program: load `dtype` (ragged, masked), apply `f`, store its result.
+fn elementwise(name: &str, dtype: DType, out: DType, f: impl FnOnce(&mut Builder, ValueId) -> ValueId) -> Program {
+    try_elementwise(name, dtype, out, f).unwrap()
+}
+
+/// [`elementwise`], or the verifier's rejection.
+fn try_elementwise(
+    name: &str,
+    dtype: DType,
+    out: DType,
+    f: impl FnOnce(&mut Builder, ValueId) -> ValueId,
+) -> Result<Program, Error> {
+    let mut b = Builder::new(name, &[3, 2]);
+    let x = b.param("x", dtype, 70 * 45, Access::Read);
+    let y = b.param("y", out, 70 * 45, Access::Write);
+    let vx = b.view_contiguous(x, &[70, 45], &[32, 32], Padding::Zero);
+    let vy = b.view_contiguous(y, &[70, 45], &[32, 32], Padding::Zero);
+    let idx = [IndexExpr::grid(0), IndexExpr::grid(1)];
+    let a = b.load(vx, &idx, true);
+    let r = f(&mut b, a);
+    b.store(vy, &idx, r, true);
+    b.finish()
+}
+
+const NUMERIC: [DType; 6] = [DType::U8, DType::I32, DType::I64, DType::U32, DType::F32, DType::F64];
+
+#[test]
+fn every_unary_op_for_every_dtype() {
+    use UnaryOp::*;
+    let ops = [
+        Neg, Abs, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Recip, Sin, Cos, Tanh, Sigmoid, Relu, GeluTanh, GeluErf, Silu,
+        Floor, Ceil, Round, Sign, Not,
+    ];
+    let (mut generated, mut rejected) = (0, 0);
+    for d in NUMERIC.into_iter().chain([DType::Bool]) {
+        for op in ops {
+            for mode in [MathMode::Precise, MathMode::Fast] {
+                let prog = try_elementwise(&format!("{op:?}_{d}"), d, d, |b, a| {
+                    b.math(mode);
+                    b.unary(op, a)
+                });
+                // The verifier rejects ops a dtype does not have.
+                let Ok(prog) = prog else { continue };
+                match try_check(&prog) {
+                    Ok(_) => generated += 1,
+                    Err(Error::UnsupportedDType { dtype, .. }) => {
+                        // Only f64 transcendentals are left out.
+                        assert_eq!(dtype, DType::F64, "{op:?} on {d}");
+                        rejected += 1;
+                    }
+                    Err(e) => panic!("{op:?} on {d}: {e}"),
+                }
+            }
+        }
+    }
+    eprintln!("unary: {generated} generated, {rejected} f64 transcendentals rejected");
+    assert!(generated >= 100, "{generated}");
+}
+
+#[test]
+fn every_binary_op_for_every_dtype() {
+    use BinaryOp::*;
+    let ops = [
+        Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge, BitAnd, BitOr, BitXor,
+    ];
+    let mut generated = 0;
+    for d in NUMERIC.into_iter().chain([DType::Bool]) {
+        for op in ops {
+            let out = if op.is_comparison() { DType::Bool } else { d };
+            let prog = try_elementwise(&format!("{op:?}_{d}"), d, out, |b, a| {
+                let c = b.unary(UnaryOp::Not, a);
+                let c = if d.is_float() { b.unary(UnaryOp::Abs, a) } else { c };
+                b.binary(op, a, c)
+            });
+            let Ok(prog) = prog else { continue };
+            match try_check(&prog) {
+                Ok(_) => generated += 1,
+                Err(Error::UnsupportedDType { dtype, .. }) => assert_eq!((op, dtype), (Pow, DType::F64)),
+                Err(e) => panic!("{op:?} on {d}: {e}"),
+            }
+        }
+    }
+    eprintln!("binary: {generated} generated");
+    assert!(generated > 60);
+}
+
+#[test]
+fn every_cast() {
+    for from in DType::ALL {
+        for to in DType::ALL {
+            check(&elementwise(&format!("cast_{from}_{to}"), from, to, |b, a| {
+                b.cast(a, to)
+            }));
+        }
+    }
+}
+
+#[test]
+fn each_padding_mode_for_each_float_dtype() {
+    for d in [DType::F16, DType::BF16, DType::F32, DType::F64] {
+        for pad in [
+            Padding::Zero,
+            Padding::NegZero,
+            Padding::Nan,
+            Padding::PosInf,
+            Padding::NegInf,
+        ] {
+            let mut b = Builder::new(format!("pad_{d}_{pad}"), &[2]);
+            let x = b.param("x", d, 100, Access::Read);
+            let y = b.param("y", d, 128, Access::Write);
+            let vx = b.view_contiguous(x, &[100], &[64], pad);
+            let vy = b.view_contiguous(y, &[128], &[64], Padding::Zero);
+            let a = b.load(vx, &[IndexExpr::grid(0)], true);
+            b.store(vy, &[IndexExpr::grid(0)], a, false);
+            let m = check(&b.finish().unwrap());
+            assert!(m.text.contains("@%p"), "masked loads are predicated");
+        }
+    }
+}
+
+#[test]
+fn row_sum_with_loop_and_accumulator() {
+    let mut b = Builder::new("row_sum", &[64]);
+    let x = b.param("x", DType::F32, 64 * 1000, Access::Read);
+    let y = b.param("y", DType::F32, 64, Access::Write);
+    let vx = b.view_contiguous(x, &[64, 1000], &[1, 256], Padding::Zero);
+    let vy = b.view_contiguous(y, &[64, 1], &[1, 1], Padding::Zero);
+    let acc = b.acc(ValueType::new(DType::F32, &[1, 256]), float(0.0, DType::F32));
+    b.loop_(4, |b, i| {
+        let t = b.load(vx, &[IndexExpr::grid(0), IndexExpr::loop_var(i)], true);
+        b.acc_update(acc, BinaryOp::Add, t);
+    });
+    let total = b.acc_read(acc);
+    let s = b.reduce(TileReduce::Sum, total, 1);
+    b.store(vy, &[IndexExpr::grid(0), IndexExpr::constant(0)], s, false);
+    let m = check(&b.finish().unwrap());
+    assert!(m.text.contains("shfl.sync.bfly"));
+    assert!(m.text.contains("bar.sync"));
+    assert!(m.shared_bytes > 0);
+}
+
+#[test]
+fn softmax_rows() {
+    let mut b = Builder::new("softmax", &[16]);
+    let x = b.param("x", DType::F32, 16 * 500, Access::Read);
+    let y = b.param("y", DType::F32, 16 * 500, Access::Write);
+    let vx = b.view_contiguous(x, &[16, 500], &[1, 512], Padding::NegInf);
+    let vy = b.view_contiguous(y, &[16, 500], &[1, 512], Padding::Zero);
+    let idx = [IndexExpr::grid(0), IndexExpr::constant(0)];
+    let a = b.load(vx, &idx, true);
+    let m = b.reduce(TileReduce::Max, a, 1);
+    let m = b.broadcast(m, &[1, 512]);
+    let d = b.binary(BinaryOp::Sub, a, m);
+    let e = b.unary(UnaryOp::Exp, d);
+    let s = b.reduce(TileReduce::Sum, e, 1);
+    let s = b.broadcast(s, &[1, 512]);
+    let r = b.binary(BinaryOp::Div, e, s);
+    b.store(vy, &idx, r, true);
+    let m = check(&b.finish().unwrap());
+    assert!(m.text.contains("max.NaN.f32"));
+}
+
+/// A column reduction of a (300, 64) tensor combined across CTAs by atomics.
+fn column_atomic(op: AtomicOp, d: DType) -> Program {
+    let mut b = Builder::new(format!("colsum_{op:?}_{d}"), &[10]);
+    let x = b.param("x", d, 300 * 64, Access::Read);
+    let y = b.param("y", d, 64, Access::ReadWrite);
+    let vx = b.view_contiguous(x, &[300, 64], &[32, 64], Padding::Zero);
+    let vy = b.view_contiguous(y, &[1, 64], &[1, 64], Padding::Zero);
+    let a = b.load(vx, &[IndexExpr::grid(0), IndexExpr::constant(0)], true);
+    let wide = d.compute_type();
+    let a = if wide != d { b.cast(a, wide) } else { a };
+    let reduce = match op {
+        AtomicOp::Max => TileReduce::Max,
+        AtomicOp::Min => TileReduce::Min,
+        _ => TileReduce::Sum,
+    };
+    let r = b.reduce(reduce, a, 0);
+    let r = if wide != d { b.cast(r, d) } else { r };
+    b.atomic(
+        op,
+        vy,
+        &[IndexExpr::constant(0), IndexExpr::constant(0)],
+        r,
+        false,
+        ThreadScope::Device,
+    );
+    b.finish().unwrap()
+}
+
+#[test]
+fn column_sums_with_every_atomic_op_and_dtype() {
+    use AtomicOp::*;
+    for d in [DType::I32, DType::U32, DType::I64] {
+        for op in [Add, Sub, And, Or, Xor, Max, Min] {
+            let m = check(&column_atomic(op, d));
+            assert!(m.text.contains("red.relaxed.gpu.global"));
+        }
+    }
+    for op in [Add, Sub, Max, Min] {
+        check(&column_atomic(op, DType::F32));
+    }
+    for op in [Add, Sub] {
+        check(&column_atomic(op, DType::F64));
+    }
+    check(&column_atomic(Add, DType::F16));
+    // bf16 atomic add exists on sm_90 only.
+    let p = column_atomic(Add, DType::BF16);
+    let m = generate(&p, &Target::for_driver(90, 13000)).unwrap();
+    assert!(m.text.contains("red.relaxed.gpu.global.add.noftz.bf16"));
+    if let Some(tool) = ptxas() {
+        assemble(&tool, &m.text, 90).unwrap();
+    }
+    let e = generate(&p, &Target::for_driver(80, 13000)).unwrap_err();
+    assert!(matches!(e, Error::UnsupportedDType { dtype: DType::BF16, .. }), "{e}");
+}
+
+#[test]
+fn half_types_load_and_store_as_packed_words() {
+    for d in [DType::F16, DType::BF16] {
+        let p = elementwise(&format!("scale_{d}"), d, d, |b, a| {
+            let f = b.cast(a, DType::F32);
+            let two = b.constant(float(2.0, DType::F32), DType::F32, &[32, 32]);
+            let g = b.binary(BinaryOp::Mul, f, two);
+            b.cast(g, d)
+        });
+        let m = check(&p);
+        assert!(
+            m.text.contains("ld.global.nc.v4.b32") || m.text.contains("ld.global.nc.b16"),
+            "{}",
+            m.text
+        );
+    }
+    let mut b = Builder::new("copy_f16", &[4]);
+    let x = b.param("x", DType::F16, 1024, Access::Read);
+    let y = b.param("y", DType::F16, 1024, Access::Write);
+    let vx = b.view_contiguous(x, &[1024], &[256], Padding::Zero);
+    let vy = b.view_contiguous(y, &[1024], &[256], Padding::Zero);
+    let a = b.load(vx, &[IndexExpr::grid(0)], false);
+    b.store(vy, &[IndexExpr::grid(0)], a, false);
+    let m = check(&b.finish().unwrap());
+    assert_eq!(m.block_threads, 32);
+    assert_eq!(count_instructions(&m, "ld.global.nc.v4.b32"), 1, "{}", m.text);
+}
+
+#[test]
+fn iota_in_bounds_select_and_broadcast() {
+    let mut b = Builder::new("iota_mask", &[4]);
+    let y = b.param("y", DType::I64, 100 * 8, Access::Write);
+    let vy = b.view_contiguous(y, &[100, 8], &[32, 8], Padding::Zero);
+    let idx = [IndexExpr::grid(0), IndexExpr::constant(0)];
+    let rows = b.iota(&[32, 1], 0, IndexExpr::grid(0));
+    let rows = b.broadcast(rows, &[32, 8]);
+    let cols = b.iota(&[32, 8], 1, IndexExpr::constant(0));
+    let inb = b.in_bounds(vy, &idx);
+    let s = b.binary(BinaryOp::Add, rows, cols);
+    let neg = b.constant(Scalar::Int(-1, DType::I64), DType::I64, &[32, 8]);
+    let r = b.select(inb, s, neg);
+    b.store(vy, &idx, r, true);
+    check(&b.finish().unwrap());
+}
+
+#[test]
+fn views_with_offsets_or_strides_fall_back_to_scalar_accesses() {
+    let mut b = Builder::new("strided", &[1]);
+    let x = b.param("x", DType::F32, 4096, Access::Read);
+    let y = b.param("y", DType::F32, 1025, Access::Write);
+    let vx = b.view(x, &[32, 32], &[1, 64], 1, &[32, 32], Padding::Zero);
+    let vy = b.view(y, &[32, 32], &[32, 1], 1, &[32, 32], Padding::Zero);
+    let a = b.load(vx, &[IndexExpr::constant(0); 2], false);
+    b.store(vy, &[IndexExpr::constant(0); 2], a, false);
+    let m = check(&b.finish().unwrap());
+    assert_eq!(count_instructions(&m, ".v4"), 0, "{}", m.text);
+}
+
+#[test]
+fn grids_past_two_to_the_31_blocks_use_ctaid_y() {
+    let n: u64 = 3 << 30;
+    let mut b = Builder::new("huge", &[n]);
+    let x = b.param("x", DType::U8, n * 4, Access::ReadWrite);
+    let vx = b.view_contiguous(x, &[n * 4], &[4], Padding::Zero);
+    let a = b.load(vx, &[IndexExpr::grid(0)], false);
+    let c = b.unary(UnaryOp::Not, a);
+    b.store(vx, &[IndexExpr::grid(0)], c, false);
+    let m = check(&b.finish().unwrap());
+    assert!(m.text.contains("%ctaid.y"));
+    assert_eq!(m.grid_dims(), ((1 << 31) - 1, 2));
+}
+
+#[test]
+fn version_is_the_targets_minimum_capped_by_the_driver() {
+    let p = reference_program();
+    let m = generate(&p, &Target::for_driver(80, 12000)).unwrap();
+    assert!(m.text.contains(".version 7.0\n"));
+    let m = generate(&p, &Target::for_driver(90, 12080)).unwrap();
+    assert!(m.text.contains(".version 7.8\n"));
+    assert_eq!(Target::for_driver(90, 13000).ptx_version, (9, 0));
+    assert_eq!(Target::for_driver(90, 12080).ptx_version, (8, 7));
+    let old = Target {
+        sm: 90,
+        ptx_version: (7, 4),
+    };
+    assert!(matches!(generate(&p, &old), Err(Error::InvalidProgram { .. })));
+}
