@@ -8,8 +8,8 @@
 //! See `ARCHITECTURE.md` for the map of the crate.
 
 #![warn(missing_docs)]
-// `Error` carries the shapes and indices it reports, which makes it large;
-// errors are the cold path, so returning it by value is accepted.
+// `Error` carries its shapes inline so that building a message needs no
+// allocation; it is returned only on misuse, so its size does not matter.
 #![allow(clippy::result_large_err)]
 
 pub mod dtype;
