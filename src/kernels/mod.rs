@@ -1,4 +1,5 @@
 //! Tile kernels: the IR, and its two back ends.
 
+pub mod cpu;
 pub mod ir;
 pub mod ptx_gen;
