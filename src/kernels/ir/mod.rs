@@ -32,6 +32,15 @@ use crate::graph::{BinaryOp, UnaryOp};
 use crate::tile::{Padding, ThreadScope};
 use smallvec::SmallVec;
 
+mod builder;
+mod print;
+#[cfg(test)]
+mod tests;
+mod verify;
+
+pub use builder::Builder;
+pub use verify::verify;
+
 /// Extents, strides or indices of up to six axes without allocating.
 pub type Dims<T> = SmallVec<[T; 6]>;
 
@@ -195,6 +204,32 @@ impl IndexExpr {
             loop_var: Some((var, 1)),
         }
     }
+
+    /// This expression with every term multiplied by `k` (saturating, so
+    /// an overflow shows up in the verifier as an index out of range).
+    pub fn times(self, k: u64) -> IndexExpr {
+        IndexExpr {
+            constant: self.constant.saturating_mul(k),
+            grid: self.grid.map(|(axis, c)| (axis, c.saturating_mul(k))),
+            loop_var: self.loop_var.map(|(var, c)| (var, c.saturating_mul(k))),
+        }
+    }
+
+    /// This expression plus the constant `c` (saturating).
+    pub fn plus(self, c: u64) -> IndexExpr {
+        IndexExpr {
+            constant: self.constant.saturating_add(c),
+            ..self
+        }
+    }
+
+    /// This expression with its loop term set to `var * coeff`.
+    pub fn with_loop(self, var: LoopId, coeff: u64) -> IndexExpr {
+        IndexExpr {
+            loop_var: Some((var, coeff)),
+            ..self
+        }
+    }
 }
 
 /// A partition index: one expression per view axis.
@@ -210,6 +245,14 @@ pub struct ValueType {
 }
 
 impl ValueType {
+    /// The type of a `dtype` tile of the given shape.
+    pub fn new(dtype: DType, shape: &[u32]) -> ValueType {
+        ValueType {
+            dtype,
+            shape: shape.iter().copied().collect(),
+        }
+    }
+
     /// The number of elements of a tile of this type.
     pub fn numel(&self) -> u64 {
         self.shape.iter().map(|&d| d as u64).product()

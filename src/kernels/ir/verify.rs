@@ -1,0 +1,649 @@
+//! The verifier: every invariant a [`Program`] must hold before a back end
+//! sees it. [`verify`] reports the first failed check as
+//! [`Error::InvalidProgram`], naming the instruction in its printed form and
+//! the values, views and parameters involved.
+//!
+//! # Checks
+//!
+//! Declarations:
+//! - Every grid extent is at least 1 (an empty launch is skipped, not run).
+//! - A parameter's `init` has the parameter's dtype and fits it exactly, and
+//!   only a parameter that is written has one.
+//! - A view names a declared parameter; its extents, strides and tile have
+//!   one rank, at most 6; every tile extent is at least 1; a padding other
+//!   than zero needs a float parameter.
+//! - A view's span stays inside its parameter's buffer: every element offset
+//!   it reaches (computed in i128; strides may be negative) lies in `0..len`.
+//! - Every value and accumulator type has rank at most 6 and extents of at
+//!   least 1.
+//! - An accumulator holds an integer type, `f32` or `f64` (f16/bf16
+//!   accumulate in f32), and its `init` has that dtype and fits it.
+//!
+//! Values and scopes:
+//! - Every value is defined by exactly one instruction, and every entry of
+//!   `values` is defined by one.
+//! - A value is used only after its definition and inside its scope: values
+//!   defined in a loop body are not visible after the loop.
+//! - The type recorded for a result is the type its instruction gives.
+//! - Loop variables are below `loops`, each bound by one loop with a count
+//!   of at least 1; index expressions use a loop variable only inside its
+//!   loop and name grid axes below the grid's rank.
+//!
+//! Instruction types:
+//! - No arithmetic on f16/bf16: only load, store, const, cast, select,
+//!   broadcast and atomics take or give such values.
+//! - Unary: `Not` takes bools or integers; `Neg`, `Abs`, `Relu` and `Sign`
+//!   take numbers; every other op takes floats. The result has the
+//!   operand's type.
+//! - Binary: both operands have one dtype and one shape, which the result
+//!   has (bool for comparisons); bitwise ops take bools or integers, `Pow`
+//!   floats, arithmetic numbers.
+//! - Select: the condition is bool, of the operands' shape; both operands
+//!   have the result's type.
+//! - Cast keeps the shape. Broadcast keeps dtype and rank and only repeats
+//!   size-1 axes.
+//! - Reduce: the axis is below the rank; the operand holds numbers; the
+//!   result is the operand's type with that axis 1.
+//! - Iota gives `i64` and its axis is below the result's rank.
+//! - A constant's scalar has the result's dtype (a bool constant is a
+//!   `Scalar::Bool`, an integer one a `Scalar::Int` of that dtype, ...)
+//!   and is exactly representable in it.
+//! - Accumulator updates use `Add`, `Mul`, `Maximum` or `Minimum` with an
+//!   operand of the accumulator's type; reads give that type.
+//!
+//! Memory accesses (load, store, in_bounds, atomic):
+//! - The view exists and the partition index has the view's rank.
+//! - A loaded tile, and a stored or atomic operand, has the parameter's
+//!   dtype and the view's tile shape; in_bounds gives bools of that shape.
+//! - Loads read `Read`/`ReadWrite` parameters; stores and atomics write
+//!   `Write`/`ReadWrite` ones.
+//! - Every partition index the access can reach lies in the view's index
+//!   space. The reachable range of each index axis is that of its affine
+//!   expression over the grid extents and the loop counts.
+//! - An unmasked access reaches only partitions wholly inside the extents.
+//! - Atomic ops match the dtype: and/or/xor take 32/64-bit integers, max/min
+//!   those and `f32`, add/sub those and every float type; the scope is
+//!   block or device.
+//! - Plain stores from different grid points never meet: the view maps
+//!   distinct span indices to distinct elements (checked conservatively:
+//!   sorted by size, each stride exceeds the reach of the smaller ones),
+//!   and every grid axis of extent above 1 appears with a nonzero
+//!   coefficient in an index axis whose loop term cannot make two values of
+//!   that grid coordinate give one partition. Each store is checked on its
+//!   own; two store instructions are trusted to write disjoint partitions.
+
+use super::{print, Access, AtomicOp, IndexExpr, Inst, LoopId, Program, ScalarKey, ValueId, ValueType, View, ViewId};
+use crate::dtype::{DType, Scalar};
+use crate::error::{Error, Result};
+use crate::graph::{BinaryOp, UnaryOp};
+use crate::tile::ThreadScope;
+
+/// The largest rank of a tile, view or value.
+const MAX_RANK: usize = 6;
+
+/// Checks every invariant listed in the module docs.
+pub fn verify(program: &Program) -> Result<()> {
+    let mut v = Verifier {
+        p: program,
+        defined: vec![false; program.values.len()],
+        visible: vec![false; program.values.len()],
+        scopes: vec![Vec::new()],
+        bound: vec![false; program.loops as usize],
+        open: Vec::new(),
+    };
+    v.program().map_err(|reason| Error::InvalidProgram {
+        program: program.name.clone(),
+        reason,
+    })
+}
+
+type Check<T = ()> = std::result::Result<T, String>;
+
+struct Verifier<'a> {
+    p: &'a Program,
+    /// Per value: defined by an instruction seen so far.
+    defined: Vec<bool>,
+    /// Per value: defined and in scope.
+    visible: Vec<bool>,
+    /// The values defined in each open block, innermost last.
+    scopes: Vec<Vec<ValueId>>,
+    /// Per loop variable: bound by a loop seen so far.
+    bound: Vec<bool>,
+    /// The open loops, innermost last, with their counts.
+    open: Vec<(LoopId, u64)>,
+}
+
+impl<'a> Verifier<'a> {
+    fn program(&mut self) -> Check {
+        let p = self.p;
+        if let Some(axis) = p.grid.iter().position(|&e| e == 0) {
+            return Err(format!(
+                "grid axis g{axis} has extent 0 (grid {}); an empty grid is not launched",
+                print::list(&p.grid)
+            ));
+        }
+        for (i, param) in p.params.iter().enumerate() {
+            if let Some(init) = param.init {
+                let here = format!("parameter p{i} `{}`", param.name);
+                scalar_fits(init, param.dtype).map_err(|e| format!("{here}: init {e}"))?;
+                if param.access == Access::Read {
+                    return Err(format!("{here}: has an init value but is read-only"));
+                }
+            }
+        }
+        for (i, view) in p.views.iter().enumerate() {
+            self.view_decl(view).map_err(|e| format!("view v{i}: {e}"))?;
+        }
+        for (i, ty) in p.values.iter().enumerate() {
+            tile_type(ty).map_err(|e| format!("value %{i}: {ty}: {e}"))?;
+        }
+        for (i, acc) in p.accs.iter().enumerate() {
+            let here = format!("accumulator acc{i}: {}", acc.ty);
+            tile_type(&acc.ty).map_err(|e| format!("{here}: {e}"))?;
+            let d = acc.ty.dtype;
+            if !(d.is_int() || d == DType::F32 || d == DType::F64) {
+                return Err(format!("{here}: accumulators hold integers, f32 or f64, not {d}"));
+            }
+            scalar_fits(acc.init, d).map_err(|e| format!("{here}: init {e}"))?;
+        }
+        self.block(&p.body)?;
+        match self.defined.iter().position(|d| !d) {
+            Some(i) => Err(format!("value %{i} has a type but no instruction defines it")),
+            None => Ok(()),
+        }
+    }
+
+    fn view_decl(&self, v: &View) -> Check {
+        let Some(param) = self.p.params.get(v.param.index()) else {
+            return Err(format!("parameter {} is not declared", v.param));
+        };
+        let rank = v.extents.len();
+        if v.strides.len() != rank || v.tile.len() != rank || rank > MAX_RANK {
+            return Err(format!(
+                "extents {}, strides {} and tile {} must have one rank of at most {MAX_RANK}",
+                print::list(&v.extents),
+                print::list(&v.strides),
+                print::list(&v.tile)
+            ));
+        }
+        if v.tile.contains(&0) {
+            return Err(format!("tile {} has an extent of 0", print::list(&v.tile)));
+        }
+        if v.padding.needs_float() && !param.dtype.is_float() {
+            return Err(format!(
+                "padding {} needs a float parameter, not {}",
+                v.padding, param.dtype
+            ));
+        }
+        if v.extents.contains(&0) {
+            return Ok(());
+        }
+        let (mut lo, mut hi) = (v.offset as i128, v.offset as i128);
+        for (&e, &s) in v.extents.iter().zip(&v.strides) {
+            let reach = (e as i128 - 1) * s as i128;
+            lo += reach.min(0);
+            hi += reach.max(0);
+        }
+        if lo < 0 || hi >= param.len as i128 {
+            return Err(format!(
+                "the span (extents {}, strides {}, offset {}) reaches elements {lo}..={hi} but {} `{}` holds {}",
+                print::list(&v.extents),
+                print::list(&v.strides),
+                v.offset,
+                v.param,
+                param.name,
+                param.len
+            ));
+        }
+        Ok(())
+    }
+
+    fn block(&mut self, insts: &[Inst]) -> Check {
+        let p = self.p;
+        for inst in insts {
+            let here = |e: String| format!("in `{}`: {e}", print::inst_line(p, inst));
+            if let Inst::Loop { var, count, body } = inst {
+                self.loop_header(*var, *count).map_err(here)?;
+                self.open.push((*var, *count));
+                self.scopes.push(Vec::new());
+                self.block(body)?;
+                for v in self.scopes.pop().unwrap_or_default() {
+                    self.visible[v.index()] = false;
+                }
+                self.open.pop();
+            } else {
+                self.inst(inst).map_err(here)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn loop_header(&mut self, var: LoopId, count: u64) -> Check {
+        match self.bound.get_mut(var.index()) {
+            None => return Err(format!("loop variable {var} is not below `loops` ({})", self.p.loops)),
+            Some(true) => return Err(format!("loop variable {var} is bound by two loops")),
+            Some(b) => *b = true,
+        }
+        if count == 0 {
+            return Err("a loop must run at least once".into());
+        }
+        Ok(())
+    }
+
+    fn inst(&mut self, inst: &Inst) -> Check {
+        let p = self.p;
+        match inst {
+            Inst::Load {
+                dst,
+                view,
+                index,
+                masked,
+            } => {
+                let v = self.access(*view, index, Some(*masked))?;
+                self.param_access(v, false)?;
+                self.define(*dst, self.tile_of(v, None))
+            }
+            Inst::Store {
+                view,
+                index,
+                src,
+                masked,
+            } => {
+                let ty = self.use_value(*src)?;
+                let v = self.access(*view, index, Some(*masked))?;
+                self.param_access(v, true)?;
+                operand_is(*src, ty, &self.tile_of(v, None))?;
+                self.disjoint(*view, v, index)
+            }
+            Inst::InBounds { dst, view, index } => {
+                let v = self.access(*view, index, None)?;
+                self.define(*dst, self.tile_of(v, Some(DType::Bool)))
+            }
+            Inst::Const { dst, value } => {
+                let ty = self.declared(*dst)?;
+                scalar_fits(*value, ty.dtype)?;
+                self.define(*dst, ty.clone())
+            }
+            Inst::Iota { dst, axis, index } => {
+                let ty = self.declared(*dst)?;
+                self.range(index)?;
+                if ty.dtype != DType::I64 || *axis as usize >= ty.shape.len() {
+                    return Err(format!(
+                        "iota gives i64 with an axis below its rank, not {ty} along axis {axis}"
+                    ));
+                }
+                self.define(*dst, ty.clone())
+            }
+            Inst::Unary { dst, op, src } => {
+                let ty = self.use_value(*src)?;
+                no_half(ty)?;
+                if !unary_accepts(*op, ty.dtype) {
+                    return Err(format!("{op:?} does not take {} values ({src}: {ty})", ty.dtype));
+                }
+                self.define(*dst, ty.clone())
+            }
+            Inst::Binary { dst, op, lhs, rhs } => {
+                let (l, r) = (self.use_value(*lhs)?, self.use_value(*rhs)?);
+                if l != r {
+                    return Err(format!("operands {lhs}: {l} and {rhs}: {r} differ in type"));
+                }
+                no_half(l)?;
+                if !binary_accepts(*op, l.dtype) {
+                    return Err(format!("{op:?} does not take {} values ({lhs}: {l})", l.dtype));
+                }
+                let mut ty = l.clone();
+                if op.is_comparison() {
+                    ty.dtype = DType::Bool;
+                }
+                self.define(*dst, ty)
+            }
+            Inst::Select {
+                dst,
+                cond,
+                on_true,
+                on_false,
+            } => {
+                let c = self.use_value(*cond)?;
+                let (a, b) = (self.use_value(*on_true)?, self.use_value(*on_false)?);
+                if c.dtype != DType::Bool || c.shape != a.shape {
+                    return Err(format!(
+                        "the condition {cond}: {c} must be bool of the shape of {on_true}: {a}"
+                    ));
+                }
+                if a != b {
+                    return Err(format!("operands {on_true}: {a} and {on_false}: {b} differ in type"));
+                }
+                self.define(*dst, a.clone())
+            }
+            Inst::Cast { dst, src } => {
+                let (s, d) = (self.use_value(*src)?, self.declared(*dst)?);
+                if s.shape != d.shape {
+                    return Err(format!("a cast keeps the shape, but {src}: {s} becomes {dst}: {d}"));
+                }
+                self.define(*dst, d.clone())
+            }
+            Inst::Broadcast { dst, src } => {
+                let (s, d) = (self.use_value(*src)?, self.declared(*dst)?);
+                let repeats_ones =
+                    s.shape.len() == d.shape.len() && s.shape.iter().zip(&d.shape).all(|(&a, &b)| a == b || a == 1);
+                if s.dtype != d.dtype || !repeats_ones {
+                    return Err(format!(
+                        "a broadcast keeps the dtype and rank and repeats only size-1 axes, but {src}: {s} becomes {dst}: {d}"
+                    ));
+                }
+                self.define(*dst, d.clone())
+            }
+            Inst::Reduce { dst, src, axis, .. } => {
+                let s = self.use_value(*src)?;
+                no_half(s)?;
+                if !(s.dtype.is_int() || s.dtype.is_float()) {
+                    return Err(format!("reductions take numbers, not {src}: {s}"));
+                }
+                let mut ty = s.clone();
+                match ty.shape.get_mut(*axis as usize) {
+                    Some(d) => *d = 1,
+                    None => return Err(format!("axis {axis} is out of range for {src}: {s}")),
+                }
+                self.define(*dst, ty)
+            }
+            Inst::AccUpdate { acc, op, src } => {
+                let s = self.use_value(*src)?;
+                let Some(a) = p.accs.get(acc.index()) else {
+                    return Err(format!("accumulator {acc} is not declared"));
+                };
+                if !matches!(
+                    op,
+                    BinaryOp::Add | BinaryOp::Mul | BinaryOp::Maximum | BinaryOp::Minimum
+                ) {
+                    return Err(format!(
+                        "accumulators update by add, mul, maximum or minimum, not {op:?}"
+                    ));
+                }
+                operand_is(*src, s, &a.ty)
+            }
+            Inst::AccRead { dst, acc } => match p.accs.get(acc.index()) {
+                Some(a) => self.define(*dst, a.ty.clone()),
+                None => Err(format!("accumulator {acc} is not declared")),
+            },
+            Inst::Atomic {
+                op,
+                view,
+                index,
+                src,
+                masked,
+                scope,
+            } => {
+                let s = self.use_value(*src)?;
+                let v = self.access(*view, index, Some(*masked))?;
+                self.param_access(v, true)?;
+                operand_is(*src, s, &self.tile_of(v, None))?;
+                if !atomic_accepts(*op, s.dtype) {
+                    return Err(format!("atomic {op:?} does not take {} elements", s.dtype));
+                }
+                if !matches!(scope, ThreadScope::Block | ThreadScope::Device) {
+                    return Err(format!("atomics have block or device scope, not {}", scope.name()));
+                }
+                Ok(())
+            }
+            // Loops are checked by `block`.
+            Inst::Barrier | Inst::Loop { .. } => Ok(()),
+        }
+    }
+
+    /// The recorded type of `dst`.
+    fn declared(&self, dst: ValueId) -> Check<&'a ValueType> {
+        self.p
+            .values
+            .get(dst.index())
+            .ok_or_else(|| format!("{dst} has no type (the program has {} values)", self.p.values.len()))
+    }
+
+    /// Marks `dst` defined in the current scope, checking its recorded type.
+    fn define(&mut self, dst: ValueId, ty: ValueType) -> Check {
+        let declared = self.declared(dst)?;
+        if self.defined[dst.index()] {
+            return Err(format!("{dst} is defined twice"));
+        }
+        if *declared != ty {
+            return Err(format!(
+                "{dst} is recorded as {declared} but the instruction gives {ty}"
+            ));
+        }
+        self.defined[dst.index()] = true;
+        self.visible[dst.index()] = true;
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.push(dst);
+        }
+        Ok(())
+    }
+
+    /// The type of `v`, which must be defined and in scope.
+    fn use_value(&self, v: ValueId) -> Check<&'a ValueType> {
+        let ty = self.declared(v)?;
+        if !self.defined[v.index()] {
+            Err(format!("{v} is used before it is defined"))
+        } else if !self.visible[v.index()] {
+            Err(format!(
+                "{v} is defined in a loop body that has ended; carry it out through an accumulator"
+            ))
+        } else {
+            Ok(ty)
+        }
+    }
+
+    /// The smallest and largest value `e` takes at this point of the program.
+    fn range(&self, e: &IndexExpr) -> Check<(u128, u128)> {
+        let mut hi = e.constant as u128;
+        if let Some((axis, c)) = e.grid {
+            let Some(&extent) = self.p.grid.get(axis as usize) else {
+                return Err(format!(
+                    "index {e} names grid axis g{axis} of a rank {} grid",
+                    self.p.grid.len()
+                ));
+            };
+            hi += c as u128 * (extent as u128 - 1);
+        }
+        if let Some((var, c)) = e.loop_var {
+            let Some(&(_, count)) = self.open.iter().find(|(v, _)| *v == var) else {
+                return Err(format!("index {e} uses loop variable {var} outside its loop"));
+            };
+            hi += c as u128 * (count as u128 - 1);
+        }
+        Ok((e.constant as u128, hi))
+    }
+
+    /// Checks a partition access to `view` and returns the view.
+    fn access(&self, view: ViewId, index: &[IndexExpr], masked: Option<bool>) -> Check<&'a View> {
+        let Some(v) = self.p.views.get(view.index()) else {
+            return Err(format!("view {view} is not declared"));
+        };
+        if index.len() != v.tile.len() {
+            return Err(format!(
+                "the index has {} axes but view {view} has rank {}",
+                index.len(),
+                v.tile.len()
+            ));
+        }
+        let space = v.index_space();
+        let mut last = Vec::with_capacity(index.len());
+        for (k, e) in index.iter().enumerate() {
+            let (_, hi) = self.range(e)?;
+            if hi >= space[k] as u128 {
+                return Err(format!(
+                    "index axis {k} ({e}) reaches partition {hi}, outside the index space {} of view {view} (extents {}, tile {})",
+                    print::list(&space),
+                    print::list(&v.extents),
+                    print::list(&v.tile)
+                ));
+            }
+            last.push(hi);
+        }
+        let inside = last.iter().zip(&v.tile).zip(&v.extents);
+        if masked == Some(false) && inside.clone().any(|((&i, &t), &e)| (i + 1) * t as u128 > e as u128) {
+            return Err(format!(
+                "the unmasked access reaches partition {}, partly outside view {view} (extents {}, tile {}); mask it",
+                print::list(&last),
+                print::list(&v.extents),
+                print::list(&v.tile)
+            ));
+        }
+        Ok(v)
+    }
+
+    /// Checks that the view's parameter may be read (or written).
+    fn param_access(&self, v: &View, write: bool) -> Check {
+        let param = &self.p.params[v.param.index()];
+        let allowed = match param.access {
+            Access::Read => !write,
+            Access::Write => write,
+            Access::ReadWrite => true,
+        };
+        if allowed {
+            Ok(())
+        } else {
+            let (verb, access) = if write {
+                ("written", "read-only")
+            } else {
+                ("read", "write-only")
+            };
+            Err(format!("{} `{}` is {access} and cannot be {verb}", v.param, param.name))
+        }
+    }
+
+    /// The tile type of `v`: the parameter's dtype (or `dtype`) and the tile shape.
+    fn tile_of(&self, v: &View, dtype: Option<DType>) -> ValueType {
+        ValueType {
+            dtype: dtype.unwrap_or(self.p.params[v.param.index()].dtype),
+            shape: v.tile.clone(),
+        }
+    }
+
+    /// Checks that no two grid points store to one element through this store.
+    fn disjoint(&self, id: ViewId, v: &View, index: &[IndexExpr]) -> Check {
+        let mut axes: Vec<(u128, u64)> = (v.strides.iter().zip(&v.extents))
+            .filter(|(_, &e)| e > 1)
+            .map(|(&s, &e)| (s.unsigned_abs() as u128, e))
+            .collect();
+        axes.sort_unstable();
+        let mut reach = 0u128;
+        for (s, e) in axes {
+            if s <= reach {
+                return Err(format!(
+                    "view {id} (extents {}, strides {}) maps several span indices to one element and cannot be stored to",
+                    print::list(&v.extents),
+                    print::list(&v.strides)
+                ));
+            }
+            reach += s * (e as u128 - 1);
+        }
+        for (axis, &extent) in self.p.grid.iter().enumerate().filter(|(_, &e)| e > 1) {
+            let uses: Vec<&IndexExpr> = index
+                .iter()
+                .filter(|e| matches!(e.grid, Some((a, c)) if a as usize == axis && c > 0))
+                .collect();
+            if uses.is_empty() {
+                return Err(format!(
+                    "grid axis g{axis} (extent {extent}) is not in the partition index, so several grid points store one partition; index by g{axis} or use an atomic"
+                ));
+            }
+            if !uses.iter().any(|e| self.separates(e, extent)) {
+                return Err(format!(
+                    "the loop term of {} lets two values of g{axis} store one partition; use an atomic or a larger grid coefficient",
+                    uses[0]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `c*g + l*i` (g below `extent`, i below the loop count) gives
+    /// distinct values for distinct `g`: it does unless `c*dg = l*di` for
+    /// some `0 < dg < extent`, `|di| < count`, whose smallest solution is
+    /// `dg = l/gcd`, `di = c/gcd`.
+    fn separates(&self, e: &IndexExpr, extent: u64) -> bool {
+        let (Some((_, c)), Some((var, l))) = (e.grid, e.loop_var) else {
+            return true;
+        };
+        let count = self.open.iter().find(|(v, _)| *v == var).map_or(1, |&(_, n)| n);
+        if l == 0 || count == 1 {
+            return true;
+        }
+        let g = gcd(c, l);
+        l / g >= extent || c / g >= count
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Checks that an operand `src` of type `ty` has the type `want`.
+fn operand_is(src: ValueId, ty: &ValueType, want: &ValueType) -> Check {
+    if ty == want {
+        Ok(())
+    } else {
+        Err(format!("the operand {src}: {ty} should be {want}"))
+    }
+}
+
+/// Checks a value or accumulator type's rank and extents.
+fn tile_type(ty: &ValueType) -> Check {
+    if ty.shape.len() > MAX_RANK || ty.shape.contains(&0) {
+        return Err(format!("tiles have rank at most {MAX_RANK} and extents of at least 1"));
+    }
+    Ok(())
+}
+
+/// Checks that `value` is a scalar of `dtype` that `dtype` holds exactly.
+fn scalar_fits(value: ScalarKey, dtype: DType) -> Check {
+    let kind_ok = match value.0 {
+        Scalar::Bool(_) => dtype == DType::Bool,
+        Scalar::Int(_, d) => d == dtype && dtype.is_int(),
+        Scalar::Float(_, d) => d == dtype && dtype.is_float(),
+    };
+    if !kind_ok {
+        return Err(format!("{} is not a scalar of dtype {dtype}", value.0));
+    }
+    if ScalarKey(value.0.cast(dtype)) != value {
+        return Err(format!("{} is not representable as {dtype}", value.0));
+    }
+    Ok(())
+}
+
+/// Rejects f16/bf16 operands of arithmetic.
+fn no_half(ty: &ValueType) -> Check {
+    if matches!(ty.dtype, DType::F16 | DType::BF16) {
+        return Err(format!("no arithmetic on {ty}: cast it to f32 first"));
+    }
+    Ok(())
+}
+
+fn unary_accepts(op: UnaryOp, d: DType) -> bool {
+    match op {
+        UnaryOp::Not => d == DType::Bool || d.is_int(),
+        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Sign => d.is_int() || d.is_float(),
+        _ => d.is_float(),
+    }
+}
+
+fn binary_accepts(op: BinaryOp, d: DType) -> bool {
+    match op {
+        _ if op.is_comparison() => true,
+        BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => d == DType::Bool || d.is_int(),
+        BinaryOp::Pow => d.is_float(),
+        _ => d.is_int() || d.is_float(),
+    }
+}
+
+fn atomic_accepts(op: AtomicOp, d: DType) -> bool {
+    let int = matches!(d, DType::I32 | DType::U32 | DType::I64);
+    match op {
+        AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => int,
+        AtomicOp::Max | AtomicOp::Min => int || d == DType::F32,
+        AtomicOp::Add | AtomicOp::Sub => int || d.is_float(),
+    }
+}
