@@ -3,6 +3,7 @@
 //! **Invariant:** `graph` knows nothing of devices or kernels.
 
 pub mod op;
+pub mod reference;
 pub mod subgraph;
 
 pub use op::{Axes, BinaryOp, Op, ReduceOp, UnaryOp};

@@ -1,0 +1,128 @@
+//! Reductions of the reference evaluator: their semantics are the module
+//! docs of [`super`].
+
+use super::elementwise::{nan_max, nan_min};
+use super::{kind, reduce_name, row_major_strides, strided_offsets, Input, Kind, Values};
+use crate::dtype::{round_to, wrap_int, DType};
+use crate::error::{dims, Error, Result};
+use crate::graph::op::ReduceOp;
+use crate::graph::subgraph::SubNode;
+
+pub(super) fn reduce(node: &SubNode, op: ReduceOp, axes: &[usize], input: &Input) -> Result<Values> {
+    let name = reduce_name(op);
+    let in_dims = input.dims;
+    let bad = |reason: String| Error::InvalidShape {
+        op: name,
+        shape: dims(in_dims),
+        arg: axes.iter().map(|&a| a as isize).collect(),
+        reason,
+    };
+    if axes.windows(2).any(|w| w[0] >= w[1]) || axes.last().is_some_and(|&a| a >= in_dims.len()) {
+        return Err(bad("the axes must be distinct, ascending and within the rank".into()));
+    }
+    let kept: Vec<usize> =
+        in_dims.iter().enumerate().map(|(a, &d)| if axes.contains(&a) { 1 } else { d }).collect();
+    if node.shape.dims() != kept.as_slice() {
+        return Err(bad(format!("the node's shape {:?} is not {kept:?}", node.shape.dims())));
+    }
+    // The output slot of each input element, in row-major input order.
+    let mut out_strides = row_major_strides(&kept);
+    for &a in axes {
+        out_strides[a] = 0;
+    }
+    let slots = strided_offsets(in_dims, &out_strides, 0);
+    let n_out = node.shape.numel();
+    let dtype = node.dtype;
+    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+        let &[axis] = axes else {
+            return Err(bad("an arg-reduction takes exactly one axis".into()));
+        };
+        if in_dims[axis] == 0 {
+            return Err(bad(format!("axis {axis} is empty, so there is no index to give")));
+        }
+        if dtype != DType::I64 {
+            return Err(Error::UnsupportedDType { op: name, dtype, reason: "an index is i64" });
+        }
+        let mut axis_strides = vec![0; in_dims.len()];
+        axis_strides[axis] = 1;
+        let positions = strided_offsets(in_dims, &axis_strides, 0);
+        let is_max = op == ReduceOp::ArgMax;
+        let indices = match kind(input.dtype) {
+            Kind::Float => best_index(&input.floats(input.dtype), &slots, &positions, n_out, |x: f64, best: f64| {
+                !best.is_nan() && (x.is_nan() || if is_max { x > best } else { x < best })
+            }),
+            _ => best_index(&input.ints(input.dtype), &slots, &positions, n_out, |x, best| {
+                if is_max {
+                    x > best
+                } else {
+                    x < best
+                }
+            }),
+        };
+        return Ok(Values::I(indices));
+    }
+    Ok(match kind(dtype) {
+        Kind::Float => {
+            let (identity, f): (f64, fn(f64, f64) -> f64) = match op {
+                ReduceOp::Sum => (0.0, |a, b| a + b),
+                ReduceOp::Prod => (1.0, |a, b| a * b),
+                ReduceOp::Max => (f64::NEG_INFINITY, nan_max),
+                _ => (f64::INFINITY, nan_min),
+            };
+            let sums = fold(&input.floats(dtype), &slots, n_out, identity, f);
+            Values::F(sums.into_iter().map(|v| round_to(v, dtype)).collect())
+        }
+        Kind::Int | Kind::Bool => {
+            let (min, max) = int_range(dtype);
+            let (identity, f): (i128, fn(i128, i128) -> i128) = match op {
+                ReduceOp::Sum => (0, i128::wrapping_add),
+                ReduceOp::Prod => (1, i128::wrapping_mul),
+                ReduceOp::Max => (min, i128::max),
+                _ => (max, i128::min),
+            };
+            let exact = fold(&input.ints(dtype), &slots, n_out, identity, f);
+            match kind(dtype) {
+                Kind::Bool => Values::B(exact.into_iter().map(|v| v != 0).collect()),
+                _ => Values::I(exact.into_iter().map(|v| wrap_int(v, dtype)).collect()),
+            }
+        }
+    })
+}
+
+/// Combines each element into the accumulator of its slot, in order.
+fn fold<T: Copy>(xs: &[T], slots: &[usize], n_out: usize, identity: T, f: fn(T, T) -> T) -> Vec<T> {
+    let mut acc = vec![identity; n_out];
+    for (&x, &s) in xs.iter().zip(slots) {
+        acc[s] = f(acc[s], x);
+    }
+    acc
+}
+
+/// For each slot, the position of the first element no later element is
+/// `better` than.
+fn best_index<T: Copy>(
+    xs: &[T],
+    slots: &[usize],
+    positions: &[usize],
+    n_out: usize,
+    better: impl Fn(T, T) -> bool,
+) -> Vec<i128> {
+    let mut best: Vec<Option<(T, usize)>> = vec![None; n_out];
+    for ((&x, &s), &p) in xs.iter().zip(slots).zip(positions) {
+        if best[s].map_or(true, |(b, _)| better(x, b)) {
+            best[s] = Some((x, p));
+        }
+    }
+    best.into_iter().map(|b| b.map_or(0, |(_, p)| p as i128)).collect()
+}
+
+/// The smallest and largest value of an integer or bool dtype.
+fn int_range(dtype: DType) -> (i128, i128) {
+    match dtype {
+        DType::U8 => (0, u8::MAX as i128),
+        DType::I32 => (i32::MIN as i128, i32::MAX as i128),
+        DType::U32 => (0, u32::MAX as i128),
+        DType::I64 => (i64::MIN as i128, i64::MAX as i128),
+        _ => (0, 1),
+    }
+}
