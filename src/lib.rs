@@ -14,6 +14,7 @@
 
 pub mod dtype;
 pub mod error;
+pub mod fusion;
 pub mod graph;
 pub mod kernels;
 pub mod shape;

@@ -49,14 +49,18 @@ impl GroupShape {
             .collect();
         let (full, axes) = match reduces.first() {
             Some(&r) => {
-                let Op::Reduce { axes, .. } = &g.nodes[r].op else { unreachable!() };
+                let Op::Reduce { axes, .. } = &g.nodes[r].op else {
+                    unreachable!()
+                };
                 let input = g.nodes[g.nodes[r].inputs[0]].shape.dims().to_vec();
                 (input, axes.to_vec())
             }
             None => (g.nodes[*nodes.last()?].shape.dims().to_vec(), vec![]),
         };
         for &r in &reduces {
-            let Op::Reduce { axes: a, .. } = &g.nodes[r].op else { unreachable!() };
+            let Op::Reduce { axes: a, .. } = &g.nodes[r].op else {
+                unreachable!()
+            };
             if g.nodes[g.nodes[r].inputs[0]].shape.dims() != full.as_slice() || a.as_slice() != axes.as_slice() {
                 return None;
             }
@@ -80,7 +84,9 @@ impl GroupShape {
             let node = &g.nodes[n];
             let mut wanted: Vec<Space> = vec![];
             for src in an.sources(g, n) {
-                let Source::Chain { base, kind, .. } = src else { continue };
+                let Source::Chain { base, kind, .. } = src else {
+                    continue;
+                };
                 if !set.contains(&base) {
                     continue;
                 }
@@ -272,7 +278,12 @@ pub(crate) fn group(g: &Subgraph, an: &Analysis, max_row_tile: usize) -> Vec<Gro
 type Sets = [Option<(BTreeSet<usize>, BTreeSet<usize>)>];
 
 /// Merges the groups `which` and node `n` into the first of them.
-fn merge(sets: &mut [Option<(BTreeSet<usize>, BTreeSet<usize>)>], home: &mut [Option<usize>], which: &[usize], n: usize) -> usize {
+fn merge(
+    sets: &mut [Option<(BTreeSet<usize>, BTreeSet<usize>)>],
+    home: &mut [Option<usize>],
+    which: &[usize],
+    n: usize,
+) -> usize {
     let k = which[0];
     for &o in &which[1..] {
         let (nodes, homed) = sets[o].take().unwrap();
@@ -320,10 +331,7 @@ fn acyclic(g: &Subgraph, an: &Analysis, sets: &Sets, home: &[Option<usize>]) -> 
 /// The live groups in dependency order (Kahn's algorithm, smallest first
 /// node first); shorter than `live` when there is a cycle.
 fn topo_order(g: &Subgraph, an: &Analysis, sets: &Sets, home: &[Option<usize>], live: &[usize]) -> Vec<usize> {
-    let deps: HashMap<usize, BTreeSet<usize>> = live
-        .iter()
-        .map(|&k| (k, dependencies(g, an, sets, home, k)))
-        .collect();
+    let deps: HashMap<usize, BTreeSet<usize>> = live.iter().map(|&k| (k, dependencies(g, an, sets, home, k))).collect();
     let first = |k: usize| *sets[k].as_ref().unwrap().0.iter().next().unwrap();
     let mut done: BTreeSet<usize> = BTreeSet::new();
     let mut order = vec![];

@@ -171,7 +171,10 @@ mod tests {
     fn reshape_merges_and_splits_contiguous_runs() {
         assert_eq!(reshape_strides(&[2, 3, 4], &[12, 4, 1], &[6, 4]), Some(vec![4, 1]));
         assert_eq!(reshape_strides(&[24], &[1], &[2, 3, 4]), Some(vec![12, 4, 1]));
-        assert_eq!(reshape_strides(&[4, 1, 5], &[5, 5, 1], &[1, 20, 1]), Some(vec![0, 1, 0]));
+        assert_eq!(
+            reshape_strides(&[4, 1, 5], &[5, 5, 1], &[1, 20, 1]),
+            Some(vec![0, 1, 0])
+        );
         // A transposed [3, 2] span cannot be flattened without a copy.
         assert_eq!(reshape_strides(&[3, 2], &[1, 3], &[6]), None);
         // But splitting one of its axes can.

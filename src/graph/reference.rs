@@ -119,7 +119,12 @@ pub fn evaluate(graph: &Subgraph) -> Result<Vec<HostBuffer>> {
             })
             .collect();
         let result = evaluate_node(node, &inputs)?;
-        debug_assert_eq!(result.len(), node.shape.numel(), "{} produced the wrong length", node.op.name());
+        debug_assert_eq!(
+            result.len(),
+            node.shape.numel(),
+            "{} produced the wrong length",
+            node.op.name()
+        );
         values.push(result);
     }
     graph
@@ -266,7 +271,10 @@ fn evaluate_node(node: &SubNode, inputs: &[Input]) -> Result<Values> {
     }
     if node.op.is_elementwise() {
         if let Some((k, input)) = inputs.iter().enumerate().find(|(_, x)| x.dims != node.shape.dims()) {
-            return Err(malformed(node, format!("operand {k} has shape {:?}, not the node's", input.dims)));
+            return Err(malformed(
+                node,
+                format!("operand {k} has shape {:?}, not the node's", input.dims),
+            ));
         }
     }
     let dtype = node.dtype;
@@ -308,7 +316,10 @@ fn data(node: &SubNode, storage: &Storage) -> Result<Values> {
                     shape: dims(node.shape.dims()),
                 });
             }
-            Ok(Values::from_scalars(node.dtype, (0..buffer.len()).map(|i| buffer.get(i))))
+            Ok(Values::from_scalars(
+                node.dtype,
+                (0..buffer.len()).map(|i| buffer.get(i)),
+            ))
         }
     }
 }
@@ -336,9 +347,14 @@ fn view(node: &SubNode, input: &Input) -> Result<Values> {
         Op::Permute(perm) => {
             let mut seen = vec![false; in_dims.len()];
             let is_perm = perm.len() == in_dims.len()
-                && perm.iter().all(|&p| p < seen.len() && !std::mem::replace(&mut seen[p], true));
+                && perm
+                    .iter()
+                    .all(|&p| p < seen.len() && !std::mem::replace(&mut seen[p], true));
             if !is_perm || perm.iter().zip(out_dims).any(|(&p, &d)| in_dims[p] != d) {
-                return Err(bad(&format!("{:?} is not a permutation giving the node's shape", perm.as_slice())));
+                return Err(bad(&format!(
+                    "{:?} is not a permutation giving the node's shape",
+                    perm.as_slice()
+                )));
             }
             (perm.iter().map(|&p| in_strides[p]).collect(), 0)
         }
@@ -351,31 +367,37 @@ fn view(node: &SubNode, input: &Input) -> Result<Values> {
             (strides.map(|(&s, (&i, &o))| if i == o { s } else { 0 }).collect(), 0)
         }
         &Op::Slice { axis, start, step } => {
-            let others_kept = in_dims.len() == out_dims.len()
-                && (0..in_dims.len()).all(|a| a == axis || in_dims[a] == out_dims[a]);
+            let others_kept =
+                in_dims.len() == out_dims.len() && (0..in_dims.len()).all(|a| a == axis || in_dims[a] == out_dims[a]);
             if axis >= in_dims.len() || step == 0 || !others_kept {
-                return Err(bad(&format!("slice(axis {axis}, step {step}) does not give the node's shape")));
+                return Err(bad(&format!(
+                    "slice(axis {axis}, step {step}) does not give the node's shape"
+                )));
             }
             let n = out_dims[axis];
             let last = (n.max(1) - 1).checked_mul(step).and_then(|x| x.checked_add(start));
             if n > 0 && last.map_or(true, |last| last >= in_dims[axis]) {
-                return Err(bad(&format!("{n} elements from {start} by {step} run past axis {axis}")));
+                return Err(bad(&format!(
+                    "{n} elements from {start} by {step} run past axis {axis}"
+                )));
             }
             let mut strides = in_strides.clone();
             strides[axis] *= step;
             (strides, if n > 0 { start * in_strides[axis] } else { 0 })
         }
         // The remaining view, `Reshape`, reads the input in row-major order.
-        _ if node.shape.numel() != in_dims.iter().product::<usize>() => {
-            return Err(bad("the element count changes"))
-        }
+        _ if node.shape.numel() != in_dims.iter().product::<usize>() => return Err(bad("the element count changes")),
         _ => (row_major_strides(out_dims), 0),
     };
     Ok(input.values.gather(&strided_offsets(out_dims, &strides, offset)))
 }
 
 fn row_major_strides(shape: &[usize]) -> Vec<usize> {
-    Shape::new(shape).contiguous_strides().iter().map(|&s| s as usize).collect()
+    Shape::new(shape)
+        .contiguous_strides()
+        .iter()
+        .map(|&s| s as usize)
+        .collect()
 }
 
 /// `offset + sum(index[a] * strides[a])` for every multi-index of `shape`,

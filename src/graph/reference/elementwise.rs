@@ -9,20 +9,31 @@ use std::cmp::Ordering;
 
 /// `a` where `cond` holds, else `b`.
 pub(super) fn select<T>(cond: &[bool], a: Vec<T>, b: Vec<T>) -> Vec<T> {
-    cond.iter().zip(a.into_iter().zip(b)).map(|(&c, (x, y))| if c { x } else { y }).collect()
+    cond.iter()
+        .zip(a.into_iter().zip(b))
+        .map(|(&c, (x, y))| if c { x } else { y })
+        .collect()
 }
 
 pub(super) fn unary(op: UnaryOp, x: &Input, dtype: DType) -> Result<Values> {
     let name = unary_name(op);
-    let reject = |reason| Error::UnsupportedDType { op: name, dtype, reason };
+    let reject = |reason| Error::UnsupportedDType {
+        op: name,
+        dtype,
+        reason,
+    };
     match kind(dtype) {
         Kind::Float => {
             let f = float_unary(op).ok_or_else(|| reject("needs an integer or bool dtype"))?;
-            Ok(Values::F(x.floats(dtype).into_iter().map(|v| round_to(f(v), dtype)).collect()))
+            Ok(Values::F(
+                x.floats(dtype).into_iter().map(|v| round_to(f(v), dtype)).collect(),
+            ))
         }
         Kind::Int => {
             let f = int_unary(op).ok_or_else(|| reject("needs a float dtype"))?;
-            Ok(Values::I(x.ints(dtype).into_iter().map(|v| wrap_int(f(v), dtype)).collect()))
+            Ok(Values::I(
+                x.ints(dtype).into_iter().map(|v| wrap_int(f(v), dtype)).collect(),
+            ))
         }
         Kind::Bool => match op {
             UnaryOp::Not => Ok(Values::B(x.bools().into_iter().map(|b| !b).collect())),
@@ -90,7 +101,11 @@ fn int_unary(op: UnaryOp) -> Option<fn(i128) -> i128> {
 
 pub(super) fn binary(op: BinaryOp, lhs: &Input, rhs: &Input, dtype: DType) -> Result<Values> {
     let name = binary_name(op);
-    let reject = |dtype, reason| Error::UnsupportedDType { op: name, dtype, reason };
+    let reject = |dtype, reason| Error::UnsupportedDType {
+        op: name,
+        dtype,
+        reason,
+    };
     if let Some(test) = comparison(op) {
         if dtype != DType::Bool {
             return Err(reject(dtype, "a comparison yields bool"));

@@ -97,7 +97,10 @@ mod tests {
     /// Checks a relative error below `1e-15`.
     fn close(got: f64, want: f64, what: &str) {
         let err = ((got - want) / want).abs();
-        assert!(err < 1e-15, "{what}: got {got:e}, want {want:e}, relative error {err:e}");
+        assert!(
+            err < 1e-15,
+            "{what}: got {got:e}, want {want:e}, relative error {err:e}"
+        );
     }
 
     #[test]

@@ -20,8 +20,11 @@ pub(super) fn reduce(node: &SubNode, op: ReduceOp, axes: &[usize], input: &Input
     if axes.windows(2).any(|w| w[0] >= w[1]) || axes.last().is_some_and(|&a| a >= in_dims.len()) {
         return Err(bad("the axes must be distinct, ascending and within the rank".into()));
     }
-    let kept: Vec<usize> =
-        in_dims.iter().enumerate().map(|(a, &d)| if axes.contains(&a) { 1 } else { d }).collect();
+    let kept: Vec<usize> = in_dims
+        .iter()
+        .enumerate()
+        .map(|(a, &d)| if axes.contains(&a) { 1 } else { d })
+        .collect();
     if node.shape.dims() != kept.as_slice() {
         return Err(bad(format!("the node's shape {:?} is not {kept:?}", node.shape.dims())));
     }
@@ -41,16 +44,24 @@ pub(super) fn reduce(node: &SubNode, op: ReduceOp, axes: &[usize], input: &Input
             return Err(bad(format!("axis {axis} is empty, so there is no index to give")));
         }
         if dtype != DType::I64 {
-            return Err(Error::UnsupportedDType { op: name, dtype, reason: "an index is i64" });
+            return Err(Error::UnsupportedDType {
+                op: name,
+                dtype,
+                reason: "an index is i64",
+            });
         }
         let mut axis_strides = vec![0; in_dims.len()];
         axis_strides[axis] = 1;
         let positions = strided_offsets(in_dims, &axis_strides, 0);
         let is_max = op == ReduceOp::ArgMax;
         let indices = match kind(input.dtype) {
-            Kind::Float => best_index(&input.floats(input.dtype), &slots, &positions, n_out, |x: f64, best: f64| {
-                !best.is_nan() && (x.is_nan() || if is_max { x > best } else { x < best })
-            }),
+            Kind::Float => best_index(
+                &input.floats(input.dtype),
+                &slots,
+                &positions,
+                n_out,
+                |x: f64, best: f64| !best.is_nan() && (x.is_nan() || if is_max { x > best } else { x < best }),
+            ),
             _ => best_index(&input.ints(input.dtype), &slots, &positions, n_out, |x, best| {
                 if is_max {
                     x > best
