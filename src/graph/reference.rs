@@ -23,8 +23,8 @@
 //! - **Floats.** Each op is computed in f64 on the operand values, then
 //!   rounded to the node's dtype. `Rsqrt = 1/sqrt(x)`, `Sigmoid = 1/(1+e^-x)`,
 //!   `Silu = x * sigmoid(x)`, `GeluTanh` as written in [`UnaryOp`], and
-//!   `GeluErf = x/2 * erfc(-x/sqrt 2)`, which equals `x/2 (1 + erf(x/sqrt 2))`
-//!   without its cancellation for negative `x`. The formulas apply literally
+//!   `GeluErf = x/2 * erfc(-x/sqrt 2)` ([`erf::gelu_erf`]), which equals
+//!   `x/2 (1 + erf(x/sqrt 2))` without its cancellation for negative `x`. The formulas apply literally
 //!   to infinities, so `Silu`, `GeluTanh` and `GeluErf` of `-inf` are NaN.
 //!   `Round` rounds half to even; `Sign` is NaN for NaN and `+0` for `±0`;
 //!   `Relu(NaN)` is NaN and `Relu(-0)` is `+0`. `Maximum`, `Minimum` and the
@@ -347,6 +347,7 @@ fn view(node: &SubNode, input: &Input) -> Result<Values> {
         Op::Permute(perm) => {
             let mut seen = vec![false; in_dims.len()];
             let is_perm = perm.len() == in_dims.len()
+                && out_dims.len() == in_dims.len()
                 && perm
                     .iter()
                     .all(|&p| p < seen.len() && !std::mem::replace(&mut seen[p], true));
@@ -382,7 +383,8 @@ fn view(node: &SubNode, input: &Input) -> Result<Values> {
                 )));
             }
             let mut strides = in_strides.clone();
-            strides[axis] *= step;
+            // A single element along `axis` never moves by the stride, however large.
+            strides[axis] = strides[axis].saturating_mul(step);
             (strides, if n > 0 { start * in_strides[axis] } else { 0 })
         }
         // The remaining view, `Reshape`, reads the input in row-major order.
@@ -419,12 +421,12 @@ fn strided_offsets(shape: &[usize], strides: &[usize], offset: usize) -> Vec<usi
                 return offsets;
             }
             axis -= 1;
-            index[axis] += 1;
-            current += strides[axis];
-            if index[axis] < shape[axis] {
+            if index[axis] + 1 < shape[axis] {
+                index[axis] += 1;
+                current += strides[axis];
                 break;
             }
-            current -= strides[axis] * shape[axis];
+            current -= strides[axis] * index[axis];
             index[axis] = 0;
         }
     }

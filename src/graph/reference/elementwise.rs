@@ -67,7 +67,7 @@ fn float_unary(op: UnaryOp) -> Option<fn(f64) -> f64> {
             let inner = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
             0.5 * x * (1.0 + inner.tanh())
         },
-        GeluErf => |x| 0.5 * x * erf::erfc(-x / std::f64::consts::SQRT_2),
+        GeluErf => erf::gelu_erf,
         Silu => |x| x * sigmoid(x),
         Floor => f64::floor,
         Ceil => f64::ceil,
