@@ -471,7 +471,8 @@ pub enum Inst {
     Barrier,
 }
 
-/// A tile kernel program. Build one with `Builder`, check it with `verify`.
+/// A tile kernel program. Build one with [`Builder`], check it with
+/// [`verify()`]; its `Display` is a stable text form, one instruction a line.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Program {
     /// A name for printing, caching and error messages.

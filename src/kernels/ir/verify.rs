@@ -72,11 +72,15 @@
 //!   that grid coordinate give one partition. Each store is checked on its
 //!   own; two store instructions are trusted to write disjoint partitions.
 
-use super::{print, Access, AtomicOp, IndexExpr, Inst, LoopId, Program, ScalarKey, ValueId, ValueType, View, ViewId};
+use super::{print, Access, Inst, LoopId, Program, ScalarKey, ValueId, ValueType, View};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::graph::{BinaryOp, UnaryOp};
 use crate::tile::ThreadScope;
+
+mod access;
+
+use access::atomic_accepts;
 
 /// The largest rank of a tile, view or value.
 const MAX_RANK: usize = 6;
@@ -266,7 +270,7 @@ impl<'a> Verifier<'a> {
             }
             Inst::Iota { dst, axis, index } => {
                 let ty = self.declared(*dst)?;
-                self.range(index)?;
+                self.reach(index)?;
                 if ty.dtype != DType::I64 || *axis as usize >= ty.shape.len() {
                     return Err(format!(
                         "iota gives i64 with an axis below its rank, not {ty} along axis {axis}"
@@ -430,155 +434,6 @@ impl<'a> Verifier<'a> {
             Ok(ty)
         }
     }
-
-    /// The smallest and largest value `e` takes at this point of the program.
-    fn range(&self, e: &IndexExpr) -> Check<(u128, u128)> {
-        let mut hi = e.constant as u128;
-        if let Some((axis, c)) = e.grid {
-            let Some(&extent) = self.p.grid.get(axis as usize) else {
-                return Err(format!(
-                    "index {e} names grid axis g{axis} of a rank {} grid",
-                    self.p.grid.len()
-                ));
-            };
-            hi += c as u128 * (extent as u128 - 1);
-        }
-        if let Some((var, c)) = e.loop_var {
-            let Some(&(_, count)) = self.open.iter().find(|(v, _)| *v == var) else {
-                return Err(format!("index {e} uses loop variable {var} outside its loop"));
-            };
-            hi += c as u128 * (count as u128 - 1);
-        }
-        Ok((e.constant as u128, hi))
-    }
-
-    /// Checks a partition access to `view` and returns the view.
-    fn access(&self, view: ViewId, index: &[IndexExpr], masked: Option<bool>) -> Check<&'a View> {
-        let Some(v) = self.p.views.get(view.index()) else {
-            return Err(format!("view {view} is not declared"));
-        };
-        if index.len() != v.tile.len() {
-            return Err(format!(
-                "the index has {} axes but view {view} has rank {}",
-                index.len(),
-                v.tile.len()
-            ));
-        }
-        let space = v.index_space();
-        let mut last = Vec::with_capacity(index.len());
-        for (k, e) in index.iter().enumerate() {
-            let (_, hi) = self.range(e)?;
-            if hi >= space[k] as u128 {
-                return Err(format!(
-                    "index axis {k} ({e}) reaches partition {hi}, outside the index space {} of view {view} (extents {}, tile {})",
-                    print::list(&space),
-                    print::list(&v.extents),
-                    print::list(&v.tile)
-                ));
-            }
-            last.push(hi);
-        }
-        let inside = last.iter().zip(&v.tile).zip(&v.extents);
-        if masked == Some(false) && inside.clone().any(|((&i, &t), &e)| (i + 1) * t as u128 > e as u128) {
-            return Err(format!(
-                "the unmasked access reaches partition {}, partly outside view {view} (extents {}, tile {}); mask it",
-                print::list(&last),
-                print::list(&v.extents),
-                print::list(&v.tile)
-            ));
-        }
-        Ok(v)
-    }
-
-    /// Checks that the view's parameter may be read (or written).
-    fn param_access(&self, v: &View, write: bool) -> Check {
-        let param = &self.p.params[v.param.index()];
-        let allowed = match param.access {
-            Access::Read => !write,
-            Access::Write => write,
-            Access::ReadWrite => true,
-        };
-        if allowed {
-            Ok(())
-        } else {
-            let (verb, access) = if write {
-                ("written", "read-only")
-            } else {
-                ("read", "write-only")
-            };
-            Err(format!("{} `{}` is {access} and cannot be {verb}", v.param, param.name))
-        }
-    }
-
-    /// The tile type of `v`: the parameter's dtype (or `dtype`) and the tile shape.
-    fn tile_of(&self, v: &View, dtype: Option<DType>) -> ValueType {
-        ValueType {
-            dtype: dtype.unwrap_or(self.p.params[v.param.index()].dtype),
-            shape: v.tile.clone(),
-        }
-    }
-
-    /// Checks that no two grid points store to one element through this store.
-    fn disjoint(&self, id: ViewId, v: &View, index: &[IndexExpr]) -> Check {
-        let mut axes: Vec<(u128, u64)> = (v.strides.iter().zip(&v.extents))
-            .filter(|(_, &e)| e > 1)
-            .map(|(&s, &e)| (s.unsigned_abs() as u128, e))
-            .collect();
-        axes.sort_unstable();
-        let mut reach = 0u128;
-        for (s, e) in axes {
-            if s <= reach {
-                return Err(format!(
-                    "view {id} (extents {}, strides {}) maps several span indices to one element and cannot be stored to",
-                    print::list(&v.extents),
-                    print::list(&v.strides)
-                ));
-            }
-            reach += s * (e as u128 - 1);
-        }
-        for (axis, &extent) in self.p.grid.iter().enumerate().filter(|(_, &e)| e > 1) {
-            let uses: Vec<&IndexExpr> = index
-                .iter()
-                .filter(|e| matches!(e.grid, Some((a, c)) if a as usize == axis && c > 0))
-                .collect();
-            if uses.is_empty() {
-                return Err(format!(
-                    "grid axis g{axis} (extent {extent}) is not in the partition index, so several grid points store one partition; index by g{axis} or use an atomic"
-                ));
-            }
-            if !uses.iter().any(|e| self.separates(e, extent)) {
-                return Err(format!(
-                    "the loop term of {} lets two values of g{axis} store one partition; use an atomic or a larger grid coefficient",
-                    uses[0]
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether `c*g + l*i` (g below `extent`, i below the loop count) gives
-    /// distinct values for distinct `g`: it does unless `c*dg = l*di` for
-    /// some `0 < dg < extent`, `|di| < count`, whose smallest solution is
-    /// `dg = l/gcd`, `di = c/gcd`.
-    fn separates(&self, e: &IndexExpr, extent: u64) -> bool {
-        let (Some((_, c)), Some((var, l))) = (e.grid, e.loop_var) else {
-            return true;
-        };
-        let count = self.open.iter().find(|(v, _)| *v == var).map_or(1, |&(_, n)| n);
-        if l == 0 || count == 1 {
-            return true;
-        }
-        let g = gcd(c, l);
-        l / g >= extent || c / g >= count
-    }
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
 }
 
 /// Checks that an operand `src` of type `ty` has the type `want`.
@@ -636,14 +491,5 @@ fn binary_accepts(op: BinaryOp, d: DType) -> bool {
         BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => d == DType::Bool || d.is_int(),
         BinaryOp::Pow => d.is_float(),
         _ => d.is_int() || d.is_float(),
-    }
-}
-
-fn atomic_accepts(op: AtomicOp, d: DType) -> bool {
-    let int = matches!(d, DType::I32 | DType::U32 | DType::I64);
-    match op {
-        AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => int,
-        AtomicOp::Max | AtomicOp::Min => int || d == DType::F32,
-        AtomicOp::Add | AtomicOp::Sub => int || d.is_float(),
     }
 }
