@@ -35,6 +35,19 @@ fn check_kernels(g: &Subgraph, expect: usize) {
     }
 }
 
+/// One kernel, or a kernel of partials and a one-point combine kernel.
+fn check_reduction_kernels(g: &Subgraph) {
+    for opts in [FusionOptions::cpu(), FusionOptions::gpu()] {
+        let p = plan(g, &opts).unwrap();
+        let ok = match &p.kernels[..] {
+            [_] => true,
+            [_, combine] => combine.program.grid.as_slice() == [1],
+            _ => false,
+        };
+        assert!(ok, "{:?}:\n{}", opts.target, explain(g, &opts).unwrap());
+    }
+}
+
 #[test]
 fn chain_is_one_kernel() {
     check_kernels(&pipelines::chain(100_003), 1);
@@ -46,13 +59,13 @@ fn bias_gelu_is_one_kernel() {
 }
 
 #[test]
-fn mse_is_one_kernel() {
-    check_kernels(&pipelines::mse(100_003), 1);
+fn mse_is_one_kernel_and_a_combine() {
+    check_reduction_kernels(&pipelines::mse(100_003));
 }
 
 #[test]
-fn sum_is_one_kernel() {
-    check_kernels(&pipelines::sum(100_003), 1);
+fn sum_is_one_kernel_and_a_combine() {
+    check_reduction_kernels(&pipelines::sum(100_003));
 }
 
 #[test]
@@ -77,7 +90,27 @@ fn rms_norm_is_one_kernel() {
 
 #[test]
 fn colsum_is_one_kernel() {
-    check_kernels(&pipelines::colsum(1000, 300), 1);
+    check_reduction_kernels(&pipelines::colsum(1000, 300));
+}
+
+#[test]
+fn large_full_sums_split_across_grid_points() {
+    let g = pipelines::sum(1 << 20);
+    let p = planned(&g);
+    assert_eq!(p.kernels.len(), 2);
+    assert!(p.kernels[0].program.grid[0] > 1);
+    // Without determinism the partials are added atomically into the result.
+    let opts = FusionOptions {
+        deterministic: false,
+        ..FusionOptions::gpu()
+    };
+    let p = plan(&g, &opts).unwrap();
+    assert_eq!(p.kernels.len(), 1);
+    let text = p.kernels[0].program.to_string();
+    assert!(text.contains("atomic"), "{text}");
+    assert!(text.contains("init 0"), "{text}");
+    // A mean has a consumer, so it keeps the deterministic combine.
+    assert_eq!(plan(&pipelines::mse(1 << 20), &opts).unwrap().kernels.len(), 2);
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! Lowering one group to a tile kernel program.
+//! Lowering one group to tile kernel programs.
 //!
 //! The group's iteration space is coalesced and tiled ([`super::tiling`]);
 //! kept axes become grid axes, reduced axes are taken whole (row kernels) or
@@ -6,17 +6,25 @@
 //! a partition view of its buffer whose strides fold the views in between;
 //! every result a later kernel or the caller needs is stored through a
 //! row-major view.
+//!
+//! A full reduction over many tiles is split across grid points: each
+//! reduces a fixed run of tiles into a partial, and a second one-point
+//! kernel combines the partials in order and runs the consumers
+//! (deterministic). With `deterministic: false`, a plain sum without
+//! consumers instead adds its partials atomically into the result, which
+//! starts at zero: one kernel, but the order of the additions varies.
 
-use super::analysis::{is_arg_reduce, Analysis, ChainKind, Source};
+use super::analysis::{ChainKind, Source};
+use super::emit::{Lowerer, Split, SplitOut};
 use super::group::{Group, Space};
 use super::layout::{map_onto, Layout};
-use super::plan::BufferRef;
+use super::plan::{BufferDecl, BufferRef};
 use super::tiling::{choose_tiles, coalesce, Axis};
-use super::FusionOptions;
+use super::{FusionOptions, Target};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
-use crate::graph::{BinaryOp, Op, ReduceOp, Subgraph};
-use crate::kernels::ir::{AccId, Access, Builder, IndexExpr, LoopId, Program, ScalarKey, TileReduce, ValueId, ViewId};
+use crate::graph::{Op, ReduceOp, Subgraph};
+use crate::kernels::ir::{Access, Builder, Program, ViewId};
 use crate::tile::Padding;
 use std::collections::HashMap;
 
@@ -25,7 +33,7 @@ pub(crate) struct Ctx<'a> {
     /// The subgraph.
     pub g: &'a Subgraph,
     /// Its analysis.
-    pub an: &'a Analysis,
+    pub an: &'a super::analysis::Analysis,
     /// The fusion options.
     pub opts: &'a FusionOptions,
     /// The buffer of every `Data` leaf and every materialised node.
@@ -34,34 +42,29 @@ pub(crate) struct Ctx<'a> {
 
 /// A load or store of the kernel: the buffer of `node` addressed by `layout`.
 #[derive(Debug, Clone, PartialEq)]
-struct Access_ {
+struct MemAccess {
     node: usize,
     layout: Layout,
     space: Space,
     write: bool,
 }
 
-/// The values visible in the current scope.
-#[derive(Debug, Clone, Default)]
-struct Scope {
-    vals: HashMap<usize, ValueId>,
-    loads: HashMap<usize, ValueId>,
-    consts: HashMap<(ScalarKey, Space), ValueId>,
-    bcasts: HashMap<usize, ValueId>,
-    mask: Option<Option<ValueId>>,
-}
+/// The fewest tiles a full reduction needs before it is split.
+const MIN_SPLIT_TILES: u64 = 4;
 
-/// Lowers `group` to a program named `name` that stores the nodes of
-/// `stores`; `None` when its iteration space is empty (nothing to launch).
+/// Lowers `group` to the programs (and their arguments) that compute it
+/// and store the nodes of `stores`: none when its iteration space is empty,
+/// two for a split reduction (whose partials buffer is appended to `buffers`).
 pub(crate) fn lower(
     cx: &Ctx,
     group: &Group,
     stores: &[usize],
     name: &str,
-) -> Result<Option<(Program, Vec<BufferRef>)>> {
+    buffers: &mut Vec<BufferDecl>,
+) -> Result<Vec<(Program, Vec<BufferRef>)>> {
     let gs = &group.shape;
-    let mut accesses: Vec<Access_> = vec![];
-    let mut add = |a: Access_| match accesses.iter().position(|x| *x == a) {
+    let mut accesses: Vec<MemAccess> = vec![];
+    let mut add = |a: MemAccess| match accesses.iter().position(|x| *x == a) {
         Some(i) => i,
         None => {
             accesses.push(a);
@@ -74,13 +77,16 @@ pub(crate) fn lower(
         for (j, src) in cx.an.sources(cx.g, n).into_iter().enumerate() {
             if let Source::Chain { base, layout, kind } = src {
                 if !in_group(group, base, kind) {
-                    let i = add(Access_ {
-                        node: base,
-                        layout,
-                        space,
-                        write: false,
-                    });
-                    load_of.insert((n, j), i);
+                    let write = false;
+                    load_of.insert(
+                        (n, j),
+                        add(MemAccess {
+                            node: base,
+                            layout,
+                            space,
+                            write,
+                        }),
+                    );
                 }
             }
         }
@@ -91,7 +97,7 @@ pub(crate) fn lower(
         let space = gs.space[&n];
         store_of.insert(
             n,
-            add(Access_ {
+            add(MemAccess {
                 node: n,
                 layout,
                 space,
@@ -99,7 +105,7 @@ pub(crate) fn lower(
             }),
         );
     }
-    // Strides of every access over the full axes.
+    // Strides of every access over the full axes, then the coalesced axes.
     let reduced_dims: Vec<usize> = (0..gs.full.len())
         .map(|k| if gs.axes.contains(&k) { 1 } else { gs.full[k] })
         .collect();
@@ -122,10 +128,40 @@ pub(crate) fn lower(
             tile: 1,
         })
         .collect();
-    let budget = cx.opts.tile_elements() as u64;
-    choose_tiles(&mut axes, budget, gs.broadcast);
+    choose_tiles(&mut axes, cx.opts.tile_elements() as u64, gs.broadcast);
     if axes.iter().any(|a| !a.reduced && a.extent == 0) {
-        return Ok(None);
+        return Ok(vec![]);
+    }
+    // Per access: coalesced extents, strides, tile, and whether masked.
+    let views: Vec<ViewSpec> = accesses
+        .iter()
+        .zip(&strides)
+        .map(|(a, (s, _))| {
+            let full = a.space == Space::Full;
+            let mut v = ViewSpec {
+                extents: axes
+                    .iter()
+                    .map(|x| if x.reduced && !full { 1 } else { x.extent })
+                    .collect(),
+                strides: runs.iter().map(|run| s[*run.last().unwrap()]).collect(),
+                tile: axes
+                    .iter()
+                    .map(|x| if x.reduced && !full { 1 } else { x.tile })
+                    .collect(),
+                offset: a.layout.offset,
+            };
+            if axes.is_empty() {
+                (v.extents, v.strides, v.tile) = (vec![1], vec![0], vec![1]);
+            }
+            v
+        })
+        .collect();
+    if axes.is_empty() {
+        axes.push(Axis {
+            extent: 1,
+            reduced: false,
+            tile: 1,
+        });
     }
     let mut grid: Vec<u64> = vec![];
     let mut grid_axis = vec![None; axes.len()];
@@ -135,87 +171,202 @@ pub(crate) fn lower(
             grid.push(a.count());
         }
     }
-    if grid.is_empty() {
-        grid.push(1);
-    }
-    let mut b = Builder::new(name, &grid);
+    let split = split_of(cx, group, stores, &axes);
+    let mut out = vec![];
+    let Some((parts, tiles, atomic)) = split else {
+        let mut b = Builder::new(name, if grid.is_empty() { &[1] } else { &grid });
+        b.math(cx.opts.math);
+        let all: Vec<usize> = (0..accesses.len()).collect();
+        let (vs, masked, args) = declare(cx, &mut b, &accesses, &views, &all, None);
+        let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
+        lw.body(&mut b)?;
+        out.push((b.finish()?, args));
+        return Ok(out);
+    };
+    let atomic_init = if atomic {
+        stores.first().map(|&n| (n, reduce_identity(cx.g, n)))
+    } else {
+        None
+    };
+    // A split reduction: partials first.
+    let mut b = Builder::new(format!("{name}_partial"), &[parts]);
     b.math(cx.opts.math);
-    let mut params: HashMap<usize, (usize, bool, bool)> = HashMap::new();
-    let mut args = vec![];
-    for a in &accesses {
-        let e = params.entry(a.node).or_insert_with(|| {
-            args.push(cx.buffer[&a.node]);
-            (args.len() - 1, false, false)
-        });
-        if a.write {
-            e.2 = true;
-        } else {
-            e.1 = true;
+    let first: Vec<usize> = (0..accesses.len())
+        .filter(|&i| accesses[i].space == Space::Full || (atomic && accesses[i].write))
+        .collect();
+    let (vs, masked, mut args) = declare(cx, &mut b, &accesses, &views, &first, atomic_init);
+    let partial = BufferRef::Temp(buffers.len());
+    let r = *stores.first().filter(|_| atomic).unwrap_or(&group.nodes[0]);
+    let pdtype = if atomic {
+        cx.g.nodes[r].dtype
+    } else {
+        partial_dtype(cx.g, group)
+    };
+    let out_view = if atomic {
+        SplitOut::Atomic(vs[&store_of[&r]])
+    } else {
+        let p = b.param(format!("t{}", buffers.len()), pdtype, parts, Access::Write);
+        args.push(partial);
+        SplitOut::Partials(b.view(p, &[parts], &[1], 0, &[1], Padding::Zero))
+    };
+    let mut lw = Lowerer::new(
+        cx,
+        group,
+        axes.clone(),
+        grid_axis.clone(),
+        vs,
+        masked,
+        load_of.clone(),
+        store_of.clone(),
+    );
+    lw.split = Some(Split { tiles, out: out_view });
+    lw.body(&mut b)?;
+    out.push((b.finish()?, args));
+    if atomic {
+        return Ok(out);
+    }
+    buffers.push(BufferDecl {
+        dtype: pdtype,
+        len: parts,
+    });
+    // Then one grid point combines them and runs the consumers.
+    let mut b = Builder::new(format!("{name}_combine"), &[1]);
+    b.math(cx.opts.math);
+    let second: Vec<usize> = (0..accesses.len())
+        .filter(|&i| accesses[i].space == Space::Reduced)
+        .collect();
+    let (vs, masked, mut args) = declare(cx, &mut b, &accesses, &views, &second, None);
+    let tile = (parts.next_power_of_two()).min(cx.opts.tile_elements() as u64) as u32;
+    let p = b.param(format!("t{}", buffers.len() - 1), pdtype, parts, Access::Read);
+    args.push(partial);
+    let pv = b.view(p, &[parts], &[1], 0, &[tile], Padding::Zero);
+    let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
+    lw.combine(&mut b, pv, parts, tile)?;
+    out.push((b.finish()?, args));
+    Ok(out)
+}
+
+/// The coalesced view of one access.
+struct ViewSpec {
+    extents: Vec<u64>,
+    strides: Vec<i64>,
+    tile: Vec<u32>,
+    offset: u64,
+}
+
+/// Declares the parameters and views of the accesses `which` in `b`; the
+/// parameter of `init`'s node starts at its value. Returns the view and
+/// masking of each access, and the buffer of each parameter.
+fn declare(
+    cx: &Ctx,
+    b: &mut Builder,
+    accesses: &[MemAccess],
+    views: &[ViewSpec],
+    which: &[usize],
+    init: Option<(usize, Scalar)>,
+) -> (HashMap<usize, ViewId>, HashMap<usize, bool>, Vec<BufferRef>) {
+    let mut nodes: Vec<usize> = vec![];
+    for &i in which {
+        if !nodes.contains(&accesses[i].node) {
+            nodes.push(accesses[i].node);
         }
     }
-    let mut param_ids = HashMap::new();
-    for (i, arg) in args.iter().enumerate() {
-        let (&node, &(_, r, w)) = params.iter().find(|(_, v)| v.0 == i).unwrap();
+    let mut params = HashMap::new();
+    let mut args = vec![];
+    for &node in &nodes {
+        let (r, w) = which.iter().fold((false, false), |(r, w), &i| {
+            let a = &accesses[i];
+            (r || (a.node == node && !a.write), w || (a.node == node && a.write))
+        });
         let access = match (r, w) {
             (true, true) => Access::ReadWrite,
             (false, true) => Access::Write,
             _ => Access::Read,
         };
         let n = &cx.g.nodes[node];
-        let pname = match arg {
+        let buf = cx.buffer[&node];
+        let pname = match buf {
             BufferRef::Input(k) => format!("in{k}"),
             BufferRef::Temp(k) => format!("t{k}"),
         };
-        param_ids.insert(node, b.param(pname, n.dtype, n.shape.numel() as u64, access));
-    }
-    let mut views = vec![];
-    let mut masked = vec![];
-    for (a, (s, _)) in accesses.iter().zip(&strides) {
-        let full = a.space == Space::Full;
-        let ext: Vec<u64> = axes
-            .iter()
-            .map(|x| if x.reduced && !full { 1 } else { x.extent })
-            .collect();
-        let tile: Vec<u32> = axes
-            .iter()
-            .map(|x| if x.reduced && !full { 1 } else { x.tile })
-            .collect();
-        let st: Vec<i64> = runs.iter().map(|run| s[*run.last().unwrap()]).collect();
-        let (ext, st, tile) = if axes.is_empty() {
-            (vec![1], vec![0], vec![1])
-        } else {
-            (ext, st, tile)
+        let len = n.shape.numel() as u64;
+        let id = match init {
+            Some((m, s)) if m == node => b.param_init(pname, n.dtype, len, access, s),
+            _ => b.param(pname, n.dtype, len, access),
         };
-        masked.push(ext.iter().zip(&tile).any(|(&e, &t)| e % t as u64 != 0));
-        views.push(b.view(param_ids[&a.node], &ext, &st, a.layout.offset, &tile, Padding::Zero));
+        params.insert(node, id);
+        args.push(buf);
     }
-    if axes.is_empty() {
-        axes.push(Axis {
-            extent: 1,
-            reduced: false,
-            tile: 1,
-        });
-        grid_axis = vec![Some(0)];
+    let (mut vs, mut masked) = (HashMap::new(), HashMap::new());
+    for &i in which {
+        let v = &views[i];
+        masked.insert(i, v.extents.iter().zip(&v.tile).any(|(&e, &t)| e % t as u64 != 0));
+        let p = params[&accesses[i].node];
+        vs.insert(i, b.view(p, &v.extents, &v.strides, v.offset, &v.tile, Padding::Zero));
     }
-    let mut lw = Lowerer {
-        cx,
-        group,
-        axes,
-        grid_axis,
-        loop_of: vec![],
-        views,
-        masked,
-        load_of,
-        store_of,
-        scope: Scope::default(),
+    (vs, masked, args)
+}
+
+/// `Some((grid points, tiles per point, atomic))` when the group is a
+/// reduction over one coalesced axis with nothing kept, many tiles long.
+fn split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &[Axis]) -> Option<(u64, u64, bool)> {
+    let g = cx.g;
+    let reduces: Vec<usize> = group
+        .nodes
+        .iter()
+        .copied()
+        .filter(|&n| matches!(g.nodes[n].op, Op::Reduce { .. }))
+        .collect();
+    let [r] = reduces[..] else { return None };
+    let Op::Reduce { op, .. } = g.nodes[r].op else {
+        return None;
     };
-    lw.loop_of = vec![None; lw.axes.len()];
-    lw.body(&mut b)?;
-    Ok(Some((b.finish()?, args)))
+    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) || group.shape.broadcast {
+        return None;
+    }
+    let [axis] = axes else { return None };
+    let tiles = axis.count();
+    if !axis.reduced || tiles < MIN_SPLIT_TILES {
+        return None;
+    }
+    let target = match cx.opts.target {
+        Target::Cpu => 16,
+        Target::Gpu => 256,
+    };
+    let most = tiles.div_ceil(target);
+    let per = (1..=most).rev().find(|d| tiles % d == 0).unwrap_or(1);
+    let only_result = group.shape.space.iter().all(|(&n, &s)| s == Space::Full || n == r) && stores == [r];
+    let dtype = g.nodes[r].dtype;
+    let atomic = !cx.opts.deterministic
+        && op == ReduceOp::Sum
+        && only_result
+        && matches!(dtype, DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::U32);
+    Some((tiles / per, per, atomic))
+}
+
+/// The dtype of the partials of a split group's reduction.
+fn partial_dtype(g: &Subgraph, group: &Group) -> DType {
+    let r = group
+        .nodes
+        .iter()
+        .find(|&&n| matches!(g.nodes[n].op, Op::Reduce { .. }))
+        .expect("a split group has one reduction");
+    match g.nodes[*r].dtype {
+        DType::Bool => DType::U8,
+        d => d.compute_type(),
+    }
+}
+
+/// The identity of reduction node `n` in its own dtype.
+fn reduce_identity(g: &Subgraph, n: usize) -> Scalar {
+    let Op::Reduce { op, .. } = g.nodes[n].op else {
+        unreachable!("only reductions are split")
+    };
+    super::emit::identity(op, g.nodes[n].dtype)
 }
 
 /// The space in which node `n` (of space `own`) uses its operands.
-fn use_space(g: &Subgraph, n: usize, own: Space) -> Space {
+pub(crate) fn use_space(g: &Subgraph, n: usize, own: Space) -> Space {
     if matches!(g.nodes[n].op, Op::Reduce { .. }) {
         Space::Full
     } else {
@@ -224,471 +375,14 @@ fn use_space(g: &Subgraph, n: usize, own: Space) -> Space {
 }
 
 /// Whether an operand with base `base` reached by `kind` is a value of the group.
-fn in_group(group: &Group, base: usize, kind: ChainKind) -> bool {
+pub(crate) fn in_group(group: &Group, base: usize, kind: ChainKind) -> bool {
     kind != ChainKind::Other && group.nodes.contains(&base)
 }
 
-fn internal(name: &str, reason: String) -> Error {
+/// An error for a group lowering cannot handle (a fusion bug, never bad input).
+pub(crate) fn internal(name: &str, reason: String) -> Error {
     Error::InvalidProgram {
         program: name.to_string(),
         reason: format!("fusion could not lower the group: {reason}"),
-    }
-}
-
-struct Lowerer<'a> {
-    cx: &'a Ctx<'a>,
-    group: &'a Group,
-    axes: Vec<Axis>,
-    grid_axis: Vec<Option<u8>>,
-    loop_of: Vec<Option<LoopId>>,
-    views: Vec<ViewId>,
-    masked: Vec<bool>,
-    load_of: HashMap<(usize, usize), usize>,
-    store_of: HashMap<usize, usize>,
-    scope: Scope,
-}
-
-impl Lowerer<'_> {
-    fn space(&self, n: usize) -> Space {
-        self.group.shape.space[&n]
-    }
-
-    fn tile(&self, space: Space) -> Vec<u32> {
-        self.axes
-            .iter()
-            .map(|a| {
-                if a.reduced && space == Space::Reduced {
-                    1
-                } else {
-                    a.tile
-                }
-            })
-            .collect()
-    }
-
-    fn index(&self, k: usize, space: Space) -> IndexExpr {
-        match (
-            self.grid_axis[k],
-            self.axes[k].reduced && space == Space::Full,
-            self.loop_of[k],
-        ) {
-            (Some(g), _, _) => IndexExpr::grid(g),
-            (None, true, Some(var)) => IndexExpr::loop_var(var),
-            _ => IndexExpr::constant(0),
-        }
-    }
-
-    fn partition(&self, space: Space) -> Vec<IndexExpr> {
-        (0..self.axes.len()).map(|k| self.index(k, space)).collect()
-    }
-
-    fn reduced_axes(&self) -> Vec<usize> {
-        (0..self.axes.len()).filter(|&k| self.axes[k].reduced).collect()
-    }
-
-    /// The body: the group's nodes in order, with loops over reduced axes
-    /// that do not fit one tile.
-    fn body(&mut self, b: &mut Builder) -> Result<()> {
-        let g = self.cx.g;
-        let nodes = self.group.nodes.clone();
-        let empty = self.axes.iter().any(|a| a.reduced && a.extent == 0);
-        let looped = self.axes.iter().any(|a| a.reduced && a.count() > 1);
-        if let [n] = nodes[..] {
-            if is_arg_reduce(&g.nodes[n].op) {
-                return self.arg_reduce(b, n, empty);
-            }
-        }
-        if empty {
-            for &n in &nodes {
-                if self.space(n) == Space::Reduced {
-                    let v = match &g.nodes[n].op {
-                        Op::Reduce { op, .. } => {
-                            let dt = acc_dtype(g.nodes[n].dtype);
-                            let id = self.constant(b, identity(effective(*op, g.nodes[n].dtype), dt), Space::Reduced);
-                            self.finish_reduce(b, n, id)
-                        }
-                        _ => self.node(b, n)?,
-                    };
-                    self.define(b, n, v);
-                }
-            }
-            return Ok(());
-        }
-        if !looped {
-            for &n in &nodes {
-                let v = match &g.nodes[n].op {
-                    Op::Reduce { op, .. } => {
-                        let x = self.operand(b, n, 0)?;
-                        let r = self.reduce_tile(b, x, *op, g.nodes[n].dtype);
-                        self.finish_reduce(b, n, r)
-                    }
-                    _ => self.node(b, n)?,
-                };
-                self.define(b, n, v);
-            }
-            return Ok(());
-        }
-        // Looped: full-space nodes and reduction updates inside the loops,
-        // reduced-space nodes after them.
-        let mut accs: HashMap<usize, AccId> = HashMap::new();
-        for &n in &nodes {
-            if let Op::Reduce { op, .. } = &g.nodes[n].op {
-                let dt = acc_dtype(g.nodes[n].dtype);
-                let ty = crate::kernels::ir::ValueType::new(dt, &self.tile(Space::Reduced));
-                accs.insert(n, b.acc(ty, identity(effective(*op, g.nodes[n].dtype), dt)));
-            }
-        }
-        let mut failure = Ok(());
-        self.looped(b, 0, &mut |lw, b| {
-            for &n in &nodes {
-                let r = match &g.nodes[n].op {
-                    Op::Reduce { op, .. } => lw.operand(b, n, 0).map(|x| {
-                        let r = lw.reduce_tile(b, x, *op, g.nodes[n].dtype);
-                        b.acc_update(accs[&n], acc_op(effective(*op, g.nodes[n].dtype)), r);
-                    }),
-                    _ if lw.space(n) == Space::Full => lw.node(b, n).map(|v| lw.define(b, n, v)),
-                    _ => Ok(()),
-                };
-                if r.is_err() {
-                    failure = r;
-                }
-            }
-        });
-        failure?;
-        for &n in &nodes {
-            if let Some(&acc) = accs.get(&n) {
-                let r = b.acc_read(acc);
-                let v = self.finish_reduce(b, n, r);
-                self.define(b, n, v);
-            } else if self.space(n) == Space::Reduced {
-                let v = self.node(b, n)?;
-                self.define(b, n, v);
-            }
-        }
-        Ok(())
-    }
-
-    /// Runs `f` inside loops over the reduced axes with several tiles,
-    /// starting at reduced axis number `depth`.
-    fn looped(&mut self, b: &mut Builder, depth: usize, f: &mut dyn FnMut(&mut Self, &mut Builder)) {
-        let loop_axes: Vec<usize> = self
-            .reduced_axes()
-            .into_iter()
-            .filter(|&k| self.axes[k].count() > 1)
-            .collect();
-        if depth == loop_axes.len() {
-            f(self, b);
-            return;
-        }
-        let k = loop_axes[depth];
-        let saved = self.scope.clone();
-        b.loop_(self.axes[k].count(), |b, var| {
-            self.loop_of[k] = Some(var);
-            self.looped(b, depth + 1, f);
-        });
-        self.loop_of[k] = None;
-        self.scope = saved;
-    }
-
-    /// Records the value of node `n` and stores it if needed.
-    fn define(&mut self, b: &mut Builder, n: usize, v: ValueId) {
-        self.scope.vals.insert(n, v);
-        if let Some(&i) = self.store_of.get(&n) {
-            let dtype = self.cx.g.nodes[n].dtype;
-            let v = self.coerce(b, v, dtype);
-            let index = self.partition(self.space(n));
-            b.store(self.views[i], &index, v, self.masked[i]);
-        }
-    }
-
-    /// The value of elementwise or copy node `n`.
-    fn node(&mut self, b: &mut Builder, n: usize) -> Result<ValueId> {
-        let node = &self.cx.g.nodes[n];
-        let arity = self.cx.an.sources(self.cx.g, n).len();
-        let ops = (0..arity).map(|j| self.operand(b, n, j)).collect::<Result<Vec<_>>>()?;
-        let compute = node.dtype.compute_type();
-        Ok(match &node.op {
-            _ if self.cx.an.is_copy(self.cx.g, n) => ops[0],
-            Op::Unary(u) => {
-                let x = self.coerce(b, ops[0], compute);
-                b.unary(*u, x)
-            }
-            Op::Binary(op) if op.is_comparison() => {
-                let (l, r) = (self.dtype_of(b, ops[0]), self.dtype_of(b, ops[1]));
-                let dt = l.promote(r).compute_type();
-                let (x, y) = (self.coerce(b, ops[0], dt), self.coerce(b, ops[1], dt));
-                b.binary(*op, x, y)
-            }
-            Op::Binary(op) => {
-                let (x, y) = (self.coerce(b, ops[0], compute), self.coerce(b, ops[1], compute));
-                b.binary(*op, x, y)
-            }
-            Op::Where => {
-                let c = self.coerce(b, ops[0], DType::Bool);
-                let (x, y) = (self.coerce(b, ops[1], compute), self.coerce(b, ops[2], compute));
-                b.select(c, x, y)
-            }
-            Op::Cast => self.cast_node(b, ops[0], node.dtype),
-            op => return Err(internal("fusion", format!("{} is not computed elementwise", op.name()))),
-        })
-    }
-
-    /// `v` converted to node dtype `d`, rounded to `d` and held in its compute type.
-    fn cast_node(&mut self, b: &mut Builder, v: ValueId, d: DType) -> ValueId {
-        if d.compute_type() != d {
-            let r = b.cast(v, d);
-            b.cast(r, d.compute_type())
-        } else {
-            self.coerce(b, v, d)
-        }
-    }
-
-    /// `v` as `dtype` (a cast only if its dtype differs).
-    fn coerce(&mut self, b: &mut Builder, v: ValueId, dtype: DType) -> ValueId {
-        if self.dtype_of(b, v) == dtype {
-            v
-        } else {
-            b.cast(v, dtype)
-        }
-    }
-
-    fn dtype_of(&self, b: &Builder, v: ValueId) -> DType {
-        b.value_type(v).map_or(DType::Bool, |t| t.dtype)
-    }
-
-    /// Operand `j` of node `n`, in the space `n` uses its operands in.
-    fn operand(&mut self, b: &mut Builder, n: usize, j: usize) -> Result<ValueId> {
-        let space = use_space(self.cx.g, n, self.space(n));
-        let src = self.cx.an.sources(self.cx.g, n).swap_remove(j);
-        match src {
-            Source::Const(s) => Ok(self.constant(b, s, space)),
-            Source::Chain { base, kind, .. } if in_group(self.group, base, kind) => {
-                let v = *self
-                    .scope
-                    .vals
-                    .get(&base)
-                    .ok_or_else(|| internal("fusion", format!("node {base} used before it is computed")))?;
-                if matches!(kind, ChainKind::Broadcast(_)) && self.space(base) == Space::Reduced && space == Space::Full
-                {
-                    if let Some(&v) = self.scope.bcasts.get(&base) {
-                        return Ok(v);
-                    }
-                    let shape = self.tile(Space::Full);
-                    let w = b.broadcast(v, &shape);
-                    self.scope.bcasts.insert(base, w);
-                    return Ok(w);
-                }
-                Ok(v)
-            }
-            Source::Chain { .. } => {
-                let i = self.load_of[&(n, j)];
-                if let Some(&v) = self.scope.loads.get(&i) {
-                    return Ok(v);
-                }
-                let index = self.partition(space);
-                let mut v = b.load(self.views[i], &index, self.masked[i]);
-                let dt = self.dtype_of(b, v);
-                v = self.coerce(b, v, dt.compute_type());
-                self.scope.loads.insert(i, v);
-                Ok(v)
-            }
-        }
-    }
-
-    /// A tile of constant `s` (of a node's dtype) in its compute type.
-    fn constant(&mut self, b: &mut Builder, s: Scalar, space: Space) -> ValueId {
-        let key = (ScalarKey(s), space);
-        if let Some(&v) = self.scope.consts.get(&key) {
-            return v;
-        }
-        let shape = self.tile(space);
-        let v = b.constant(s, s.dtype().compute_type(), &shape);
-        self.scope.consts.insert(key, v);
-        v
-    }
-
-    /// A bool full tile: which elements lie inside the reduced extents, or
-    /// `None` when no reduced axis is ragged.
-    fn mask(&mut self, b: &mut Builder) -> Option<ValueId> {
-        if let Some(m) = self.scope.mask {
-            return m;
-        }
-        let shape = self.tile(Space::Full);
-        let mut mask = None;
-        for k in self.reduced_axes() {
-            if !self.axes[k].ragged() {
-                continue;
-            }
-            let iota = b.iota(&shape, k as u8, self.index(k, Space::Full));
-            let lim = b.constant(Scalar::Int(self.axes[k].extent as i128, DType::I64), DType::I64, &shape);
-            let inside = b.binary(BinaryOp::Lt, iota, lim);
-            mask = Some(match mask {
-                Some(m) => b.binary(BinaryOp::BitAnd, m, inside),
-                None => inside,
-            });
-        }
-        self.scope.mask = Some(mask);
-        mask
-    }
-
-    /// Reduces full tile `x` over the reduced axes for a node of `dtype`,
-    /// in the accumulation dtype; out-of-bounds elements count as the identity.
-    fn reduce_tile(&mut self, b: &mut Builder, x: ValueId, op: ReduceOp, dtype: DType) -> ValueId {
-        let op = effective(op, dtype);
-        let acc = acc_dtype(dtype);
-        let mut v = self.coerce(b, x, dtype.compute_type());
-        v = self.coerce(b, v, acc);
-        if let Some(m) = self.mask(b) {
-            let shape = self.tile(Space::Full);
-            let id = b.constant(identity(op, acc), acc, &shape);
-            v = b.select(m, v, id);
-        }
-        for k in self.reduced_axes() {
-            v = b.reduce(tile_op(op), v, k as u8);
-        }
-        v
-    }
-
-    /// A reduction result in the accumulation dtype as node `n`'s value.
-    fn finish_reduce(&mut self, b: &mut Builder, n: usize, r: ValueId) -> ValueId {
-        let d = self.cx.g.nodes[n].dtype.compute_type();
-        self.coerce(b, r, d)
-    }
-
-    /// Argmax/argmin of the group's only node: the max (min) first, then
-    /// the smallest index holding it (or holding NaN, which counts as both).
-    fn arg_reduce(&mut self, b: &mut Builder, n: usize, empty: bool) -> Result<()> {
-        let node = &self.cx.g.nodes[n];
-        let Op::Reduce { op, .. } = &node.op else {
-            unreachable!()
-        };
-        let red = self.reduced_axes();
-        if empty || red.is_empty() {
-            let zero = self.constant(b, Scalar::Int(0, DType::I64), Space::Reduced);
-            self.define(b, n, zero);
-            return Ok(());
-        }
-        let k = red[0];
-        let (best, best_op) = if *op == ReduceOp::ArgMax {
-            (ReduceOp::Max, BinaryOp::Maximum)
-        } else {
-            (ReduceOp::Min, BinaryOp::Minimum)
-        };
-        let in_dtype = self.cx.g.nodes[node.inputs[0]].dtype;
-        let looped = self.axes[k].count() > 1;
-        let dt = acc_dtype(in_dtype);
-        let red_shape = self.tile(Space::Reduced);
-        // Pass 1: the best value.
-        let m = if looped {
-            let acc = b.acc(crate::kernels::ir::ValueType::new(dt, &red_shape), identity(best, dt));
-            let mut failure = Ok(());
-            self.looped(b, 0, &mut |lw, b| match lw.operand(b, n, 0) {
-                Ok(x) => {
-                    let r = lw.reduce_tile(b, x, best, in_dtype);
-                    b.acc_update(acc, best_op, r);
-                }
-                Err(e) => failure = Err(e),
-            });
-            failure?;
-            b.acc_read(acc)
-        } else {
-            let x = self.operand(b, n, 0)?;
-            self.reduce_tile(b, x, best, in_dtype)
-        };
-        // Pass 2: the first index where the element equals it or is NaN.
-        let first = |lw: &mut Self, b: &mut Builder| -> Result<ValueId> {
-            let x = lw.operand(b, n, 0)?;
-            let x = lw.coerce(b, x, dt);
-            let full = lw.tile(Space::Full);
-            let mb = b.broadcast(m, &full);
-            let mut hit = b.binary(BinaryOp::Eq, x, mb);
-            if dt.is_float() {
-                let nan = b.binary(BinaryOp::Ne, x, x);
-                hit = b.binary(BinaryOp::BitOr, hit, nan);
-            }
-            if let Some(mask) = lw.mask(b) {
-                hit = b.binary(BinaryOp::BitAnd, hit, mask);
-            }
-            let iota = b.iota(&full, k as u8, lw.index(k, Space::Full));
-            let none = b.constant(Scalar::Int(i64::MAX as i128, DType::I64), DType::I64, &full);
-            let idx = b.select(hit, iota, none);
-            Ok(b.reduce(TileReduce::Min, idx, k as u8))
-        };
-        let idx = if looped {
-            let ty = crate::kernels::ir::ValueType::new(DType::I64, &red_shape);
-            let acc = b.acc(ty, Scalar::Int(i64::MAX as i128, DType::I64));
-            let mut failure = Ok(());
-            self.looped(b, 0, &mut |lw, b| match first(lw, b) {
-                Ok(r) => b.acc_update(acc, BinaryOp::Minimum, r),
-                Err(e) => failure = Err(e),
-            });
-            failure?;
-            b.acc_read(acc)
-        } else {
-            first(self, b)?
-        };
-        self.define(b, n, idx);
-        Ok(())
-    }
-}
-
-/// The dtype a reduction of a node of `dtype` accumulates in.
-fn acc_dtype(dtype: DType) -> DType {
-    match dtype {
-        DType::Bool => DType::U8,
-        d => d.compute_type(),
-    }
-}
-
-/// The reduction actually run for `op` on `dtype`: bools reduce as `u8`,
-/// where sum (or) is max and prod (and) is min.
-fn effective(op: ReduceOp, dtype: DType) -> ReduceOp {
-    match (dtype, op) {
-        (DType::Bool, ReduceOp::Sum) => ReduceOp::Max,
-        (DType::Bool, ReduceOp::Prod) => ReduceOp::Min,
-        _ => op,
-    }
-}
-
-/// The in-tile reduction for `op`.
-fn tile_op(op: ReduceOp) -> TileReduce {
-    match op {
-        ReduceOp::Sum => TileReduce::Sum,
-        ReduceOp::Prod => TileReduce::Prod,
-        ReduceOp::Max | ReduceOp::ArgMax => TileReduce::Max,
-        ReduceOp::Min | ReduceOp::ArgMin => TileReduce::Min,
-    }
-}
-
-/// The accumulator update for `op`.
-fn acc_op(op: ReduceOp) -> BinaryOp {
-    match op {
-        ReduceOp::Sum => BinaryOp::Add,
-        ReduceOp::Prod => BinaryOp::Mul,
-        ReduceOp::Max | ReduceOp::ArgMax => BinaryOp::Maximum,
-        ReduceOp::Min | ReduceOp::ArgMin => BinaryOp::Minimum,
-    }
-}
-
-/// The identity of `op` in accumulation dtype `dt`.
-pub(crate) fn identity(op: ReduceOp, dt: DType) -> Scalar {
-    let (lo, hi): (i128, i128) = match dt {
-        DType::U8 => (0, u8::MAX as i128),
-        DType::U32 => (0, u32::MAX as i128),
-        DType::I32 => (i32::MIN as i128, i32::MAX as i128),
-        _ => (i64::MIN as i128, i64::MAX as i128),
-    };
-    let v = |x: f64, i: i128| {
-        if dt.is_float() {
-            Scalar::Float(x, dt)
-        } else {
-            Scalar::Int(i, dt)
-        }
-    };
-    match op {
-        ReduceOp::Sum => v(0.0, 0),
-        ReduceOp::Prod => v(1.0, 1),
-        ReduceOp::Max | ReduceOp::ArgMax => v(f64::NEG_INFINITY, lo),
-        ReduceOp::Min | ReduceOp::ArgMin => v(f64::INFINITY, hi),
     }
 }

@@ -51,6 +51,7 @@
 
 mod analysis;
 mod cache;
+mod emit;
 mod explain;
 mod group;
 mod layout;
@@ -208,7 +209,7 @@ fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
             opts,
             buffer: &buffer,
         };
-        if let Some((program, args)) = lower::lower(&cx, grp, &stores, &name)? {
+        for (program, args) in lower::lower(&cx, grp, &stores, &name, &mut buffers)? {
             kernels.push(Kernel {
                 program: Arc::new(program),
                 args,
