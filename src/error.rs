@@ -176,6 +176,15 @@ pub enum Error {
         /// The first check that failed.
         reason: String,
     },
+    /// Kernel arguments that do not fit the program's parameters (their
+    /// number, or a read-only argument for a parameter the program writes).
+    #[error("kernel `{program}`: {reason}")]
+    KernelArguments {
+        /// The program's name.
+        program: String,
+        /// What does not fit.
+        reason: String,
+    },
     /// No CUDA device could be used.
     #[error("CUDA is not available: {reason}")]
     CudaUnavailable {

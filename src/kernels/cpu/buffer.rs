@@ -1,0 +1,233 @@
+//! Typed tile buffers: the storage of one SSA value or accumulator.
+//!
+//! A [`Buf`] holds the elements of one tile in a `Vec` of the dtype's Rust
+//! type (bool as `u8`). Kernels get typed slices through [`Elem`] once per
+//! instruction, and copy-only instructions (loads, stores, selects,
+//! broadcasts) go through the element's bit pattern ([`Bits`]), so they are
+//! compiled once per element size rather than once per dtype.
+
+use crate::dtype::{DType, Scalar};
+use crate::error::{Error, Result};
+use crate::storage::HostBuffer;
+use bytemuck::Pod;
+use half::{bf16, f16};
+
+/// The elements of one tile.
+#[derive(Debug, Clone)]
+pub(crate) enum Buf {
+    Bool(Vec<u8>),
+    U8(Vec<u8>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U32(Vec<u32>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+impl Buf {
+    /// A tile of `len` elements of `dtype`, all bits zero.
+    pub fn zeros(dtype: DType, len: usize) -> Buf {
+        match dtype {
+            DType::Bool => Buf::Bool(vec![0; len]),
+            DType::U8 => Buf::U8(vec![0; len]),
+            DType::I32 => Buf::I32(vec![0; len]),
+            DType::I64 => Buf::I64(vec![0; len]),
+            DType::U32 => Buf::U32(vec![0; len]),
+            DType::F16 => Buf::F16(vec![f16::ZERO; len]),
+            DType::BF16 => Buf::BF16(vec![bf16::ZERO; len]),
+            DType::F32 => Buf::F32(vec![0.0; len]),
+            DType::F64 => Buf::F64(vec![0.0; len]),
+        }
+    }
+
+    /// An empty placeholder, left in a slot while its buffer is borrowed out.
+    pub fn placeholder() -> Buf {
+        Buf::Bool(Vec::new())
+    }
+
+    /// The dtype of the elements.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Buf::Bool(_) => DType::Bool,
+            Buf::U8(_) => DType::U8,
+            Buf::I32(_) => DType::I32,
+            Buf::I64(_) => DType::I64,
+            Buf::U32(_) => DType::U32,
+            Buf::F16(_) => DType::F16,
+            Buf::BF16(_) => DType::BF16,
+            Buf::F32(_) => DType::F32,
+            Buf::F64(_) => DType::F64,
+        }
+    }
+
+    /// The elements as their bit patterns.
+    pub fn bits(&self) -> Bits<'_> {
+        match self {
+            Buf::Bool(v) | Buf::U8(v) => Bits::B1(v),
+            Buf::I32(v) => Bits::B4(bytemuck::cast_slice(v)),
+            Buf::I64(v) => Bits::B8(bytemuck::cast_slice(v)),
+            Buf::U32(v) => Bits::B4(v),
+            Buf::F16(v) => Bits::B2(bytemuck::cast_slice(v)),
+            Buf::BF16(v) => Bits::B2(bytemuck::cast_slice(v)),
+            Buf::F32(v) => Bits::B4(bytemuck::cast_slice(v)),
+            Buf::F64(v) => Bits::B8(bytemuck::cast_slice(v)),
+        }
+    }
+
+    /// The elements as their bit patterns, mutable.
+    pub fn bits_mut(&mut self) -> BitsMut<'_> {
+        match self {
+            Buf::Bool(v) | Buf::U8(v) => BitsMut::B1(v),
+            Buf::I32(v) => BitsMut::B4(bytemuck::cast_slice_mut(v)),
+            Buf::I64(v) => BitsMut::B8(bytemuck::cast_slice_mut(v)),
+            Buf::U32(v) => BitsMut::B4(v),
+            Buf::F16(v) => BitsMut::B2(bytemuck::cast_slice_mut(v)),
+            Buf::BF16(v) => BitsMut::B2(bytemuck::cast_slice_mut(v)),
+            Buf::F32(v) => BitsMut::B4(bytemuck::cast_slice_mut(v)),
+            Buf::F64(v) => BitsMut::B8(bytemuck::cast_slice_mut(v)),
+        }
+    }
+
+    /// Fills every element with `value`, converted to the buffer's dtype.
+    pub fn fill(&mut self, value: ScalarBits) {
+        match self.bits_mut() {
+            BitsMut::B1(v) => v.fill(value.get()),
+            BitsMut::B2(v) => v.fill(value.get()),
+            BitsMut::B4(v) => v.fill(value.get()),
+            BitsMut::B8(v) => v.fill(value.get()),
+        }
+    }
+
+    /// Copies the elements of `src`, which must have the same dtype and length.
+    pub fn copy_from(&mut self, src: &Buf) -> Result<()> {
+        if self.dtype() != src.dtype() {
+            return Err(malformed(format!(
+                "copy of a {} tile into a {} tile",
+                src.dtype(),
+                self.dtype()
+            )));
+        }
+        match (self.bits_mut(), src.bits()) {
+            (BitsMut::B1(d), Bits::B1(s)) => copy_same_len(d, s),
+            (BitsMut::B2(d), Bits::B2(s)) => copy_same_len(d, s),
+            (BitsMut::B4(d), Bits::B4(s)) => copy_same_len(d, s),
+            (BitsMut::B8(d), Bits::B8(s)) => copy_same_len(d, s),
+            _ => Err(malformed("copy between tiles of different element sizes".into())),
+        }
+    }
+}
+
+fn copy_same_len<T: Copy>(d: &mut [T], s: &[T]) -> Result<()> {
+    if d.len() != s.len() {
+        return Err(malformed(format!(
+            "copy of {} elements into a tile of {}",
+            s.len(),
+            d.len()
+        )));
+    }
+    d.copy_from_slice(s);
+    Ok(())
+}
+
+/// A tile's elements as bit patterns of their size.
+pub(crate) enum Bits<'a> {
+    B1(&'a [u8]),
+    B2(&'a [u16]),
+    B4(&'a [u32]),
+    B8(&'a [u64]),
+}
+
+/// A tile's elements as mutable bit patterns of their size.
+pub(crate) enum BitsMut<'a> {
+    B1(&'a mut [u8]),
+    B2(&'a mut [u16]),
+    B4(&'a mut [u32]),
+    B8(&'a mut [u64]),
+}
+
+/// One value of some dtype as its bytes (little end first, as in memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ScalarBits {
+    bytes: [u8; 8],
+}
+
+impl ScalarBits {
+    /// `value` rounded or wrapped to `dtype` (as [`HostBuffer::set`] does).
+    pub fn new(value: Scalar, dtype: DType) -> ScalarBits {
+        let mut one = HostBuffer::zeros(dtype, 1);
+        one.set(0, value);
+        let mut bytes = [0u8; 8];
+        bytes[..dtype.size_in_bytes()].copy_from_slice(one.bytes());
+        ScalarBits { bytes }
+    }
+
+    /// The value as an element of type `T` (which has the dtype's size).
+    pub fn get<T: Pod>(self) -> T {
+        bytemuck::pod_read_unaligned(&self.bytes[..std::mem::size_of::<T>()])
+    }
+}
+
+/// A Rust element type of tile buffers that kernels compute with.
+pub(crate) trait Elem: Pod + Send + Sync + 'static {
+    /// The elements of `buf`, if it holds this type (`u8` also reads bool tiles).
+    fn of(buf: &Buf) -> Option<&[Self]>;
+    /// The elements of `buf`, mutable, if it holds this type.
+    fn of_mut(buf: &mut Buf) -> Option<&mut [Self]>;
+}
+
+macro_rules! elem {
+    ($($t:ty => $($variant:ident)|+;)*) => {$(
+        impl Elem for $t {
+            fn of(buf: &Buf) -> Option<&[$t]> {
+                match buf {
+                    $(Buf::$variant(v))|+ => Some(v),
+                    _ => None,
+                }
+            }
+            fn of_mut(buf: &mut Buf) -> Option<&mut [$t]> {
+                match buf {
+                    $(Buf::$variant(v))|+ => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+elem! {
+    u8 => U8 | Bool;
+    i32 => I32;
+    i64 => I64;
+    u32 => U32;
+    f16 => F16;
+    bf16 => BF16;
+    f32 => F32;
+    f64 => F64;
+}
+
+/// The elements of `buf` as `T`, or an error naming the dtypes.
+pub(crate) fn typed<T: Elem>(buf: &Buf) -> Result<&[T]> {
+    T::of(buf).ok_or_else(|| malformed(format!("a {} tile used where another dtype is required", buf.dtype())))
+}
+
+/// The elements of `buf` as mutable `T`, or an error naming the dtypes.
+pub(crate) fn typed_mut<T: Elem>(buf: &mut Buf) -> Result<&mut [T]> {
+    let dtype = buf.dtype();
+    T::of_mut(buf).ok_or_else(|| malformed(format!("a {dtype} tile used where another dtype is required")))
+}
+
+/// An error for a program that breaks a rule the executor relies on; the
+/// program's name is filled in where the error leaves the executor.
+pub(crate) fn malformed(reason: String) -> Error {
+    Error::InvalidProgram {
+        program: String::new(),
+        reason,
+    }
+}
+
+/// An error for an op applied to a dtype it does not accept.
+pub(crate) fn unsupported(op: &'static str, dtype: DType, reason: &'static str) -> Error {
+    Error::UnsupportedDType { op, dtype, reason }
+}

@@ -1,0 +1,457 @@
+//! Partition-view access to parameter memory: loads, stores, masks and
+//! atomic updates with the reference documents' semantics.
+//!
+//! Partition `I` of a view covers the span indices `p(I, J) = I * S + J` for
+//! `J` in the tile shape `S`. Elements whose `p(I, J)` lies outside the
+//! span's extents are the *masked* ones: masked loads give the view's
+//! padding there, masked stores and atomics skip them, and the unmasked forms
+//! are refused with an error when any exists. The in-bounds part of a
+//! partition is always a box `[0, v_0) x ... x [0, v_n)` of the tile, so every
+//! access is a copy of that box, done row by row along the innermost axis
+//! after merging axes that are contiguous both in the tile and in memory.
+
+use super::buffer::{malformed, Bits, BitsMut, Buf, ScalarBits};
+use super::elementwise::Num;
+use super::shape_ops::walk;
+use crate::dtype::{DType, Scalar};
+use crate::error::{dims, Error, Result};
+use crate::kernels::ir::{AtomicOp, Param, View};
+use bytemuck::Pod;
+use half::{bf16, f16};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU16, AtomicU32, AtomicU64, Ordering::Relaxed};
+
+/// The most axes a view may have.
+const MAX_RANK: usize = 6;
+
+/// A parameter's memory as the worker threads share it.
+///
+/// Soundness: the pointer comes from an argument borrowed for the whole
+/// execution (`&HostBuffer` for read-only parameters, `&mut HostBuffer` for
+/// written ones), so it stays valid while workers run. Every access goes
+/// through a [`ViewPlan`] whose span was checked to lie inside the buffer,
+/// and only to elements inside the span's extents. Read-only memory is never
+/// written: the executor refuses programs that store to a view of a
+/// parameter passed as [`Arg::Read`](super::Arg::Read). Different grid points
+/// write disjoint elements with plain stores (the verifier guarantees that
+/// non-atomic stores of different grid points do not overlap, and the
+/// executor refuses stores through views with a broadcast axis), and shared
+/// elements are updated only through atomics.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SharedMem {
+    pub ptr: *mut u8,
+    pub len: usize,
+    pub dtype: DType,
+    pub writable: bool,
+}
+
+// SAFETY: see the type's documentation: the memory outlives the execution and
+// concurrent accesses touch disjoint elements or are atomic.
+unsafe impl Send for SharedMem {}
+// SAFETY: as above.
+unsafe impl Sync for SharedMem {}
+
+/// A view checked against its parameter's memory, ready for accesses.
+#[derive(Debug)]
+pub(crate) struct ViewPlan {
+    mem: SharedMem,
+    extents: [u64; MAX_RANK],
+    strides: [i64; MAX_RANK],
+    tile: [u64; MAX_RANK],
+    space: [u64; MAX_RANK],
+    rank: usize,
+    offset: i64,
+    numel: usize,
+    pad: ScalarBits,
+}
+
+/// The in-bounds box of one partition, with contiguous axes merged.
+struct Region {
+    /// Whether the whole tile is in bounds.
+    full: bool,
+    /// Element offset in memory of the partition's first element.
+    base: i64,
+    /// Merged axes, outermost first: (length, memory stride, tile stride).
+    axes: [(usize, i64, i64); MAX_RANK],
+    rank: usize,
+}
+
+impl ViewPlan {
+    /// Checks `view` of `param` against `mem` and precomputes its layout.
+    pub fn new(view: &View, param: &Param, mem: SharedMem, stored: bool) -> Result<ViewPlan> {
+        let rank = view.extents.len();
+        if view.strides.len() != rank || view.tile.len() != rank || rank > MAX_RANK {
+            return Err(malformed(format!(
+                "a view of `{}` has {} extents, {} strides and tile rank {} (at most {MAX_RANK} axes, all equal)",
+                param.name,
+                rank,
+                view.strides.len(),
+                view.tile.len()
+            )));
+        }
+        if view.tile.contains(&0) {
+            return Err(malformed(format!("a view of `{}` has an empty tile axis", param.name)));
+        }
+        let as_dims = |xs: &[u64]| dims(&xs.iter().map(|&x| x as usize).collect::<Vec<_>>());
+        let strides_isize = || view.strides.iter().map(|&s| s as isize).collect::<Vec<_>>();
+        if view.padding.needs_float() && !param.dtype.is_float() {
+            return Err(Error::UnsupportedDType {
+                op: "partition view padding",
+                dtype: param.dtype,
+                reason: "only floating-point views have -0, NaN or infinite padding",
+            });
+        }
+        if stored && view.extents.iter().zip(&view.strides).any(|(&e, &s)| e > 1 && s == 0) {
+            return Err(Error::NotInjective {
+                op: "kernel store",
+                extents: as_dims(&view.extents),
+                strides: strides_isize(),
+            });
+        }
+        // Every index inside the extents must address an element of the buffer.
+        if !view.extents.contains(&0) {
+            let (mut lo, mut hi) = (view.offset as i128, view.offset as i128);
+            for (&e, &s) in view.extents.iter().zip(&view.strides) {
+                let reach = (e as i128 - 1) * s as i128;
+                if reach < 0 {
+                    lo += reach;
+                } else {
+                    hi += reach;
+                }
+            }
+            if lo < 0 || hi >= param.len as i128 || hi >= mem.len as i128 {
+                return Err(Error::SpanOutOfMemory {
+                    op: "kernel partition view",
+                    extents: as_dims(&view.extents),
+                    strides: strides_isize(),
+                    needed: if lo < 0 { 0 } else { (hi + 1) as usize },
+                    len: mem.len,
+                });
+            }
+        }
+        let mut plan = ViewPlan {
+            mem,
+            extents: [0; MAX_RANK],
+            strides: [0; MAX_RANK],
+            tile: [0; MAX_RANK],
+            space: [0; MAX_RANK],
+            rank,
+            offset: view.offset as i64,
+            numel: view.tile.iter().map(|&t| t as usize).product(),
+            pad: ScalarBits::new(Scalar::Float(view.padding.value(), DType::F64), param.dtype),
+        };
+        for k in 0..rank {
+            plan.extents[k] = view.extents[k];
+            plan.strides[k] = view.strides[k];
+            plan.tile[k] = view.tile[k] as u64;
+            plan.space[k] = view.extents[k].div_ceil(view.tile[k] as u64);
+        }
+        Ok(plan)
+    }
+
+    /// The in-bounds box of partition `part`, checking it against the index
+    /// space and, unless `masked`, that the whole partition is in bounds.
+    fn region(&self, part: &[u64], masked: bool, op: &'static str) -> Result<Region> {
+        let rank = self.rank;
+        let described = |xs: &[u64]| dims(&xs.iter().map(|&x| x as usize).collect::<Vec<_>>());
+        if part.len() != rank {
+            return Err(Error::RankMismatch {
+                op,
+                given: part.len(),
+                rank,
+                extents: described(&self.extents[..rank]),
+                tile: described(&self.tile[..rank]),
+            });
+        }
+        let mut valid = [0u64; MAX_RANK];
+        let mut full = true;
+        let mut base = self.offset;
+        for k in 0..rank {
+            if part[k] >= self.space[k] {
+                return Err(Error::PartitionOutOfRange {
+                    op,
+                    index: described(part),
+                    space: described(&self.space[..rank]),
+                    extents: described(&self.extents[..rank]),
+                    tile: described(&self.tile[..rank]),
+                });
+            }
+            let start = part[k] * self.tile[k];
+            valid[k] = self.tile[k].min(self.extents[k] - start);
+            full &= valid[k] == self.tile[k];
+            base += start as i64 * self.strides[k];
+        }
+        if !full && !masked {
+            return Err(Error::PartlyOutOfBounds {
+                op,
+                index: described(part),
+                extents: described(&self.extents[..rank]),
+                tile: described(&self.tile[..rank]),
+            });
+        }
+        let mut region = Region {
+            full,
+            base,
+            axes: [(0, 0, 0); MAX_RANK],
+            rank: 0,
+        };
+        let mut tile_stride = self.numel;
+        for (k, &valid) in valid[..rank].iter().enumerate() {
+            tile_stride /= self.tile[k] as usize;
+            let (len, ms, ts) = (valid as usize, self.strides[k], tile_stride as i64);
+            if len == 1 {
+                continue;
+            }
+            if region.rank > 0 {
+                let outer = &mut region.axes[region.rank - 1];
+                if outer.2 == ts * len as i64 && outer.1 == ms * len as i64 {
+                    *outer = (outer.0 * len, ms, ts);
+                    continue;
+                }
+            }
+            region.axes[region.rank] = (len, ms, ts);
+            region.rank += 1;
+        }
+        Ok(region)
+    }
+
+    /// Checks that `tile` holds one partition of this view's dtype.
+    fn check_tile(&self, tile: &Buf, op: &str) -> Result<()> {
+        let len = match tile.bits() {
+            Bits::B1(v) => v.len(),
+            Bits::B2(v) => v.len(),
+            Bits::B4(v) => v.len(),
+            Bits::B8(v) => v.len(),
+        };
+        if tile.dtype() != self.mem.dtype || len != self.numel {
+            return Err(malformed(format!(
+                "{op} of a {} tile of {len} elements through a {} view with {}-element tiles",
+                tile.dtype(),
+                self.mem.dtype,
+                self.numel
+            )));
+        }
+        Ok(())
+    }
+
+    /// Loads partition `part` into `dst`.
+    pub fn load(&self, part: &[u64], masked: bool, dst: &mut Buf) -> Result<()> {
+        let region = self.region(part, masked, "kernel load")?;
+        self.check_tile(dst, "load")?;
+        match dst.bits_mut() {
+            BitsMut::B1(d) => self.load_typed(&region, d),
+            BitsMut::B2(d) => self.load_typed(&region, d),
+            BitsMut::B4(d) => self.load_typed(&region, d),
+            BitsMut::B8(d) => self.load_typed(&region, d),
+        }
+        Ok(())
+    }
+
+    fn load_typed<T: Pod>(&self, region: &Region, dst: &mut [T]) {
+        if !region.full {
+            dst.fill(self.pad.get());
+        }
+        let mem = self.mem.ptr as *const T;
+        region.for_each_row(|t, m, (len, ms, ts)| {
+            let row = &mut dst[t..t + (len - 1) * ts + 1];
+            // SAFETY: the region holds only in-bounds elements, which lie in
+            // the buffer (checked in `ViewPlan::new`); `m + i * ms` are their offsets.
+            unsafe {
+                let src = mem.offset(m as isize);
+                match (ms, ts) {
+                    (1, 1) => std::ptr::copy_nonoverlapping(src, row.as_mut_ptr(), len),
+                    (0, 1) => row.fill(*src),
+                    _ => {
+                        for i in 0..len {
+                            row[i * ts] = *src.offset(i as isize * ms as isize);
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// Stores `src` to partition `part`.
+    pub fn store(&self, part: &[u64], masked: bool, src: &Buf) -> Result<()> {
+        let region = self.region(part, masked, "kernel store")?;
+        self.check_tile(src, "store")?;
+        if !self.mem.writable {
+            return Err(malformed("store to a read-only parameter".into()));
+        }
+        match src.bits() {
+            Bits::B1(s) => self.store_typed(&region, s),
+            Bits::B2(s) => self.store_typed(&region, s),
+            Bits::B4(s) => self.store_typed(&region, s),
+            Bits::B8(s) => self.store_typed(&region, s),
+        }
+        Ok(())
+    }
+
+    fn store_typed<T: Pod>(&self, region: &Region, src: &[T]) {
+        let mem = self.mem.ptr as *mut T;
+        region.for_each_row(|t, m, (len, ms, ts)| {
+            let row = &src[t..t + (len - 1) * ts + 1];
+            // SAFETY: as in `load_typed`; the memory is writable (checked
+            // above) and no other grid point stores to these elements.
+            unsafe {
+                let dst = mem.offset(m as isize);
+                if (ms, ts) == (1, 1) {
+                    std::ptr::copy_nonoverlapping(row.as_ptr(), dst, len);
+                } else {
+                    for i in 0..len {
+                        *dst.offset(i as isize * ms as isize) = row[i * ts];
+                    }
+                }
+            }
+        });
+    }
+
+    /// Writes into `dst` (a bool tile) which elements of partition `part` are in bounds.
+    pub fn in_bounds(&self, part: &[u64], dst: &mut [u8]) -> Result<()> {
+        let region = self.region(part, true, "kernel in_bounds")?;
+        if dst.len() != self.numel {
+            return Err(malformed(format!(
+                "in_bounds into a tile of {} elements for {}-element partitions",
+                dst.len(),
+                self.numel
+            )));
+        }
+        if region.full {
+            dst.fill(1);
+            return Ok(());
+        }
+        dst.fill(0);
+        region.for_each_row(|t, _, (len, _, ts)| {
+            for i in 0..len {
+                dst[t + i * ts] = 1;
+            }
+        });
+        Ok(())
+    }
+
+    /// Applies `op` atomically to each in-bounds element of partition `part`
+    /// with the matching element of `src`.
+    pub fn atomic(&self, op: AtomicOp, part: &[u64], masked: bool, src: &Buf) -> Result<()> {
+        let region = self.region(part, masked, "kernel atomic")?;
+        self.check_tile(src, "atomic update")?;
+        if !self.mem.writable {
+            return Err(malformed("atomic update of a read-only parameter".into()));
+        }
+        match src {
+            Buf::I32(s) => self.atomic_typed(&region, op, s),
+            Buf::I64(s) => self.atomic_typed(&region, op, s),
+            Buf::U32(s) => self.atomic_typed(&region, op, s),
+            Buf::F16(s) => self.atomic_typed(&region, op, s),
+            Buf::BF16(s) => self.atomic_typed(&region, op, s),
+            Buf::F32(s) => self.atomic_typed(&region, op, s),
+            Buf::F64(s) => self.atomic_typed(&region, op, s),
+            other => Err(Error::UnsupportedDType {
+                op: "kernel atomic",
+                dtype: other.dtype(),
+                reason: "atomics take 32/64-bit integers or floats",
+            }),
+        }
+    }
+
+    fn atomic_typed<T: AtomicElem>(&self, region: &Region, op: AtomicOp, src: &[T]) -> Result<()> {
+        if !T::supports(op) {
+            return Err(Error::UnsupportedDType {
+                op: "kernel atomic",
+                dtype: self.mem.dtype,
+                reason: "bitwise atomics take integers; floats take add, sub, max and min",
+            });
+        }
+        let mem = self.mem.ptr as *mut T;
+        region.for_each_row(|t, m, (len, ms, ts)| {
+            for i in 0..len {
+                // SAFETY: as in `store_typed`; the element is aligned (buffers
+                // are 8-byte aligned) and all concurrent accesses are atomic.
+                unsafe { T::update(mem.offset(m as isize + i as isize * ms as isize), op, src[t + i * ts]) };
+            }
+        });
+        Ok(())
+    }
+}
+
+impl Region {
+    /// Calls `f(tile_offset, memory_offset, (len, memory_stride, tile_stride))`
+    /// for each row of the box along its innermost merged axis.
+    fn for_each_row(&self, mut f: impl FnMut(usize, i64, (usize, i64, usize))) {
+        let Some((&(len, ms, ts), outer)) = self.axes[..self.rank].split_last() else {
+            f(0, self.base, (1, 1, 1));
+            return;
+        };
+        walk(outer, (self.base, 0), |m, t| f(t as usize, m, (len, ms, ts as usize)));
+    }
+}
+
+/// An element type with relaxed atomic read-modify-write updates.
+pub(crate) trait AtomicElem: Pod {
+    /// Whether `op` is defined for this type.
+    fn supports(op: AtomicOp) -> bool;
+    /// Applies `op` with `v` to the element at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` must be valid, aligned, and accessed concurrently only atomically.
+    unsafe fn update(ptr: *mut Self, op: AtomicOp, v: Self);
+}
+
+macro_rules! atomic_int {
+    ($($t:ty => $atomic:ty),*) => {$(
+        impl AtomicElem for $t {
+            fn supports(_: AtomicOp) -> bool {
+                true
+            }
+            unsafe fn update(ptr: *mut $t, op: AtomicOp, v: $t) {
+                let a = <$atomic>::from_ptr(ptr);
+                match op {
+                    AtomicOp::And => a.fetch_and(v, Relaxed),
+                    AtomicOp::Or => a.fetch_or(v, Relaxed),
+                    AtomicOp::Xor => a.fetch_xor(v, Relaxed),
+                    AtomicOp::Max => a.fetch_max(v, Relaxed),
+                    AtomicOp::Min => a.fetch_min(v, Relaxed),
+                    AtomicOp::Add => a.fetch_add(v, Relaxed),
+                    AtomicOp::Sub => a.fetch_sub(v, Relaxed),
+                };
+            }
+        }
+    )*};
+}
+atomic_int!(i32 => AtomicI32, i64 => AtomicI64, u32 => AtomicU32);
+
+/// `op(old, v)` for the float atomics, computed in `C` (f32 for f16/bf16).
+fn float_combine<C: Num>(op: AtomicOp, old: C, v: C) -> C {
+    match op {
+        AtomicOp::Add => old.add(v),
+        AtomicOp::Sub => old.sub(v),
+        AtomicOp::Max => old.maximum(v),
+        _ => old.minimum(v),
+    }
+}
+
+macro_rules! atomic_float {
+    ($($t:ty => $atomic:ty, $bits:ty, $to:expr, $from:expr);*) => {$(
+        impl AtomicElem for $t {
+            fn supports(op: AtomicOp) -> bool {
+                matches!(op, AtomicOp::Add | AtomicOp::Sub | AtomicOp::Max | AtomicOp::Min)
+            }
+            unsafe fn update(ptr: *mut $t, op: AtomicOp, v: $t) {
+                let a = <$atomic>::from_ptr(ptr as *mut $bits);
+                let mut old = a.load(Relaxed);
+                loop {
+                    let x: $t = bytemuck::cast(old);
+                    let new: $bits = bytemuck::cast::<$t, $bits>($from(float_combine(op, $to(x), $to(v))));
+                    match a.compare_exchange_weak(old, new, Relaxed, Relaxed) {
+                        Ok(_) => return,
+                        Err(seen) => old = seen,
+                    }
+                }
+            }
+        }
+    )*};
+}
+atomic_float!(
+    f32 => AtomicU32, u32, |x: f32| x, |x: f32| x;
+    f64 => AtomicU64, u64, |x: f64| x, |x: f64| x;
+    f16 => AtomicU16, u16, f16::to_f32, f16::from_f32;
+    bf16 => AtomicU16, u16, bf16::to_f32, bf16::from_f32
+);

@@ -1,0 +1,219 @@
+//! Tile kernels that move elements between axes: reductions along one axis,
+//! broadcasts of size-1 axes and iota, plus the row walk they and the memory
+//! accesses share.
+
+use super::buffer::{malformed, typed, typed_mut, unsupported, Bits, BitsMut, Buf};
+use super::elementwise::Num;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::kernels::ir::TileReduce;
+use smallvec::SmallVec;
+
+/// Calls `f(a, b)` for every point of the box `outer` (axes given as
+/// `(length, stride_a, stride_b)`, outermost first), where `a` and `b` are
+/// the two offsets of the point starting from `start`, in row-major order.
+#[inline]
+pub(crate) fn walk(outer: &[(usize, i64, i64)], start: (i64, i64), mut f: impl FnMut(i64, i64)) {
+    let mut idx: SmallVec<[usize; 8]> = smallvec::smallvec![0; outer.len()];
+    let (mut a, mut b) = start;
+    if outer.iter().any(|&(len, _, _)| len == 0) {
+        return;
+    }
+    loop {
+        f(a, b);
+        // Advance the odometer, innermost axis first.
+        let mut k = outer.len();
+        loop {
+            if k == 0 {
+                return;
+            }
+            k -= 1;
+            let (len, sa, sb) = outer[k];
+            idx[k] += 1;
+            a += sa;
+            b += sb;
+            if idx[k] < len {
+                break;
+            }
+            idx[k] = 0;
+            a -= sa * len as i64;
+            b -= sb * len as i64;
+        }
+    }
+}
+
+/// `(product of dims before axis, dims[axis], product of dims after axis)`.
+fn split_at_axis(shape: &[u32], axis: usize) -> (usize, usize, usize) {
+    let prod = |d: &[u32]| d.iter().map(|&x| x as usize).product::<usize>();
+    (prod(&shape[..axis]), shape[axis] as usize, prod(&shape[axis + 1..]))
+}
+
+/// `dst` = `src` (of shape `shape` and `dtype`) reduced along `axis`.
+pub(crate) fn reduce(op: TileReduce, dtype: DType, shape: &[u32], axis: usize, dst: &mut Buf, src: &Buf) -> Result<()> {
+    if axis >= shape.len() {
+        return Err(malformed(format!(
+            "reduction along axis {axis} of a rank-{} tile",
+            shape.len()
+        )));
+    }
+    let split = split_at_axis(shape, axis);
+    macro_rules! run {
+        ($($d:ident => $t:ty),*) => {
+            match dtype {
+                $(DType::$d => reduce_typed::<$t>(op, split, typed_mut(dst)?, typed(src)?),)*
+                _ => Err(unsupported("tile reduce", dtype, "reductions take bool (max/min), integers, f32 and f64")),
+            }
+        };
+    }
+    match op {
+        TileReduce::Max | TileReduce::Min => {
+            run!(Bool => u8, U8 => u8, I32 => i32, I64 => i64, U32 => u32, F32 => f32, F64 => f64)
+        }
+        TileReduce::Sum | TileReduce::Prod if dtype != DType::Bool => {
+            run!(U8 => u8, I32 => i32, I64 => i64, U32 => u32, F32 => f32, F64 => f64)
+        }
+        _ => Err(unsupported(
+            "tile reduce",
+            dtype,
+            "sums and products of bools are taken after a cast",
+        )),
+    }
+}
+
+fn reduce_typed<T: Num>(op: TileReduce, split: (usize, usize, usize), d: &mut [T], s: &[T]) -> Result<()> {
+    let (outer, n, inner) = split;
+    if d.len() != outer * inner || s.len() != outer * n * inner {
+        return Err(malformed(format!(
+            "reduction of {} elements into {} (expected {} of {})",
+            s.len(),
+            d.len(),
+            outer * inner,
+            outer * n * inner
+        )));
+    }
+    match op {
+        TileReduce::Sum => reduce_with(split, d, s, T::ZERO, T::add),
+        TileReduce::Prod => reduce_with(split, d, s, T::ONE, T::mul),
+        TileReduce::Max => reduce_with(split, d, s, T::LOWEST, T::maximum),
+        TileReduce::Min => reduce_with(split, d, s, T::HIGHEST, T::minimum),
+    }
+    Ok(())
+}
+
+/// Lanes of independent partial results when reducing a contiguous row:
+/// they let the loop vectorise and keep float sums accurate.
+const LANES: usize = 16;
+
+#[inline(always)]
+fn reduce_with<T: Copy>(split: (usize, usize, usize), d: &mut [T], s: &[T], identity: T, f: impl Fn(T, T) -> T) {
+    let (_, n, inner) = split;
+    if inner == 1 {
+        for (d, row) in d.iter_mut().zip(s.chunks_exact(n.max(1))) {
+            let mut acc = [identity; LANES];
+            let chunks = row.chunks_exact(LANES);
+            let rest = chunks.remainder();
+            for c in chunks {
+                for i in 0..LANES {
+                    acc[i] = f(acc[i], c[i]);
+                }
+            }
+            for (a, &x) in acc.iter_mut().zip(rest) {
+                *a = f(*a, x);
+            }
+            let mut width = LANES;
+            while width > 1 {
+                width /= 2;
+                for i in 0..width {
+                    acc[i] = f(acc[i], acc[i + width]);
+                }
+            }
+            *d = if n == 0 { identity } else { acc[0] };
+        }
+        return;
+    }
+    for (o, dst) in d.chunks_exact_mut(inner).enumerate() {
+        dst.fill(identity);
+        for r in 0..n {
+            let row = &s[(o * n + r) * inner..][..inner];
+            for (d, &x) in dst.iter_mut().zip(row) {
+                *d = f(*d, x);
+            }
+        }
+    }
+}
+
+/// `dst` (of shape `dst_shape`) = `src` (of shape `src_shape`, same rank)
+/// with its size-1 axes repeated.
+pub(crate) fn broadcast(dst_shape: &[u32], src_shape: &[u32], dst: &mut Buf, src: &Buf) -> Result<()> {
+    let fits = dst_shape.len() == src_shape.len()
+        && dst_shape.iter().zip(src_shape).all(|(&d, &s)| d == s || s == 1)
+        && dst.dtype() == src.dtype();
+    if !fits {
+        return Err(malformed(format!(
+            "broadcast of a {} tile {src_shape:?} to a {} tile {dst_shape:?}",
+            src.dtype(),
+            dst.dtype()
+        )));
+    }
+    // Axes as (length, source stride, destination stride), size-1 axes dropped.
+    let mut axes = Vec::with_capacity(dst_shape.len());
+    let (mut src_stride, mut dst_stride) = (1i64, 1i64);
+    for (&d, &s) in dst_shape.iter().zip(src_shape).rev() {
+        if d > 1 {
+            axes.push((d as usize, if s == 1 { 0 } else { src_stride }, dst_stride));
+        }
+        src_stride *= s as i64;
+        dst_stride *= d as i64;
+    }
+    axes.reverse();
+    match (dst.bits_mut(), src.bits()) {
+        (BitsMut::B1(d), Bits::B1(s)) => broadcast_typed(&axes, d, s),
+        (BitsMut::B2(d), Bits::B2(s)) => broadcast_typed(&axes, d, s),
+        (BitsMut::B4(d), Bits::B4(s)) => broadcast_typed(&axes, d, s),
+        (BitsMut::B8(d), Bits::B8(s)) => broadcast_typed(&axes, d, s),
+        _ => Err(malformed("broadcast between tiles of different element sizes".into())),
+    }
+}
+
+fn broadcast_typed<T: Copy>(axes: &[(usize, i64, i64)], d: &mut [T], s: &[T]) -> Result<()> {
+    let want_dst: usize = axes.iter().map(|a| a.0).product();
+    let want_src: usize = axes.iter().filter(|a| a.1 != 0).map(|a| a.0).product();
+    if d.len() != want_dst || s.len() != want_src {
+        return Err(malformed("broadcast tiles do not match their types".into()));
+    }
+    let Some((&(len, ss, _), outer)) = axes.split_last() else {
+        d[0] = s[0];
+        return Ok(());
+    };
+    walk(outer, (0, 0), |a, b| {
+        let (a, b) = (a as usize, b as usize);
+        let row = &mut d[b..b + len];
+        if ss == 0 {
+            row.fill(s[a]);
+        } else {
+            row.copy_from_slice(&s[a..a + len]);
+        }
+    });
+    Ok(())
+}
+
+/// `dst` (an i64 tile of `shape`) = `index * shape[axis] + j[axis]` at each
+/// element `j`.
+pub(crate) fn iota(shape: &[u32], axis: usize, index: u64, dst: &mut Buf) -> Result<()> {
+    if axis >= shape.len() {
+        return Err(malformed(format!(
+            "iota along axis {axis} of a rank-{} tile",
+            shape.len()
+        )));
+    }
+    let d = typed_mut::<i64>(dst)?;
+    let (outer, n, inner) = split_at_axis(shape, axis);
+    if d.len() != outer * n * inner {
+        return Err(malformed("iota tile does not match its type".into()));
+    }
+    let start = (index as i64).wrapping_mul(n as i64);
+    for (i, run) in d.chunks_exact_mut(inner.max(1)).enumerate() {
+        run.fill(start + (i % n) as i64);
+    }
+    Ok(())
+}
