@@ -261,3 +261,42 @@ fn snapshots_of_the_pipelines() {
     snapshot("sum", &pipelines::sum(100_003));
     snapshot("colsum", &pipelines::colsum(1000, 300));
 }
+
+#[test]
+fn pipelines_match_the_reference_evaluator() {
+    let graphs = [
+        ("chain", pipelines::chain(10_007)),
+        ("bias_gelu", pipelines::bias_gelu(6, 1000)),
+        ("mse", pipelines::mse(100_003)),
+        ("sum", pipelines::sum(100_003)),
+        ("colsum", pipelines::colsum(1000, 300)),
+        ("softmax", pipelines::softmax(5, 1000)),
+        ("softmax_long_rows", pipelines::softmax(2, 40_000)),
+        ("log_softmax", pipelines::log_softmax(5, 1000)),
+        ("layer_norm", pipelines::layer_norm(5, 1000)),
+        ("rms_norm", pipelines::rms_norm(5, 1000)),
+    ];
+    for (name, g) in &graphs {
+        let want = tilefuse::graph::reference::evaluate(g).unwrap();
+        for opts in [
+            FusionOptions::cpu(),
+            FusionOptions::gpu(),
+            FusionOptions {
+                deterministic: false,
+                ..FusionOptions::gpu()
+            },
+        ] {
+            let p = plan(g, &opts).unwrap();
+            let got = common::run_plan(g, &p).unwrap();
+            for (o, (a, b)) in got.iter().zip(&want).enumerate() {
+                if let Err(e) = common::compare(a, b) {
+                    panic!(
+                        "{name} output {o} ({:?}): {e}\n{}",
+                        opts.target,
+                        explain(g, &opts).unwrap()
+                    );
+                }
+            }
+        }
+    }
+}

@@ -310,3 +310,120 @@ pub mod pipelines {
         g.finish(&[out])
     }
 }
+
+/// Runs `plan` for `g` on the CPU executor, returning the outputs.
+pub fn run_plan(g: &Subgraph, plan: &tilefuse::fusion::Plan) -> tilefuse::Result<Vec<HostBuffer>> {
+    use tilefuse::fusion::BufferRef;
+    use tilefuse::kernels::cpu::{execute, Arg};
+    use tilefuse::kernels::ir::Access;
+    let inputs: Vec<&HostBuffer> = g
+        .nodes
+        .iter()
+        .filter_map(|n| match &n.op {
+            Op::Data(s) => match &**s {
+                Storage::Host(b) => Some(b),
+                #[allow(unreachable_patterns)]
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let mut temps: Vec<Option<HostBuffer>> = plan
+        .buffers
+        .iter()
+        .map(|b| Some(HostBuffer::zeros(b.dtype, b.len as usize)))
+        .collect();
+    for k in &plan.kernels {
+        tilefuse::kernels::ir::verify(&k.program)?;
+        let writes: Vec<bool> = k.program.params.iter().map(|p| p.access != Access::Read).collect();
+        let mut written: Vec<(usize, HostBuffer)> = vec![];
+        for (arg, &w) in k.args.iter().zip(&writes) {
+            if let (BufferRef::Temp(t), true) = (arg, w) {
+                written.push((*t, temps[*t].take().expect("a buffer is written once per kernel")));
+            }
+        }
+        {
+            let mut it = written.iter_mut();
+            let mut args: Vec<Arg> = vec![];
+            for (arg, &w) in k.args.iter().zip(&writes) {
+                args.push(match (arg, w) {
+                    (BufferRef::Input(i), _) => Arg::Read(inputs[*i]),
+                    (BufferRef::Temp(_), true) => Arg::Write(&mut it.next().unwrap().1),
+                    (BufferRef::Temp(t), false) => Arg::Read(temps[*t].as_ref().unwrap()),
+                });
+            }
+            execute(&k.program, &mut args)?;
+        }
+        for (t, b) in written {
+            temps[t] = Some(b);
+        }
+    }
+    Ok(plan
+        .outputs
+        .iter()
+        .map(|o| match o {
+            BufferRef::Input(i) => inputs[*i].clone(),
+            BufferRef::Temp(t) => temps[*t].clone().unwrap(),
+        })
+        .collect())
+}
+
+/// Per-dtype tolerance of fused results against the reference evaluator.
+///
+/// | dtype | allowed difference |
+/// | --- | --- |
+/// | bool, u8, i32, i64, u32 | none |
+/// | f64 | `1e-9 * (|ref| + scale)` |
+/// | f32 | `1e-4 * (|ref| + scale)` |
+/// | f16 | `2e-2 * (|ref| + scale)` |
+/// | bf16 | `8e-2 * (|ref| + scale)` |
+///
+/// `scale` is the largest magnitude in the reference output (at least 1):
+/// sums accumulate f32 in f32 where the reference uses f64, so their error
+/// grows with the magnitude of what was summed, not of the result. f16 and
+/// bf16 are looser because the reference rounds after every node while a
+/// fused kernel rounds once at the store; the two differ by a few ulps per
+/// node of the chain. NaN matches NaN, infinities match themselves.
+pub fn tolerance(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => 1e-9,
+        DType::F32 => 1e-4,
+        DType::F16 => 2e-2,
+        DType::BF16 => 8e-2,
+        _ => 0.0,
+    }
+}
+
+/// Compares `got` with `want` under [`tolerance`]; `Err` describes the
+/// first mismatch.
+pub fn compare(got: &HostBuffer, want: &HostBuffer) -> Result<(), String> {
+    if got.dtype() != want.dtype() || got.len() != want.len() {
+        return Err(format!(
+            "got {}[{}], want {}[{}]",
+            got.dtype(),
+            got.len(),
+            want.dtype(),
+            want.len()
+        ));
+    }
+    let tol = tolerance(want.dtype());
+    let scale = (0..want.len())
+        .map(|i| want.get(i).to_f64().abs())
+        .filter(|x| x.is_finite())
+        .fold(1.0f64, f64::max);
+    for i in 0..want.len() {
+        let (g, w) = (got.get(i), want.get(i));
+        let ok = match (g, w) {
+            (Scalar::Float(a, _), Scalar::Float(b, _)) => {
+                (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol * (b.abs() + scale)
+            }
+            _ => g == w,
+        };
+        if !ok {
+            return Err(format!(
+                "element {i}: got {g}, want {w} (tolerance {tol}, scale {scale})"
+            ));
+        }
+    }
+    Ok(())
+}
