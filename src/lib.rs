@@ -15,6 +15,7 @@
 pub mod device;
 pub mod dtype;
 pub mod error;
+pub mod fusion;
 pub mod graph;
 pub mod kernels;
 pub(crate) mod runtime;

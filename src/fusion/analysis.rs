@@ -1,0 +1,182 @@
+//! What each node is to fusion, and where each operand comes from.
+//!
+//! Views are not nodes of a kernel: an operand reached through a chain of
+//! views is resolved to a [`Source`], either a constant or a strided
+//! [`Layout`] over the node at the bottom of the chain. Two kinds of node are
+//! promoted to computed nodes that copy their elements into a buffer of their
+//! own: the input of a reshape that strides cannot express, and a requested
+//! output that is a view of data or of a constant.
+
+use super::layout::{squeeze, Layout};
+use crate::dtype::Scalar;
+use crate::graph::{Op, ReduceOp, Subgraph};
+
+/// How a chain of views relates a node to the computed node below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChainKind {
+    /// Same elements in the same row-major order (views that only add or
+    /// drop size-1 axes): the tile of the base can be used as it is.
+    Trivial,
+    /// A keepdim result broadcast back by the `Expand` node held, possibly
+    /// wrapped in trivial views: an in-tile `Broadcast` in a row kernel.
+    Broadcast(usize),
+    /// Anything else: the base must be materialised and loaded through the layout.
+    Other,
+}
+
+/// Where an operand's elements come from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Source {
+    /// A constant (a `Full` node, possibly viewed), already of the node's dtype.
+    Const(Scalar),
+    /// The elements of `base` (a `Data` leaf or a computed node) through `layout`
+    /// of its row-major buffer.
+    Chain {
+        /// The node at the bottom of the chain.
+        base: usize,
+        /// The addressing of the operand in the base's buffer.
+        layout: Layout,
+        /// How the chain relates operand and base.
+        kind: ChainKind,
+    },
+}
+
+/// Per-node facts fusion needs.
+#[derive(Debug, Clone)]
+pub(crate) struct Analysis {
+    /// Whether each node is computed by some kernel (elementwise ops,
+    /// reductions, and the copies described in the module docs).
+    pub computed: Vec<bool>,
+}
+
+impl Analysis {
+    /// Classifies the nodes of `g` (which must be in topological order).
+    pub fn new(g: &Subgraph) -> Analysis {
+        let mut a = Analysis {
+            computed: g
+                .nodes
+                .iter()
+                .map(|n| n.op.is_elementwise() || matches!(n.op, Op::Reduce { .. }))
+                .collect(),
+        };
+        // A reshape whose input layout cannot be re-strided copies its input first.
+        for n in &g.nodes {
+            if matches!(n.op, Op::Reshape) {
+                if let Source::Chain { layout, .. } = a.source(g, n.inputs[0]) {
+                    if layout.apply(&n.op, &n.shape).is_none() {
+                        a.computed[n.inputs[0]] = true;
+                    }
+                }
+            }
+        }
+        // Outputs that are views or constants get a buffer of their own, except
+        // an order-preserving view of a computed node, which shares its buffer.
+        for &o in &g.outputs {
+            let n = &g.nodes[o];
+            match &n.op {
+                Op::Full(_) => a.computed[o] = true,
+                op if op.is_view() && !a.computed[o] => {
+                    let shares = matches!(a.source(g, o), Source::Chain { base, kind: ChainKind::Trivial, .. } if a.computed[base]);
+                    if !shares {
+                        a.computed[o] = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        a
+    }
+
+    /// Whether `n` is a computed node whose value is its own operand seen
+    /// through itself (a copy of a view, or a filled constant).
+    pub fn is_copy(&self, g: &Subgraph, n: usize) -> bool {
+        self.computed[n] && (g.nodes[n].op.is_view() || matches!(g.nodes[n].op, Op::Full(_)))
+    }
+
+    /// Where the value of node `p` comes from when used as an operand.
+    pub fn source(&self, g: &Subgraph, p: usize) -> Source {
+        if self.computed[p] || matches!(g.nodes[p].op, Op::Data(_)) {
+            return Source::Chain {
+                base: p,
+                layout: Layout::contiguous(&g.nodes[p].shape),
+                kind: ChainKind::Trivial,
+            };
+        }
+        self.own_source(g, p)
+    }
+
+    /// The operand of a copy node (or the source of a non-computed view or
+    /// constant): node `p` resolved as a view of what lies below it.
+    pub fn own_source(&self, g: &Subgraph, p: usize) -> Source {
+        let n = &g.nodes[p];
+        match &n.op {
+            Op::Full(s) => Source::Const(s.cast(n.dtype)),
+            op if op.is_view() => match self.source(g, n.inputs[0]) {
+                Source::Const(s) => Source::Const(s),
+                Source::Chain { base, layout, kind } => {
+                    let input = &g.nodes[n.inputs[0]].shape;
+                    let layout = layout
+                        .apply(op, &n.shape)
+                        .expect("inputs of reshapes that strides cannot express are copied");
+                    let trivial = is_trivial_view(op, input.dims(), n.shape.dims());
+                    let kind = match (kind, op) {
+                        (k, _) if trivial => k,
+                        (ChainKind::Trivial, Op::Expand) => ChainKind::Broadcast(p),
+                        _ => ChainKind::Other,
+                    };
+                    Source::Chain { base, layout, kind }
+                }
+            },
+            _ => Source::Chain {
+                base: p,
+                layout: Layout::contiguous(&n.shape),
+                kind: ChainKind::Trivial,
+            },
+        }
+    }
+
+    /// The operands of computed node `n`, in operand order.
+    pub fn sources(&self, g: &Subgraph, n: usize) -> Vec<Source> {
+        if self.is_copy(g, n) {
+            vec![self.own_source(g, n)]
+        } else {
+            g.nodes[n].inputs.iter().map(|&p| self.source(g, p)).collect()
+        }
+    }
+
+    /// Whether `n` is cheap enough to recompute in every kernel that uses it:
+    /// an elementwise op whose operands are all constants or data.
+    pub fn is_cheap(&self, g: &Subgraph, n: usize) -> bool {
+        g.nodes[n].op.is_elementwise()
+            && self.sources(g, n).iter().all(|s| match s {
+                Source::Const(_) => true,
+                Source::Chain { base, .. } => !self.computed[*base],
+            })
+    }
+}
+
+/// Whether a view keeps the elements and their row-major order, changing
+/// only size-1 axes.
+fn is_trivial_view(op: &Op, input: &[usize], out: &[usize]) -> bool {
+    match op {
+        Op::Reshape => squeeze(input) == squeeze(out),
+        Op::Expand => input == out,
+        Op::Slice { .. } => input == out,
+        Op::Permute(perm) => {
+            let kept: Vec<usize> = perm.iter().copied().filter(|&p| input[p] != 1).collect();
+            kept.windows(2).all(|w| w[0] < w[1])
+        }
+        _ => false,
+    }
+}
+
+/// Whether the reduction is an index reduction (argmax, argmin).
+pub(crate) fn is_arg_reduce(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Reduce {
+            op: ReduceOp::ArgMax | ReduceOp::ArgMin,
+            ..
+        }
+    )
+}

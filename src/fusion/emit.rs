@@ -1,0 +1,617 @@
+//! Emitting the instructions of one kernel: operands, elementwise nodes,
+//! reductions (in-tile, looped or split across grid points) and arg
+//! reductions.
+
+use super::analysis::{is_arg_reduce, ChainKind, Source};
+use super::group::{Group, Space};
+use super::lower::{in_group, internal, use_space, Ctx};
+use super::tiling::Axis;
+use crate::dtype::{DType, Scalar};
+use crate::error::Result;
+use crate::graph::{BinaryOp, Op, ReduceOp};
+use crate::kernels::ir::{
+    AccId, AtomicOp, Builder, IndexExpr, LoopId, ScalarKey, TileReduce, ValueId, ValueType, ViewId,
+};
+use crate::tile::ThreadScope;
+use std::collections::HashMap;
+
+/// The values visible in the current scope.
+#[derive(Debug, Clone, Default)]
+struct Scope {
+    vals: HashMap<usize, ValueId>,
+    loads: HashMap<usize, ValueId>,
+    consts: HashMap<(ScalarKey, Space), ValueId>,
+    bcasts: HashMap<usize, ValueId>,
+    mask: Option<Option<ValueId>>,
+}
+
+/// Where the partial result of a reduction split across grid points goes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum SplitOut {
+    /// A plain store of each grid point's partial to this `[P]` view.
+    Partials(ViewId),
+    /// An atomic add into the result's view (its parameter starts at 0).
+    Atomic(ViewId),
+}
+
+/// A reduction whose single reduced axis is split across the grid: grid
+/// point `p` reduces tiles `p * tiles .. (p + 1) * tiles`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Split {
+    /// Tiles per grid point.
+    pub tiles: u64,
+    /// Where each grid point's result goes.
+    pub out: SplitOut,
+}
+
+pub(crate) struct Lowerer<'a> {
+    /// The lowering context.
+    pub cx: &'a Ctx<'a>,
+    /// The group lowered.
+    pub group: &'a Group,
+    /// The coalesced iteration axes.
+    pub axes: Vec<Axis>,
+    /// The grid axis of each kept axis.
+    pub grid_axis: Vec<Option<u8>>,
+    /// The view of each access declared in this program.
+    pub views: HashMap<usize, ViewId>,
+    /// Whether each access needs masking.
+    pub masked: HashMap<usize, bool>,
+    /// The access of each out-of-group operand `(node, operand)`.
+    pub load_of: HashMap<(usize, usize), usize>,
+    /// The access of each stored node.
+    pub store_of: HashMap<usize, usize>,
+    /// Set for the first kernel of a split reduction.
+    pub split: Option<Split>,
+    loop_of: Vec<Option<LoopId>>,
+    scope: Scope,
+}
+
+impl<'a> Lowerer<'a> {
+    /// A lowerer with nothing emitted yet.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        cx: &'a Ctx<'a>,
+        group: &'a Group,
+        axes: Vec<Axis>,
+        grid_axis: Vec<Option<u8>>,
+        views: HashMap<usize, ViewId>,
+        masked: HashMap<usize, bool>,
+        load_of: HashMap<(usize, usize), usize>,
+        store_of: HashMap<usize, usize>,
+    ) -> Lowerer<'a> {
+        let loop_of = vec![None; axes.len()];
+        Lowerer {
+            cx,
+            group,
+            axes,
+            grid_axis,
+            views,
+            masked,
+            load_of,
+            store_of,
+            split: None,
+            loop_of,
+            scope: Scope::default(),
+        }
+    }
+
+    fn space(&self, n: usize) -> Space {
+        self.group.shape.space[&n]
+    }
+
+    fn tile(&self, space: Space) -> Vec<u32> {
+        self.axes
+            .iter()
+            .map(|a| {
+                if a.reduced && space == Space::Reduced {
+                    1
+                } else {
+                    a.tile
+                }
+            })
+            .collect()
+    }
+
+    fn index(&self, k: usize, space: Space) -> IndexExpr {
+        if let Some(g) = self.grid_axis[k] {
+            return IndexExpr::grid(g);
+        }
+        if !(self.axes[k].reduced && space == Space::Full) {
+            return IndexExpr::constant(0);
+        }
+        let base = match self.split {
+            Some(s) => IndexExpr {
+                grid: Some((0, s.tiles)),
+                ..IndexExpr::constant(0)
+            },
+            None => IndexExpr::constant(0),
+        };
+        match self.loop_of[k] {
+            Some(var) => base.with_loop(var, 1),
+            None => base,
+        }
+    }
+
+    /// The number of iterations of the loop over reduced axis `k`.
+    fn loop_count(&self, k: usize) -> u64 {
+        self.split.map_or(self.axes[k].count(), |s| s.tiles)
+    }
+
+    fn partition(&self, space: Space) -> Vec<IndexExpr> {
+        (0..self.axes.len()).map(|k| self.index(k, space)).collect()
+    }
+
+    fn reduced_axes(&self) -> Vec<usize> {
+        (0..self.axes.len()).filter(|&k| self.axes[k].reduced).collect()
+    }
+
+    /// The body: the group's nodes in order, with loops over reduced axes
+    /// that do not fit one tile.
+    pub fn body(&mut self, b: &mut Builder) -> Result<()> {
+        let g = self.cx.g;
+        let nodes = self.group.nodes.clone();
+        let empty = self.axes.iter().any(|a| a.reduced && a.extent == 0);
+        let looped = self.split.is_some() || self.reduced_axes().iter().any(|&k| self.loop_count(k) > 1);
+        if let [n] = nodes[..] {
+            if is_arg_reduce(&g.nodes[n].op) {
+                return self.arg_reduce(b, n, empty);
+            }
+        }
+        if empty {
+            for &n in &nodes {
+                if self.space(n) == Space::Reduced {
+                    let v = match &g.nodes[n].op {
+                        Op::Reduce { op, .. } => {
+                            let dt = acc_dtype(g.nodes[n].dtype);
+                            let id = self.constant(b, identity(effective(*op, g.nodes[n].dtype), dt), Space::Reduced);
+                            self.finish_reduce(b, n, id)
+                        }
+                        _ => self.node(b, n)?,
+                    };
+                    self.define(b, n, v);
+                }
+            }
+            return Ok(());
+        }
+        if !looped {
+            for &n in &nodes {
+                let v = match &g.nodes[n].op {
+                    Op::Reduce { op, .. } => {
+                        let x = self.operand(b, n, 0)?;
+                        let r = self.reduce_tile(b, x, *op, g.nodes[n].dtype);
+                        self.finish_reduce(b, n, r)
+                    }
+                    _ => self.node(b, n)?,
+                };
+                self.define(b, n, v);
+            }
+            return Ok(());
+        }
+        // Looped: full-space nodes and reduction updates inside the loops,
+        // reduced-space nodes after them.
+        let mut accs: HashMap<usize, AccId> = HashMap::new();
+        for &n in &nodes {
+            if let Op::Reduce { op, .. } = &g.nodes[n].op {
+                let dt = acc_dtype(g.nodes[n].dtype);
+                let ty = ValueType::new(dt, &self.tile(Space::Reduced));
+                accs.insert(n, b.acc(ty, identity(effective(*op, g.nodes[n].dtype), dt)));
+            }
+        }
+        let mut failure = Ok(());
+        self.looped(b, 0, &mut |lw, b| {
+            for &n in &nodes {
+                let r = match &g.nodes[n].op {
+                    Op::Reduce { op, .. } => lw.operand(b, n, 0).map(|x| {
+                        let r = lw.reduce_tile(b, x, *op, g.nodes[n].dtype);
+                        b.acc_update(accs[&n], acc_op(effective(*op, g.nodes[n].dtype)), r);
+                    }),
+                    _ if lw.space(n) == Space::Full => lw.node(b, n).map(|v| lw.define(b, n, v)),
+                    _ => Ok(()),
+                };
+                if r.is_err() {
+                    failure = r;
+                }
+            }
+        });
+        failure?;
+        if let Some(split) = self.split {
+            // Each grid point hands its partial on; the consumers run later.
+            let acc = *accs.values().next().expect("a split group has one reduction");
+            let r = b.acc_read(acc);
+            match split.out {
+                SplitOut::Partials(v) => b.store(v, &[IndexExpr::grid(0)], r, false),
+                SplitOut::Atomic(v) => b.atomic(
+                    AtomicOp::Add,
+                    v,
+                    &[IndexExpr::constant(0)],
+                    r,
+                    false,
+                    ThreadScope::Device,
+                ),
+            }
+            return Ok(());
+        }
+        for &n in &nodes {
+            if let Some(&acc) = accs.get(&n) {
+                let r = b.acc_read(acc);
+                let v = self.finish_reduce(b, n, r);
+                self.define(b, n, v);
+            } else if self.space(n) == Space::Reduced {
+                let v = self.node(b, n)?;
+                self.define(b, n, v);
+            }
+        }
+        Ok(())
+    }
+
+    /// The second kernel of a split reduction: reduces the `count` partials
+    /// of `view` (1-D, tiles of `tile`) in order, then runs the group's
+    /// reduced-space nodes.
+    pub fn combine(&mut self, b: &mut Builder, view: ViewId, count: u64, tile: u32) -> Result<()> {
+        let g = self.cx.g;
+        let nodes = self.group.nodes.clone();
+        let r = *nodes
+            .iter()
+            .find(|&&n| matches!(g.nodes[n].op, Op::Reduce { .. }))
+            .expect("a split group has one reduction");
+        let Op::Reduce { op, .. } = g.nodes[r].op else {
+            unreachable!()
+        };
+        let dtype = g.nodes[r].dtype;
+        let (op, acc) = (effective(op, dtype), acc_dtype(dtype));
+        let tiles = count.div_ceil(tile as u64);
+        let part = |b: &mut Builder, index: IndexExpr| {
+            let x = b.load(view, &[index], count % tile as u64 != 0);
+            let iota = b.iota(&[tile], 0, index);
+            let lim = b.constant(Scalar::Int(count as i128, DType::I64), DType::I64, &[tile]);
+            let inside = b.binary(BinaryOp::Lt, iota, lim);
+            let id = b.constant(identity(op, acc), acc, &[tile]);
+            let x = b.select(inside, x, id);
+            b.reduce(tile_op(op), x, 0)
+        };
+        let total = if tiles > 1 {
+            let a = b.acc(ValueType::new(acc, &[1]), identity(op, acc));
+            b.loop_(tiles, |b, var| {
+                let p = part(b, IndexExpr::loop_var(var));
+                b.acc_update(a, acc_op(op), p);
+            });
+            b.acc_read(a)
+        } else {
+            part(b, IndexExpr::constant(0))
+        };
+        let v = self.finish_reduce(b, r, total);
+        self.define(b, r, v);
+        for &n in &nodes {
+            if n != r && self.space(n) == Space::Reduced {
+                let v = self.node(b, n)?;
+                self.define(b, n, v);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `f` inside loops over the reduced axes with several tiles,
+    /// starting at reduced axis number `depth`.
+    fn looped(&mut self, b: &mut Builder, depth: usize, f: &mut dyn FnMut(&mut Self, &mut Builder)) {
+        let loop_axes: Vec<usize> = self
+            .reduced_axes()
+            .into_iter()
+            .filter(|&k| self.loop_count(k) > 1)
+            .collect();
+        if depth == loop_axes.len() {
+            f(self, b);
+            return;
+        }
+        let k = loop_axes[depth];
+        let saved = self.scope.clone();
+        b.loop_(self.loop_count(k), |b, var| {
+            self.loop_of[k] = Some(var);
+            self.looped(b, depth + 1, f);
+        });
+        self.loop_of[k] = None;
+        self.scope = saved;
+    }
+
+    /// Records the value of node `n` and stores it if needed.
+    fn define(&mut self, b: &mut Builder, n: usize, v: ValueId) {
+        self.scope.vals.insert(n, v);
+        if let Some(&i) = self.store_of.get(&n) {
+            let dtype = self.cx.g.nodes[n].dtype;
+            let v = self.coerce(b, v, dtype);
+            let index = self.partition(self.space(n));
+            b.store(self.views[&i], &index, v, self.masked[&i]);
+        }
+    }
+
+    /// The value of elementwise or copy node `n`.
+    fn node(&mut self, b: &mut Builder, n: usize) -> Result<ValueId> {
+        let node = &self.cx.g.nodes[n];
+        let arity = self.cx.an.sources(self.cx.g, n).len();
+        let ops = (0..arity).map(|j| self.operand(b, n, j)).collect::<Result<Vec<_>>>()?;
+        let compute = node.dtype.compute_type();
+        Ok(match &node.op {
+            _ if self.cx.an.is_copy(self.cx.g, n) => ops[0],
+            Op::Unary(u) => {
+                let x = self.coerce(b, ops[0], compute);
+                b.unary(*u, x)
+            }
+            Op::Binary(op) if op.is_comparison() => {
+                let (l, r) = (self.dtype_of(b, ops[0]), self.dtype_of(b, ops[1]));
+                let dt = l.promote(r).compute_type();
+                let (x, y) = (self.coerce(b, ops[0], dt), self.coerce(b, ops[1], dt));
+                b.binary(*op, x, y)
+            }
+            Op::Binary(op) => {
+                let (x, y) = (self.coerce(b, ops[0], compute), self.coerce(b, ops[1], compute));
+                b.binary(*op, x, y)
+            }
+            Op::Where => {
+                let c = self.coerce(b, ops[0], DType::Bool);
+                let (x, y) = (self.coerce(b, ops[1], compute), self.coerce(b, ops[2], compute));
+                b.select(c, x, y)
+            }
+            Op::Cast => self.cast_node(b, ops[0], node.dtype),
+            op => return Err(internal("fusion", format!("{} is not computed elementwise", op.name()))),
+        })
+    }
+
+    /// `v` converted to node dtype `d`, rounded to `d` and held in its compute type.
+    fn cast_node(&mut self, b: &mut Builder, v: ValueId, d: DType) -> ValueId {
+        if d.compute_type() != d {
+            let r = b.cast(v, d);
+            b.cast(r, d.compute_type())
+        } else {
+            self.coerce(b, v, d)
+        }
+    }
+
+    /// `v` as `dtype` (a cast only if its dtype differs).
+    fn coerce(&mut self, b: &mut Builder, v: ValueId, dtype: DType) -> ValueId {
+        if self.dtype_of(b, v) == dtype {
+            v
+        } else {
+            b.cast(v, dtype)
+        }
+    }
+
+    fn dtype_of(&self, b: &Builder, v: ValueId) -> DType {
+        b.value_type(v).map_or(DType::Bool, |t| t.dtype)
+    }
+
+    /// Operand `j` of node `n`, in the space `n` uses its operands in.
+    fn operand(&mut self, b: &mut Builder, n: usize, j: usize) -> Result<ValueId> {
+        let space = use_space(self.cx.g, n, self.space(n));
+        let src = self.cx.an.sources(self.cx.g, n).swap_remove(j);
+        match src {
+            Source::Const(s) => Ok(self.constant(b, s, space)),
+            Source::Chain { base, kind, .. } if in_group(self.group, base, kind) => {
+                let v = *self
+                    .scope
+                    .vals
+                    .get(&base)
+                    .ok_or_else(|| internal("fusion", format!("node {base} used before it is computed")))?;
+                if matches!(kind, ChainKind::Broadcast(_)) && self.space(base) == Space::Reduced && space == Space::Full
+                {
+                    if let Some(&v) = self.scope.bcasts.get(&base) {
+                        return Ok(v);
+                    }
+                    let shape = self.tile(Space::Full);
+                    let w = b.broadcast(v, &shape);
+                    self.scope.bcasts.insert(base, w);
+                    return Ok(w);
+                }
+                Ok(v)
+            }
+            Source::Chain { .. } => {
+                let i = self.load_of[&(n, j)];
+                if let Some(&v) = self.scope.loads.get(&i) {
+                    return Ok(v);
+                }
+                let index = self.partition(space);
+                let mut v = b.load(self.views[&i], &index, self.masked[&i]);
+                let dt = self.dtype_of(b, v);
+                v = self.coerce(b, v, dt.compute_type());
+                self.scope.loads.insert(i, v);
+                Ok(v)
+            }
+        }
+    }
+
+    /// A tile of constant `s` (of a node's dtype) in its compute type.
+    fn constant(&mut self, b: &mut Builder, s: Scalar, space: Space) -> ValueId {
+        let key = (ScalarKey(s), space);
+        if let Some(&v) = self.scope.consts.get(&key) {
+            return v;
+        }
+        let shape = self.tile(space);
+        let v = b.constant(s, s.dtype().compute_type(), &shape);
+        self.scope.consts.insert(key, v);
+        v
+    }
+
+    /// A bool full tile: which elements lie inside the reduced extents, or
+    /// `None` when no reduced axis is ragged.
+    fn mask(&mut self, b: &mut Builder) -> Option<ValueId> {
+        if let Some(m) = self.scope.mask {
+            return m;
+        }
+        let shape = self.tile(Space::Full);
+        let mut mask = None;
+        for k in self.reduced_axes() {
+            if !self.axes[k].ragged() {
+                continue;
+            }
+            let iota = b.iota(&shape, k as u8, self.index(k, Space::Full));
+            let lim = b.constant(Scalar::Int(self.axes[k].extent as i128, DType::I64), DType::I64, &shape);
+            let inside = b.binary(BinaryOp::Lt, iota, lim);
+            mask = Some(match mask {
+                Some(m) => b.binary(BinaryOp::BitAnd, m, inside),
+                None => inside,
+            });
+        }
+        self.scope.mask = Some(mask);
+        mask
+    }
+
+    /// Reduces full tile `x` over the reduced axes for a node of `dtype`,
+    /// in the accumulation dtype; out-of-bounds elements count as the identity.
+    fn reduce_tile(&mut self, b: &mut Builder, x: ValueId, op: ReduceOp, dtype: DType) -> ValueId {
+        let op = effective(op, dtype);
+        let acc = acc_dtype(dtype);
+        let mut v = self.coerce(b, x, dtype.compute_type());
+        v = self.coerce(b, v, acc);
+        if let Some(m) = self.mask(b) {
+            let shape = self.tile(Space::Full);
+            let id = b.constant(identity(op, acc), acc, &shape);
+            v = b.select(m, v, id);
+        }
+        for k in self.reduced_axes() {
+            v = b.reduce(tile_op(op), v, k as u8);
+        }
+        v
+    }
+
+    /// A reduction result in the accumulation dtype as node `n`'s value.
+    fn finish_reduce(&mut self, b: &mut Builder, n: usize, r: ValueId) -> ValueId {
+        let d = self.cx.g.nodes[n].dtype.compute_type();
+        self.coerce(b, r, d)
+    }
+
+    /// Argmax/argmin of the group's only node: the max (min) first, then
+    /// the smallest index holding it (or holding NaN, which counts as both).
+    fn arg_reduce(&mut self, b: &mut Builder, n: usize, empty: bool) -> Result<()> {
+        let node = &self.cx.g.nodes[n];
+        let Op::Reduce { op, .. } = &node.op else {
+            unreachable!()
+        };
+        let red = self.reduced_axes();
+        if empty || red.is_empty() {
+            let zero = self.constant(b, Scalar::Int(0, DType::I64), Space::Reduced);
+            self.define(b, n, zero);
+            return Ok(());
+        }
+        let k = red[0];
+        let (best, best_op) = if *op == ReduceOp::ArgMax {
+            (ReduceOp::Max, BinaryOp::Maximum)
+        } else {
+            (ReduceOp::Min, BinaryOp::Minimum)
+        };
+        let in_dtype = self.cx.g.nodes[node.inputs[0]].dtype;
+        let looped = self.axes[k].count() > 1;
+        let dt = acc_dtype(in_dtype);
+        let red_shape = self.tile(Space::Reduced);
+        // Pass 1: the best value.
+        let m = if looped {
+            let acc = b.acc(ValueType::new(dt, &red_shape), identity(best, dt));
+            let mut failure = Ok(());
+            self.looped(b, 0, &mut |lw, b| match lw.operand(b, n, 0) {
+                Ok(x) => {
+                    let r = lw.reduce_tile(b, x, best, in_dtype);
+                    b.acc_update(acc, best_op, r);
+                }
+                Err(e) => failure = Err(e),
+            });
+            failure?;
+            b.acc_read(acc)
+        } else {
+            let x = self.operand(b, n, 0)?;
+            self.reduce_tile(b, x, best, in_dtype)
+        };
+        // Pass 2: the first index where the element equals it or is NaN.
+        let first = |lw: &mut Self, b: &mut Builder| -> Result<ValueId> {
+            let x = lw.operand(b, n, 0)?;
+            let x = lw.coerce(b, x, dt);
+            let full = lw.tile(Space::Full);
+            let mb = b.broadcast(m, &full);
+            let mut hit = b.binary(BinaryOp::Eq, x, mb);
+            if dt.is_float() {
+                let nan = b.binary(BinaryOp::Ne, x, x);
+                hit = b.binary(BinaryOp::BitOr, hit, nan);
+            }
+            if let Some(mask) = lw.mask(b) {
+                hit = b.binary(BinaryOp::BitAnd, hit, mask);
+            }
+            let iota = b.iota(&full, k as u8, lw.index(k, Space::Full));
+            let none = b.constant(Scalar::Int(i64::MAX as i128, DType::I64), DType::I64, &full);
+            let idx = b.select(hit, iota, none);
+            Ok(b.reduce(TileReduce::Min, idx, k as u8))
+        };
+        let idx = if looped {
+            let ty = ValueType::new(DType::I64, &red_shape);
+            let acc = b.acc(ty, Scalar::Int(i64::MAX as i128, DType::I64));
+            let mut failure = Ok(());
+            self.looped(b, 0, &mut |lw, b| match first(lw, b) {
+                Ok(r) => b.acc_update(acc, BinaryOp::Minimum, r),
+                Err(e) => failure = Err(e),
+            });
+            failure?;
+            b.acc_read(acc)
+        } else {
+            first(self, b)?
+        };
+        self.define(b, n, idx);
+        Ok(())
+    }
+}
+
+/// The dtype a reduction of a node of `dtype` accumulates in.
+fn acc_dtype(dtype: DType) -> DType {
+    match dtype {
+        DType::Bool => DType::U8,
+        d => d.compute_type(),
+    }
+}
+
+/// The reduction actually run for `op` on `dtype`: bools reduce as `u8`,
+/// where sum (or) is max and prod (and) is min.
+fn effective(op: ReduceOp, dtype: DType) -> ReduceOp {
+    match (dtype, op) {
+        (DType::Bool, ReduceOp::Sum) => ReduceOp::Max,
+        (DType::Bool, ReduceOp::Prod) => ReduceOp::Min,
+        _ => op,
+    }
+}
+
+/// The in-tile reduction for `op`.
+fn tile_op(op: ReduceOp) -> TileReduce {
+    match op {
+        ReduceOp::Sum => TileReduce::Sum,
+        ReduceOp::Prod => TileReduce::Prod,
+        ReduceOp::Max | ReduceOp::ArgMax => TileReduce::Max,
+        ReduceOp::Min | ReduceOp::ArgMin => TileReduce::Min,
+    }
+}
+
+/// The accumulator update for `op`.
+fn acc_op(op: ReduceOp) -> BinaryOp {
+    match op {
+        ReduceOp::Sum => BinaryOp::Add,
+        ReduceOp::Prod => BinaryOp::Mul,
+        ReduceOp::Max | ReduceOp::ArgMax => BinaryOp::Maximum,
+        ReduceOp::Min | ReduceOp::ArgMin => BinaryOp::Minimum,
+    }
+}
+
+/// The identity of `op` in accumulation dtype `dt`.
+pub(crate) fn identity(op: ReduceOp, dt: DType) -> Scalar {
+    let (lo, hi): (i128, i128) = match dt {
+        DType::U8 => (0, u8::MAX as i128),
+        DType::U32 => (0, u32::MAX as i128),
+        DType::I32 => (i32::MIN as i128, i32::MAX as i128),
+        _ => (i64::MIN as i128, i64::MAX as i128),
+    };
+    let v = |x: f64, i: i128| {
+        if dt.is_float() {
+            Scalar::Float(x, dt)
+        } else {
+            Scalar::Int(i, dt)
+        }
+    };
+    match op {
+        ReduceOp::Sum => v(0.0, 0),
+        ReduceOp::Prod => v(1.0, 1),
+        ReduceOp::Max | ReduceOp::ArgMax => v(f64::NEG_INFINITY, lo),
+        ReduceOp::Min | ReduceOp::ArgMin => v(f64::INFINITY, hi),
+    }
+}

@@ -1,0 +1,352 @@
+//! Grouping computed nodes into kernels.
+//!
+//! Nodes are visited in topological order. A node joins the group(s) of the
+//! computed nodes its operands come from when the merged group is still one
+//! kernel ([`GroupShape::of`]) and the groups stay acyclic; otherwise it
+//! joins the largest such group it can, or starts its own. An operand that
+//! stays outside the node's group is materialised by its own group, except a
+//! cheap one (see [`Analysis::is_cheap`]), which is recomputed in the
+//! consumer's group instead.
+
+use super::analysis::{is_arg_reduce, Analysis, ChainKind, Source};
+use super::layout::squeeze;
+use crate::graph::{Op, Subgraph};
+use std::collections::{BTreeSet, HashMap};
+
+/// Which tile a value of a group lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Space {
+    /// The iteration space: the reductions' input shape.
+    Full,
+    /// The iteration space with the reduced axes of length 1.
+    Reduced,
+}
+
+/// The iteration space of a group and the space of each of its nodes.
+#[derive(Debug, Clone)]
+pub(crate) struct GroupShape {
+    /// The full iteration shape (the input shape of its reductions).
+    pub full: Vec<usize>,
+    /// The reduced axes of `full` (empty without a reduction).
+    pub axes: Vec<usize>,
+    /// The space of each node.
+    pub space: HashMap<usize, Space>,
+    /// Whether reduced values are broadcast back, so rows must fit one tile.
+    pub broadcast: bool,
+}
+
+impl GroupShape {
+    /// The iteration space of `nodes` (sorted), or `None` when they cannot
+    /// form one kernel: reductions over different spaces, shapes that fit
+    /// neither space, an in-group operand through a view that is neither
+    /// trivial nor a broadcast of a reduced value, or a broadcast back whose
+    /// rows do not fit `max_row_tile`.
+    pub fn of(g: &Subgraph, an: &Analysis, nodes: &[usize], max_row_tile: usize) -> Option<GroupShape> {
+        let reduces: Vec<usize> = nodes
+            .iter()
+            .copied()
+            .filter(|&n| matches!(g.nodes[n].op, Op::Reduce { .. }))
+            .collect();
+        let (full, axes) = match reduces.first() {
+            Some(&r) => {
+                let Op::Reduce { axes, .. } = &g.nodes[r].op else {
+                    unreachable!()
+                };
+                let input = g.nodes[g.nodes[r].inputs[0]].shape.dims().to_vec();
+                (input, axes.to_vec())
+            }
+            None => (g.nodes[*nodes.last()?].shape.dims().to_vec(), vec![]),
+        };
+        for &r in &reduces {
+            let Op::Reduce { axes: a, .. } = &g.nodes[r].op else {
+                unreachable!()
+            };
+            if g.nodes[g.nodes[r].inputs[0]].shape.dims() != full.as_slice() || a.as_slice() != axes.as_slice() {
+                return None;
+            }
+            if is_arg_reduce(&g.nodes[r].op) && nodes.len() > 1 {
+                return None;
+            }
+        }
+        let reduced: Vec<usize> = (0..full.len())
+            .map(|k| if axes.contains(&k) { 1 } else { full[k] })
+            .collect();
+        let (sq_full, sq_red) = (squeeze(&full), squeeze(&reduced));
+        let same_tiles = sq_full == sq_red;
+        let mut gs = GroupShape {
+            full,
+            axes,
+            space: HashMap::new(),
+            broadcast: false,
+        };
+        let set: BTreeSet<usize> = nodes.iter().copied().collect();
+        for &n in nodes {
+            let node = &g.nodes[n];
+            let mut wanted: Vec<Space> = vec![];
+            for src in an.sources(g, n) {
+                let Source::Chain { base, kind, .. } = src else {
+                    continue;
+                };
+                if !set.contains(&base) {
+                    continue;
+                }
+                let have = gs.space[&base];
+                match kind {
+                    ChainKind::Trivial => wanted.push(have),
+                    ChainKind::Broadcast(e) if have == Space::Reduced && !is_arg_reduce(&node.op) => {
+                        if !gs.broadcast_matches(g, e) {
+                            return None;
+                        }
+                        gs.broadcast = true;
+                        wanted.push(Space::Full);
+                    }
+                    _ => return None,
+                }
+            }
+            let sq = squeeze(node.shape.dims());
+            let space = if matches!(node.op, Op::Reduce { .. }) {
+                if wanted.iter().any(|&s| s != Space::Full) && !same_tiles {
+                    return None;
+                }
+                Space::Reduced
+            } else if wanted.is_empty() {
+                if sq == sq_full {
+                    Space::Full
+                } else if sq == sq_red {
+                    Space::Reduced
+                } else {
+                    return None;
+                }
+            } else {
+                let s = if wanted.contains(&Space::Reduced) {
+                    Space::Reduced
+                } else {
+                    Space::Full
+                };
+                if !same_tiles && wanted.iter().any(|&w| w != s) {
+                    return None;
+                }
+                let expect = if s == Space::Full { &sq_full } else { &sq_red };
+                if &sq != expect {
+                    return None;
+                }
+                s
+            };
+            gs.space.insert(n, space);
+        }
+        if gs.broadcast {
+            let mut row = 1usize;
+            for &a in &gs.axes {
+                if gs.full[a] == 0 {
+                    return None;
+                }
+                row = row.saturating_mul(gs.full[a].next_power_of_two());
+            }
+            if row > max_row_tile {
+                return None;
+            }
+        }
+        Some(gs)
+    }
+
+    /// Whether `Expand` node `e` broadcasts a reduced value of this group
+    /// back along exactly the reduced axes.
+    fn broadcast_matches(&self, g: &Subgraph, e: usize) -> bool {
+        let out = g.nodes[e].shape.dims();
+        let input = g.nodes[g.nodes[e].inputs[0]].shape.dims();
+        if squeeze(out) != squeeze(&self.full) {
+            return false;
+        }
+        // Positions (among non-1 axes) of the broadcast axes of `e` and of the
+        // reduced axes of the group must coincide.
+        let bcast: Vec<usize> = out
+            .iter()
+            .enumerate()
+            .filter(|&(_, &d)| d != 1)
+            .enumerate()
+            .filter(|&(_, (k, _))| input[k] == 1)
+            .map(|(pos, _)| pos)
+            .collect();
+        let reduced: Vec<usize> = self
+            .full
+            .iter()
+            .enumerate()
+            .filter(|&(_, &d)| d != 1)
+            .enumerate()
+            .filter(|&(_, (k, _))| self.axes.contains(&k))
+            .map(|(pos, _)| pos)
+            .collect();
+        bcast == reduced
+    }
+}
+
+/// A kernel-to-be: the computed nodes it evaluates.
+#[derive(Debug, Clone)]
+pub(crate) struct Group {
+    /// Every node computed in the kernel, sorted (recomputed cheap nodes included).
+    pub nodes: Vec<usize>,
+    /// The nodes this group is responsible for storing when they are needed
+    /// elsewhere (every node of `nodes` that is not a recomputed copy).
+    pub home: Vec<usize>,
+    /// Its iteration space.
+    pub shape: GroupShape,
+}
+
+/// Groups the computed nodes of `g` and returns the groups in an order in
+/// which every group comes after the groups whose results it loads.
+pub(crate) fn group(g: &Subgraph, an: &Analysis, max_row_tile: usize) -> Vec<Group> {
+    let mut sets: Vec<Option<(BTreeSet<usize>, BTreeSet<usize>)>> = vec![];
+    let mut home: Vec<Option<usize>> = vec![None; g.nodes.len()];
+    let legal = |sets: &[Option<(BTreeSet<usize>, BTreeSet<usize>)>], home: &[Option<usize>], k: usize| {
+        let nodes: Vec<usize> = sets[k].as_ref().unwrap().0.iter().copied().collect();
+        GroupShape::of(g, an, &nodes, max_row_tile).is_some() && acyclic(g, an, sets, home)
+    };
+    for n in 0..g.nodes.len() {
+        if !an.computed[n] {
+            continue;
+        }
+        let sources = an.sources(g, n);
+        let mut cands: Vec<usize> = vec![];
+        if !is_arg_reduce(&g.nodes[n].op) {
+            for s in &sources {
+                if let Source::Chain { base, kind, .. } = s {
+                    if let (Some(h), false) = (home[*base], *kind == ChainKind::Other) {
+                        if !cands.contains(&h) {
+                            cands.push(h);
+                        }
+                    }
+                }
+            }
+        }
+        cands.sort_by_key(|&c| std::cmp::Reverse(sets[c].as_ref().unwrap().0.len()));
+        let mut options: Vec<Vec<usize>> = vec![];
+        if cands.len() > 1 {
+            options.push(cands.clone());
+        }
+        options.extend(cands.iter().map(|&c| vec![c]));
+        let mut joined = None;
+        for opt in options {
+            let (saved_sets, saved_home) = (sets.clone(), home.clone());
+            let k = merge(&mut sets, &mut home, &opt, n);
+            if legal(&sets, &home, k) {
+                joined = Some(k);
+                break;
+            }
+            sets = saved_sets;
+            home = saved_home;
+        }
+        let k = joined.unwrap_or_else(|| {
+            sets.push(Some(([n].into(), [n].into())));
+            home[n] = Some(sets.len() - 1);
+            sets.len() - 1
+        });
+        // Cheap operands from other groups are recomputed here.
+        for s in &sources {
+            if let Source::Chain {
+                base,
+                kind: ChainKind::Trivial,
+                ..
+            } = s
+            {
+                let inside = sets[k].as_ref().unwrap().0.contains(base);
+                if an.computed[*base] && !inside && an.is_cheap(g, *base) {
+                    sets[k].as_mut().unwrap().0.insert(*base);
+                    if !legal(&sets, &home, k) {
+                        sets[k].as_mut().unwrap().0.remove(base);
+                    }
+                }
+            }
+        }
+    }
+    let live: Vec<usize> = (0..sets.len()).filter(|&k| sets[k].is_some()).collect();
+    let order = topo_order(g, an, &sets, &home, &live);
+    order
+        .into_iter()
+        .map(|k| {
+            let (nodes, homed) = sets[k].clone().unwrap();
+            let nodes: Vec<usize> = nodes.into_iter().collect();
+            let shape = GroupShape::of(g, an, &nodes, max_row_tile).expect("groups are checked when formed");
+            Group {
+                nodes,
+                home: homed.into_iter().collect(),
+                shape,
+            }
+        })
+        .collect()
+}
+
+type Sets = [Option<(BTreeSet<usize>, BTreeSet<usize>)>];
+
+/// Merges the groups `which` and node `n` into the first of them.
+fn merge(
+    sets: &mut [Option<(BTreeSet<usize>, BTreeSet<usize>)>],
+    home: &mut [Option<usize>],
+    which: &[usize],
+    n: usize,
+) -> usize {
+    let k = which[0];
+    for &o in &which[1..] {
+        let (nodes, homed) = sets[o].take().unwrap();
+        for &h in &homed {
+            home[h] = Some(k);
+        }
+        let target = sets[k].as_mut().unwrap();
+        target.0.extend(nodes);
+        target.1.extend(homed);
+    }
+    let target = sets[k].as_mut().unwrap();
+    target.0.insert(n);
+    target.1.insert(n);
+    home[n] = Some(k);
+    k
+}
+
+/// The groups each group loads from: for each node of a group, the home
+/// groups of computed operands it does not compute itself.
+fn dependencies(g: &Subgraph, an: &Analysis, sets: &Sets, home: &[Option<usize>], k: usize) -> BTreeSet<usize> {
+    let mut deps = BTreeSet::new();
+    let (nodes, _) = sets[k].as_ref().unwrap();
+    for &n in nodes {
+        for s in an.sources(g, n) {
+            if let Source::Chain { base, .. } = s {
+                if an.computed[base] && !nodes.contains(&base) {
+                    if let Some(h) = home[base] {
+                        if h != k {
+                            deps.insert(h);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    deps
+}
+
+/// Whether the group dependency graph has no cycle.
+fn acyclic(g: &Subgraph, an: &Analysis, sets: &Sets, home: &[Option<usize>]) -> bool {
+    let live: Vec<usize> = (0..sets.len()).filter(|&k| sets[k].is_some()).collect();
+    topo_order(g, an, sets, home, &live).len() == live.len()
+}
+
+/// The live groups in dependency order (Kahn's algorithm, smallest first
+/// node first); shorter than `live` when there is a cycle.
+fn topo_order(g: &Subgraph, an: &Analysis, sets: &Sets, home: &[Option<usize>], live: &[usize]) -> Vec<usize> {
+    let deps: HashMap<usize, BTreeSet<usize>> = live.iter().map(|&k| (k, dependencies(g, an, sets, home, k))).collect();
+    let first = |k: usize| *sets[k].as_ref().unwrap().0.iter().next().unwrap();
+    let mut done: BTreeSet<usize> = BTreeSet::new();
+    let mut order = vec![];
+    loop {
+        let next = live
+            .iter()
+            .copied()
+            .filter(|k| !done.contains(k) && deps[k].iter().all(|d| done.contains(d)))
+            .min_by_key(|&k| first(k));
+        match next {
+            Some(k) => {
+                done.insert(k);
+                order.push(k);
+            }
+            None => return order,
+        }
+    }
+}

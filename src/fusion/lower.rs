@@ -1,0 +1,388 @@
+//! Lowering one group to tile kernel programs.
+//!
+//! The group's iteration space is coalesced and tiled ([`super::tiling`]);
+//! kept axes become grid axes, reduced axes are taken whole (row kernels) or
+//! walked by loops that update accumulators. Every operand is loaded through
+//! a partition view of its buffer whose strides fold the views in between;
+//! every result a later kernel or the caller needs is stored through a
+//! row-major view.
+//!
+//! A full reduction over many tiles is split across grid points: each
+//! reduces a fixed run of tiles into a partial, and a second one-point
+//! kernel combines the partials in order and runs the consumers
+//! (deterministic). With `deterministic: false`, a plain sum without
+//! consumers instead adds its partials atomically into the result, which
+//! starts at zero: one kernel, but the order of the additions varies.
+
+use super::analysis::{ChainKind, Source};
+use super::emit::{Lowerer, Split, SplitOut};
+use super::group::{Group, Space};
+use super::layout::{map_onto, Layout};
+use super::plan::{BufferDecl, BufferRef};
+use super::tiling::{choose_tiles, coalesce, Axis};
+use super::{FusionOptions, Target};
+use crate::dtype::{DType, Scalar};
+use crate::error::{Error, Result};
+use crate::graph::{Op, ReduceOp, Subgraph};
+use crate::kernels::ir::{Access, Builder, Program, ViewId};
+use crate::tile::Padding;
+use std::collections::HashMap;
+
+/// What lowering needs to know beyond the group.
+pub(crate) struct Ctx<'a> {
+    /// The subgraph.
+    pub g: &'a Subgraph,
+    /// Its analysis.
+    pub an: &'a super::analysis::Analysis,
+    /// The fusion options.
+    pub opts: &'a FusionOptions,
+    /// The buffer of every `Data` leaf and every materialised node.
+    pub buffer: &'a HashMap<usize, BufferRef>,
+}
+
+/// A load or store of the kernel: the buffer of `node` addressed by `layout`.
+#[derive(Debug, Clone, PartialEq)]
+struct MemAccess {
+    node: usize,
+    layout: Layout,
+    space: Space,
+    write: bool,
+}
+
+/// The fewest tiles a full reduction needs before it is split.
+const MIN_SPLIT_TILES: u64 = 4;
+
+/// Lowers `group` to the programs (and their arguments) that compute it
+/// and store the nodes of `stores`: none when its iteration space is empty,
+/// two for a split reduction (whose partials buffer is appended to `buffers`).
+pub(crate) fn lower(
+    cx: &Ctx,
+    group: &Group,
+    stores: &[usize],
+    name: &str,
+    buffers: &mut Vec<BufferDecl>,
+) -> Result<Vec<(Program, Vec<BufferRef>)>> {
+    let gs = &group.shape;
+    let mut accesses: Vec<MemAccess> = vec![];
+    let mut add = |a: MemAccess| match accesses.iter().position(|x| *x == a) {
+        Some(i) => i,
+        None => {
+            accesses.push(a);
+            accesses.len() - 1
+        }
+    };
+    let mut load_of: HashMap<(usize, usize), usize> = HashMap::new();
+    for &n in &group.nodes {
+        let space = use_space(cx.g, n, gs.space[&n]);
+        for (j, src) in cx.an.sources(cx.g, n).into_iter().enumerate() {
+            if let Source::Chain { base, layout, kind } = src {
+                if !in_group(group, base, kind) {
+                    let write = false;
+                    load_of.insert(
+                        (n, j),
+                        add(MemAccess {
+                            node: base,
+                            layout,
+                            space,
+                            write,
+                        }),
+                    );
+                }
+            }
+        }
+    }
+    let mut store_of: HashMap<usize, usize> = HashMap::new();
+    for &n in stores {
+        let layout = Layout::contiguous(&cx.g.nodes[n].shape);
+        let space = gs.space[&n];
+        store_of.insert(
+            n,
+            add(MemAccess {
+                node: n,
+                layout,
+                space,
+                write: true,
+            }),
+        );
+    }
+    // Strides of every access over the full axes, then the coalesced axes.
+    let reduced_dims: Vec<usize> = (0..gs.full.len())
+        .map(|k| if gs.axes.contains(&k) { 1 } else { gs.full[k] })
+        .collect();
+    let mut strides = vec![];
+    for a in &accesses {
+        let dims = if a.space == Space::Full {
+            &gs.full
+        } else {
+            &reduced_dims
+        };
+        let s = map_onto(&a.layout, dims).ok_or_else(|| internal(name, format!("{a:?} does not fit {dims:?}")))?;
+        strides.push((s, a.space == Space::Full));
+    }
+    let runs = coalesce(&gs.full, &gs.axes, &strides);
+    let mut axes: Vec<Axis> = runs
+        .iter()
+        .map(|run| Axis {
+            extent: run.iter().map(|&k| gs.full[k] as u64).product(),
+            reduced: gs.axes.contains(&run[0]),
+            tile: 1,
+        })
+        .collect();
+    choose_tiles(&mut axes, cx.opts.tile_elements() as u64, gs.broadcast);
+    if axes.iter().any(|a| !a.reduced && a.extent == 0) {
+        return Ok(vec![]);
+    }
+    // Per access: coalesced extents, strides, tile, and whether masked.
+    let views: Vec<ViewSpec> = accesses
+        .iter()
+        .zip(&strides)
+        .map(|(a, (s, _))| {
+            let full = a.space == Space::Full;
+            let mut v = ViewSpec {
+                extents: axes
+                    .iter()
+                    .map(|x| if x.reduced && !full { 1 } else { x.extent })
+                    .collect(),
+                strides: runs.iter().map(|run| s[*run.last().unwrap()]).collect(),
+                tile: axes
+                    .iter()
+                    .map(|x| if x.reduced && !full { 1 } else { x.tile })
+                    .collect(),
+                offset: a.layout.offset,
+            };
+            if axes.is_empty() {
+                (v.extents, v.strides, v.tile) = (vec![1], vec![0], vec![1]);
+            }
+            v
+        })
+        .collect();
+    if axes.is_empty() {
+        axes.push(Axis {
+            extent: 1,
+            reduced: false,
+            tile: 1,
+        });
+    }
+    let mut grid: Vec<u64> = vec![];
+    let mut grid_axis = vec![None; axes.len()];
+    for (k, a) in axes.iter().enumerate() {
+        if !a.reduced {
+            grid_axis[k] = Some(grid.len() as u8);
+            grid.push(a.count());
+        }
+    }
+    let split = split_of(cx, group, stores, &axes);
+    let mut out = vec![];
+    let Some((parts, tiles, atomic)) = split else {
+        let mut b = Builder::new(name, if grid.is_empty() { &[1] } else { &grid });
+        b.math(cx.opts.math);
+        let all: Vec<usize> = (0..accesses.len()).collect();
+        let (vs, masked, args) = declare(cx, &mut b, &accesses, &views, &all, None);
+        let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
+        lw.body(&mut b)?;
+        out.push((b.finish()?, args));
+        return Ok(out);
+    };
+    let atomic_init = if atomic {
+        stores.first().map(|&n| (n, reduce_identity(cx.g, n)))
+    } else {
+        None
+    };
+    // A split reduction: partials first.
+    let mut b = Builder::new(format!("{name}_partial"), &[parts]);
+    b.math(cx.opts.math);
+    let first: Vec<usize> = (0..accesses.len())
+        .filter(|&i| accesses[i].space == Space::Full || (atomic && accesses[i].write))
+        .collect();
+    let (vs, masked, mut args) = declare(cx, &mut b, &accesses, &views, &first, atomic_init);
+    let partial = BufferRef::Temp(buffers.len());
+    let r = *stores.first().filter(|_| atomic).unwrap_or(&group.nodes[0]);
+    let pdtype = if atomic {
+        cx.g.nodes[r].dtype
+    } else {
+        partial_dtype(cx.g, group)
+    };
+    let out_view = if atomic {
+        SplitOut::Atomic(vs[&store_of[&r]])
+    } else {
+        let p = b.param(format!("t{}", buffers.len()), pdtype, parts, Access::Write);
+        args.push(partial);
+        SplitOut::Partials(b.view(p, &[parts], &[1], 0, &[1], Padding::Zero))
+    };
+    let mut lw = Lowerer::new(
+        cx,
+        group,
+        axes.clone(),
+        grid_axis.clone(),
+        vs,
+        masked,
+        load_of.clone(),
+        store_of.clone(),
+    );
+    lw.split = Some(Split { tiles, out: out_view });
+    lw.body(&mut b)?;
+    out.push((b.finish()?, args));
+    if atomic {
+        return Ok(out);
+    }
+    buffers.push(BufferDecl {
+        dtype: pdtype,
+        len: parts,
+    });
+    // Then one grid point combines them and runs the consumers.
+    let mut b = Builder::new(format!("{name}_combine"), &[1]);
+    b.math(cx.opts.math);
+    let second: Vec<usize> = (0..accesses.len())
+        .filter(|&i| accesses[i].space == Space::Reduced)
+        .collect();
+    let (vs, masked, mut args) = declare(cx, &mut b, &accesses, &views, &second, None);
+    let tile = (parts.next_power_of_two()).min(cx.opts.tile_elements() as u64) as u32;
+    let p = b.param(format!("t{}", buffers.len() - 1), pdtype, parts, Access::Read);
+    args.push(partial);
+    let pv = b.view(p, &[parts], &[1], 0, &[tile], Padding::Zero);
+    let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
+    lw.combine(&mut b, pv, parts, tile)?;
+    out.push((b.finish()?, args));
+    Ok(out)
+}
+
+/// The coalesced view of one access.
+struct ViewSpec {
+    extents: Vec<u64>,
+    strides: Vec<i64>,
+    tile: Vec<u32>,
+    offset: u64,
+}
+
+/// Declares the parameters and views of the accesses `which` in `b`; the
+/// parameter of `init`'s node starts at its value. Returns the view and
+/// masking of each access, and the buffer of each parameter.
+fn declare(
+    cx: &Ctx,
+    b: &mut Builder,
+    accesses: &[MemAccess],
+    views: &[ViewSpec],
+    which: &[usize],
+    init: Option<(usize, Scalar)>,
+) -> (HashMap<usize, ViewId>, HashMap<usize, bool>, Vec<BufferRef>) {
+    let mut nodes: Vec<usize> = vec![];
+    for &i in which {
+        if !nodes.contains(&accesses[i].node) {
+            nodes.push(accesses[i].node);
+        }
+    }
+    let mut params = HashMap::new();
+    let mut args = vec![];
+    for &node in &nodes {
+        let (r, w) = which.iter().fold((false, false), |(r, w), &i| {
+            let a = &accesses[i];
+            (r || (a.node == node && !a.write), w || (a.node == node && a.write))
+        });
+        let access = match (r, w) {
+            (true, true) => Access::ReadWrite,
+            (false, true) => Access::Write,
+            _ => Access::Read,
+        };
+        let n = &cx.g.nodes[node];
+        let buf = cx.buffer[&node];
+        let pname = match buf {
+            BufferRef::Input(k) => format!("in{k}"),
+            BufferRef::Temp(k) => format!("t{k}"),
+        };
+        let len = n.shape.numel() as u64;
+        let id = match init {
+            Some((m, s)) if m == node => b.param_init(pname, n.dtype, len, access, s),
+            _ => b.param(pname, n.dtype, len, access),
+        };
+        params.insert(node, id);
+        args.push(buf);
+    }
+    let (mut vs, mut masked) = (HashMap::new(), HashMap::new());
+    for &i in which {
+        let v = &views[i];
+        masked.insert(i, v.extents.iter().zip(&v.tile).any(|(&e, &t)| e % t as u64 != 0));
+        let p = params[&accesses[i].node];
+        vs.insert(i, b.view(p, &v.extents, &v.strides, v.offset, &v.tile, Padding::Zero));
+    }
+    (vs, masked, args)
+}
+
+/// `Some((grid points, tiles per point, atomic))` when the group is a
+/// reduction over one coalesced axis with nothing kept, many tiles long.
+fn split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &[Axis]) -> Option<(u64, u64, bool)> {
+    let g = cx.g;
+    let reduces: Vec<usize> = group
+        .nodes
+        .iter()
+        .copied()
+        .filter(|&n| matches!(g.nodes[n].op, Op::Reduce { .. }))
+        .collect();
+    let [r] = reduces[..] else { return None };
+    let Op::Reduce { op, .. } = g.nodes[r].op else {
+        return None;
+    };
+    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) || group.shape.broadcast {
+        return None;
+    }
+    let [axis] = axes else { return None };
+    let tiles = axis.count();
+    if !axis.reduced || tiles < MIN_SPLIT_TILES {
+        return None;
+    }
+    let target = match cx.opts.target {
+        Target::Cpu => 16,
+        Target::Gpu => 256,
+    };
+    let most = tiles.div_ceil(target);
+    let per = (1..=most).rev().find(|d| tiles % d == 0).unwrap_or(1);
+    let only_result = group.shape.space.iter().all(|(&n, &s)| s == Space::Full || n == r) && stores == [r];
+    let dtype = g.nodes[r].dtype;
+    let atomic = !cx.opts.deterministic
+        && op == ReduceOp::Sum
+        && only_result
+        && matches!(dtype, DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::U32);
+    Some((tiles / per, per, atomic))
+}
+
+/// The dtype of the partials of a split group's reduction.
+fn partial_dtype(g: &Subgraph, group: &Group) -> DType {
+    let r = group
+        .nodes
+        .iter()
+        .find(|&&n| matches!(g.nodes[n].op, Op::Reduce { .. }))
+        .expect("a split group has one reduction");
+    match g.nodes[*r].dtype {
+        DType::Bool => DType::U8,
+        d => d.compute_type(),
+    }
+}
+
+/// The identity of reduction node `n` in its own dtype.
+fn reduce_identity(g: &Subgraph, n: usize) -> Scalar {
+    let Op::Reduce { op, .. } = g.nodes[n].op else {
+        unreachable!("only reductions are split")
+    };
+    super::emit::identity(op, g.nodes[n].dtype)
+}
+
+/// The space in which node `n` (of space `own`) uses its operands.
+pub(crate) fn use_space(g: &Subgraph, n: usize, own: Space) -> Space {
+    if matches!(g.nodes[n].op, Op::Reduce { .. }) {
+        Space::Full
+    } else {
+        own
+    }
+}
+
+/// Whether an operand with base `base` reached by `kind` is a value of the group.
+pub(crate) fn in_group(group: &Group, base: usize, kind: ChainKind) -> bool {
+    kind != ChainKind::Other && group.nodes.contains(&base)
+}
+
+/// An error for a group lowering cannot handle (a fusion bug, never bad input).
+pub(crate) fn internal(name: &str, reason: String) -> Error {
+    Error::InvalidProgram {
+        program: name.to_string(),
+        reason: format!("fusion could not lower the group: {reason}"),
+    }
+}

@@ -1,0 +1,307 @@
+//! Fusion: turning a realised op DAG into as few tile kernels as possible.
+//!
+//! [`plan`] groups the computed nodes of a [`Subgraph`] into kernels and
+//! lowers each group to a tile kernel [`Program`](crate::kernels::ir::Program).
+//! The result, a [`Plan`], holds no data and is cached by the graph's
+//! structure.
+//!
+//! # Grouping rules
+//!
+//! - **Views are addressing.** Permute, slice, expand and reshape are folded
+//!   into the strides and offset of the partition view through which a
+//!   kernel reads the buffer below them; they are never materialised. A
+//!   reshape that strides cannot express (flattening a transposed span)
+//!   copies its input into a row-major buffer first.
+//! - **Elementwise chains** with broadcasts and views become one kernel over
+//!   the output's iteration space; axes that every operand addresses as one
+//!   contiguous run are coalesced, so a contiguous chain is a 1-D kernel;
+//!   ragged edges are masked.
+//! - **Reductions** join their elementwise producers and the elementwise
+//!   consumers of their (keepdim) result: `mean((a - b)^2)` is one kernel.
+//!   Several reductions over the same axes of the same space share a kernel.
+//! - **Row patterns** (softmax, layer norm, RMS norm, log-softmax): when a
+//!   reduced value is broadcast back over the reduced axes (an `Expand` of
+//!   the keepdim result), the group takes whole rows in one tile (padded to a
+//!   power of two and masked), reduces in-tile and broadcasts in-tile. This
+//!   needs the row to fit [`FusionOptions::max_row_tile`]; otherwise the
+//!   reduction is materialised and the consumers read it through a stride-0
+//!   view, one kernel per reduction level.
+//! - **Reductions over leading or middle axes** keep the memory order: the
+//!   tile spans several rows and columns, the grid runs over the kept axes and
+//!   a loop over tiles of the reduced axes updates an accumulator after an
+//!   in-tile `Reduce` along the reduced axis.
+//! - **Full reductions** run as one grid point looping over the tensor in
+//!   large tiles. This is deterministic: elements are combined in a fixed
+//!   order whatever the schedule.
+//! - **Materialisation.** A node used by kernels of other groups is stored
+//!   once by the group it belongs to, unless it is cheap: an elementwise op
+//!   whose operands are data or constants is recomputed by every group that
+//!   uses it. `Full` constants are always `Const` instructions, never buffers.
+//! - **Arg reductions** are kernels of their own: the max (min) first, then
+//!   the first index that holds it or holds NaN.
+//!
+//! # Numerics
+//!
+//! f16/bf16 operands are cast to f32 after loading and rounded once when
+//! stored (an explicit cast to f16/bf16 rounds where it stands). Reductions
+//! accumulate f16/bf16 in f32, integers in their own dtype (wrapping), bools
+//! as `u8` (sum and max are or, prod and min are and). Out-of-bounds
+//! elements of a ragged reduced axis are replaced by the reduction's identity
+//! before reducing.
+
+mod analysis;
+mod cache;
+mod emit;
+mod explain;
+mod group;
+mod layout;
+mod lower;
+mod plan;
+mod tiling;
+
+pub use cache::{cache_stats, CacheStats};
+pub use explain::explain;
+pub use plan::{BufferDecl, BufferRef, Kernel, Plan};
+
+use crate::error::{Error, Result};
+use crate::graph::{Op, Subgraph};
+use crate::kernels::ir::MathMode;
+use analysis::{Analysis, Source};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The machine a plan's kernels are tiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Target {
+    /// The CPU executor: tiles of about 8K elements.
+    #[default]
+    Cpu,
+    /// A CUDA GPU: tiles of about 2K elements per CTA, rows up to 8192 elements.
+    Gpu,
+}
+
+/// How [`plan`] fuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FusionOptions {
+    /// The machine tiles are sized for.
+    pub target: Target,
+    /// Whether results must not depend on scheduling (default true).
+    pub deterministic: bool,
+    /// How transcendentals are computed.
+    pub math: MathMode,
+    /// The most elements (after padding to a power of two) a row may have
+    /// to be reduced and broadcast back inside one tile.
+    pub max_row_tile: usize,
+}
+
+impl FusionOptions {
+    /// Options for the CPU executor.
+    pub fn cpu() -> FusionOptions {
+        FusionOptions {
+            target: Target::Cpu,
+            deterministic: true,
+            math: MathMode::Precise,
+            max_row_tile: 16384,
+        }
+    }
+
+    /// Options for a CUDA GPU.
+    pub fn gpu() -> FusionOptions {
+        FusionOptions {
+            target: Target::Gpu,
+            deterministic: true,
+            math: MathMode::Precise,
+            max_row_tile: 8192,
+        }
+    }
+
+    /// The number of elements a tile aims at (rows of row kernels may exceed it).
+    pub fn tile_elements(&self) -> usize {
+        match self.target {
+            Target::Cpu => 8192,
+            Target::Gpu => 2048,
+        }
+    }
+}
+
+impl Default for FusionOptions {
+    fn default() -> FusionOptions {
+        FusionOptions::cpu()
+    }
+}
+
+/// The fusion plan of `graph`, from the cache when a structurally equal
+/// graph (same ops, shapes, dtypes and edges; data leaves compared by
+/// position, shape and dtype) was planned with the same options.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tilefuse::fusion::{plan, FusionOptions};
+/// use tilefuse::graph::{Op, SubNode, Subgraph, UnaryOp};
+/// use tilefuse::storage::{HostBuffer, Storage};
+/// use tilefuse::{DType, Shape};
+///
+/// let x = Op::Data(Arc::new(Storage::Host(HostBuffer::zeros(DType::F32, 10))));
+/// let node = |op, inputs: &[usize]| SubNode { op, shape: Shape::new(&[10]), dtype: DType::F32, inputs: inputs.into() };
+/// let g = Subgraph {
+///     nodes: vec![node(x, &[]), node(Op::Unary(UnaryOp::Exp), &[0]), node(Op::Unary(UnaryOp::Tanh), &[1])],
+///     outputs: vec![2],
+/// };
+/// let p = plan(&g, &FusionOptions::default())?;
+/// assert_eq!(p.kernels.len(), 1);
+/// # Ok::<(), tilefuse::Error>(())
+/// ```
+pub fn plan(graph: &Subgraph, options: &FusionOptions) -> Result<Arc<Plan>> {
+    cache::get_or_insert(graph, options, || build(graph, options).map(Arc::new))
+}
+
+/// Plans `g` without the cache.
+fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
+    check(g)?;
+    let an = Analysis::new(g);
+    let groups = group::group(g, &an, opts.max_row_tile);
+    let mut buffer: HashMap<usize, BufferRef> = HashMap::new();
+    let mut k = 0;
+    for (i, n) in g.nodes.iter().enumerate() {
+        if matches!(n.op, Op::Data(_)) {
+            buffer.insert(i, BufferRef::Input(k));
+            k += 1;
+        }
+    }
+    // The nodes that must be stored: outputs, and operands of other groups.
+    let base_of = |p: usize| match an.source(g, p) {
+        Source::Chain { base, .. } => Some(base),
+        Source::Const(_) => None,
+    };
+    let mut needed = vec![false; g.nodes.len()];
+    for &o in &g.outputs {
+        if let Some(b) = base_of(o).filter(|&b| an.computed[b]) {
+            needed[b] = true;
+        }
+    }
+    for grp in &groups {
+        for &n in &grp.nodes {
+            for s in an.sources(g, n) {
+                if let Source::Chain { base, .. } = s {
+                    if an.computed[base] && !grp.nodes.contains(&base) {
+                        needed[base] = true;
+                    }
+                }
+            }
+        }
+    }
+    let mut buffers = vec![];
+    let mut kernels = vec![];
+    for (i, grp) in groups.iter().enumerate() {
+        let stores: Vec<usize> = grp.home.iter().copied().filter(|&n| needed[n]).collect();
+        for &n in &stores {
+            buffer.insert(n, BufferRef::Temp(buffers.len()));
+            buffers.push(BufferDecl {
+                dtype: g.nodes[n].dtype,
+                len: g.nodes[n].shape.numel() as u64,
+            });
+        }
+        let last = *grp.nodes.last().expect("groups are not empty");
+        let name = format!("k{i}_{}", short_name(&g.nodes[last].op));
+        let cx = lower::Ctx {
+            g,
+            an: &an,
+            opts,
+            buffer: &buffer,
+        };
+        for (program, args) in lower::lower(&cx, grp, &stores, &name, &mut buffers)? {
+            kernels.push(Kernel {
+                program: Arc::new(program),
+                args,
+                nodes: grp.nodes.clone(),
+            });
+        }
+    }
+    let outputs = g
+        .outputs
+        .iter()
+        .map(|&o| {
+            let b = base_of(o).expect("constant outputs are computed");
+            buffer[&b]
+        })
+        .collect();
+    Ok(Plan {
+        buffers,
+        kernels,
+        outputs,
+    })
+}
+
+/// A kernel-name-friendly op name (`reduce_sum`, `tanh`).
+fn short_name(op: &Op) -> String {
+    let name = op.name();
+    let name = name.split(['[', '(']).next().unwrap_or("op");
+    name.replace('.', "_")
+}
+
+/// Rejects graphs fusion cannot read: inputs after their users, wrong
+/// operand counts, outputs out of range, views whose shapes disagree.
+fn check(g: &Subgraph) -> Result<()> {
+    let bad = |i: usize, reason: String| Error::InvalidShape {
+        op: "fusion::plan",
+        shape: crate::error::dims(g.nodes[i].shape.dims()),
+        arg: vec![i as isize],
+        reason,
+    };
+    for (i, n) in g.nodes.iter().enumerate() {
+        let arity = match &n.op {
+            Op::Data(_) | Op::Full(_) => 0,
+            Op::Binary(_) => 2,
+            Op::Where => 3,
+            _ => 1,
+        };
+        if n.inputs.len() != arity {
+            return Err(bad(
+                i,
+                format!("{} takes {arity} inputs, got {}", n.op.name(), n.inputs.len()),
+            ));
+        }
+        if let Some(&p) = n.inputs.iter().find(|&&p| p >= i) {
+            return Err(bad(i, format!("input {p} of {} does not come before it", n.op.name())));
+        }
+        let input = n.inputs.first().map(|&p| g.nodes[p].shape.dims());
+        let ok = match (&n.op, input) {
+            (Op::Data(s), _) => s.len() == n.shape.numel() && s.dtype() == n.dtype,
+            (Op::Reshape, Some(x)) => x.iter().product::<usize>() == n.shape.numel(),
+            (Op::Permute(p), Some(x)) => {
+                p.len() == x.len()
+                    && p.iter()
+                        .enumerate()
+                        .all(|(k, &a)| a < x.len() && x[a] == n.shape.dims()[k])
+            }
+            (Op::Expand, Some(x)) => {
+                x.len() == n.shape.rank() && x.iter().zip(n.shape.dims()).all(|(&a, &b)| a == b || a == 1)
+            }
+            (Op::Slice { axis, start, step }, Some(x)) => {
+                *axis < x.len()
+                    && *step >= 1
+                    && x.len() == n.shape.rank()
+                    && (n.shape.dims()[*axis] == 0 || start + (n.shape.dims()[*axis] - 1) * step < x[*axis])
+            }
+            (Op::Reduce { axes, .. }, Some(x)) => {
+                x.len() == n.shape.rank()
+                    && axes.iter().all(|&a| a < x.len())
+                    && (0..x.len()).all(|k| n.shape.dims()[k] == if axes.contains(&k) { 1 } else { x[k] })
+            }
+            (_, Some(_)) if n.op.is_elementwise() => n.inputs.iter().all(|&p| g.nodes[p].shape == n.shape),
+            _ => true,
+        };
+        if !ok {
+            return Err(bad(i, format!("{} does not fit its input shapes", n.op.name())));
+        }
+    }
+    if let Some(&o) = g.outputs.iter().find(|&&o| o >= g.nodes.len()) {
+        return Err(Error::InvalidShape {
+            op: "fusion::plan",
+            shape: Default::default(),
+            arg: vec![o as isize],
+            reason: format!("output {o} is not a node of the {}-node graph", g.nodes.len()),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,52 @@
+//! A fusion plan: the kernels that compute a subgraph's outputs, and the
+//! buffers between them.
+
+use crate::dtype::DType;
+use crate::kernels::ir::Program;
+use std::sync::Arc;
+
+/// A buffer the plan needs: an intermediate result or an output.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BufferDecl {
+    /// The element type.
+    pub dtype: DType,
+    /// The number of elements.
+    pub len: u64,
+}
+
+/// A buffer a kernel argument or a plan output refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BufferRef {
+    /// The k-th `Data` leaf of the subgraph, counted in node order.
+    Input(usize),
+    /// An index into [`Plan::buffers`].
+    Temp(usize),
+}
+
+/// One kernel launch of a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kernel {
+    /// The tile program.
+    pub program: Arc<Program>,
+    /// The buffer bound to each parameter of the program, in parameter order.
+    pub args: Vec<BufferRef>,
+    /// The subgraph nodes whose values the kernel computes (a cheap node may
+    /// be computed by several kernels).
+    pub nodes: Vec<usize>,
+}
+
+/// The kernels that evaluate a subgraph, in dependency order.
+///
+/// A plan holds no data: inputs are referred to by position, so one plan
+/// serves every structurally equal subgraph. Each output is a fresh
+/// row-major buffer of the output node's shape, except an output that is a
+/// `Data` leaf, which is that input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The intermediate and output buffers the kernels write.
+    pub buffers: Vec<BufferDecl>,
+    /// The kernels; each runs after the kernels that write what it reads.
+    pub kernels: Vec<Kernel>,
+    /// The buffer holding each requested output, in request order.
+    pub outputs: Vec<BufferRef>,
+}

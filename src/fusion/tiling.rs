@@ -1,0 +1,121 @@
+//! The tiled iteration space of a kernel: coalesced axes, tile shape, grid
+//! and loops.
+//!
+//! Adjacent axes of the iteration space merge into one when every operand
+//! and result addresses them as one run (`stride[i] == stride[i+1] *
+//! extent[i+1]`) and both are reduced or both are kept; size-1 axes vanish.
+//! A contiguous elementwise chain thus becomes a 1-D kernel, a row reduction
+//! a 2-D one.
+
+/// One axis of the coalesced iteration space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Axis {
+    /// Its extent.
+    pub extent: u64,
+    /// Whether it is reduced.
+    pub reduced: bool,
+    /// The tile length along it.
+    pub tile: u32,
+}
+
+impl Axis {
+    /// The number of tiles along the axis.
+    pub fn count(&self) -> u64 {
+        self.extent.div_ceil(self.tile as u64)
+    }
+
+    /// Whether the last tile is partly out of bounds.
+    pub fn ragged(&self) -> bool {
+        self.extent % self.tile as u64 != 0
+    }
+}
+
+/// The groups of original axes that form each coalesced axis, given the
+/// full extents, the reduced axes, and for each access its strides over the
+/// full axes and whether it sees the reduced axes (a reduced-space access
+/// does not).
+pub(crate) fn coalesce(full: &[usize], reduced: &[usize], accesses: &[(Vec<i64>, bool)]) -> Vec<Vec<usize>> {
+    let mut runs: Vec<Vec<usize>> = vec![];
+    for k in 0..full.len() {
+        if full[k] == 1 {
+            continue;
+        }
+        if let Some(run) = runs.last_mut() {
+            let prev = *run.last().unwrap();
+            let same_class = reduced.contains(&prev) == reduced.contains(&k);
+            let joins = accesses.iter().all(|(strides, sees_reduced)| {
+                (!sees_reduced && reduced.contains(&k)) || strides[prev] == strides[k] * full[k] as i64
+            });
+            if same_class && joins {
+                run.push(k);
+                continue;
+            }
+        }
+        runs.push(vec![k]);
+    }
+    runs
+}
+
+/// Tile lengths for `axes` (extents and reduced flags set): a row kernel
+/// takes its reduced axes whole; the rest share `budget` elements, innermost
+/// axes first, in powers of two.
+pub(crate) fn choose_tiles(axes: &mut [Axis], budget: u64, whole_rows: bool) {
+    let mut left = budget.max(1);
+    if whole_rows {
+        for a in axes.iter_mut().filter(|a| a.reduced) {
+            a.tile = pow2(a.extent) as u32;
+            left = (left / a.tile as u64).max(1);
+        }
+    }
+    for a in axes.iter_mut().rev() {
+        if whole_rows && a.reduced {
+            continue;
+        }
+        let t = pow2(a.extent).min(pow2_floor(left));
+        a.tile = t as u32;
+        left = (left / t).max(1);
+    }
+}
+
+/// The smallest power of two at least `x` (1 for 0).
+fn pow2(x: u64) -> u64 {
+    x.max(1).next_power_of_two()
+}
+
+/// The largest power of two at most `x` (`x >= 1`).
+fn pow2_floor(x: u64) -> u64 {
+    1u64 << (63 - x.max(1).leading_zeros())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contiguous_operands_coalesce_to_one_axis() {
+        let runs = coalesce(&[4, 5, 6], &[], &[(vec![30, 6, 1], true), (vec![0, 6, 1], true)]);
+        assert_eq!(runs, vec![vec![0], vec![1, 2]]);
+        let runs = coalesce(&[4, 1, 6], &[2], &[(vec![6, 6, 1], true), (vec![1, 1, 0], false)]);
+        assert_eq!(runs, vec![vec![0], vec![2]]);
+    }
+
+    #[test]
+    fn row_kernels_take_rows_whole() {
+        let mut axes = [
+            Axis {
+                extent: 8,
+                reduced: false,
+                tile: 1,
+            },
+            Axis {
+                extent: 4000,
+                reduced: true,
+                tile: 1,
+            },
+        ];
+        choose_tiles(&mut axes, 8192, true);
+        assert_eq!((axes[0].tile, axes[1].tile), (2, 4096));
+        choose_tiles(&mut axes, 2048, false);
+        assert_eq!((axes[0].tile, axes[1].tile), (1, 2048));
+    }
+}

@@ -1,0 +1,429 @@
+//! A small hand-written graph builder for fusion tests: each method appends
+//! one node and returns its position; binary ops broadcast NumPy-style by
+//! inserting the reshape and expand nodes the front end would.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use tilefuse::graph::{BinaryOp, Op, ReduceOp, SubNode, Subgraph, UnaryOp};
+use tilefuse::storage::{HostBuffer, Storage};
+use tilefuse::{DType, Scalar, Shape};
+
+/// A subgraph under construction.
+#[derive(Default)]
+pub struct G {
+    pub nodes: Vec<SubNode>,
+}
+
+impl G {
+    pub fn push(&mut self, op: Op, shape: &[usize], dtype: DType, inputs: &[usize]) -> usize {
+        self.nodes.push(SubNode {
+            op,
+            shape: Shape::new(shape),
+            dtype,
+            inputs: inputs.iter().copied().collect(),
+        });
+        self.nodes.len() - 1
+    }
+
+    pub fn shape(&self, x: usize) -> Vec<usize> {
+        self.nodes[x].shape.dims().to_vec()
+    }
+
+    pub fn dtype(&self, x: usize) -> DType {
+        self.nodes[x].dtype
+    }
+
+    /// A data leaf holding `buf`, of `shape`.
+    pub fn data_buf(&mut self, buf: HostBuffer, shape: &[usize]) -> usize {
+        let dtype = buf.dtype();
+        self.push(Op::Data(Arc::new(Storage::Host(buf))), shape, dtype, &[])
+    }
+
+    /// A data leaf of zeros.
+    pub fn data(&mut self, dtype: DType, shape: &[usize]) -> usize {
+        let n = shape.iter().product();
+        self.data_buf(HostBuffer::zeros(dtype, n), shape)
+    }
+
+    /// A data leaf of f32 values `f(i)`.
+    pub fn data_f32(&mut self, shape: &[usize], f: impl Fn(usize) -> f32) -> usize {
+        let n: usize = shape.iter().product();
+        let v: Vec<f32> = (0..n).map(f).collect();
+        self.data_buf(HostBuffer::from_elements(&v), shape)
+    }
+
+    pub fn full(&mut self, v: f64, dtype: DType, shape: &[usize]) -> usize {
+        let s = if dtype.is_float() {
+            Scalar::Float(v, dtype)
+        } else if dtype == DType::Bool {
+            Scalar::Bool(v != 0.0)
+        } else {
+            Scalar::Int(v as i128, dtype)
+        };
+        self.push(Op::Full(s), shape, dtype, &[])
+    }
+
+    pub fn unary(&mut self, op: UnaryOp, x: usize) -> usize {
+        let (s, d) = (self.shape(x), self.dtype(x));
+        self.push(Op::Unary(op), &s, d, &[x])
+    }
+
+    pub fn cast(&mut self, x: usize, dtype: DType) -> usize {
+        let s = self.shape(x);
+        self.push(Op::Cast, &s, dtype, &[x])
+    }
+
+    /// `x` broadcast to `shape` (reshape to the rank, then expand), if needed.
+    pub fn broadcast_to(&mut self, x: usize, shape: &[usize]) -> usize {
+        let mut s = self.shape(x);
+        let mut x = x;
+        if s.len() < shape.len() {
+            let mut t = vec![1; shape.len() - s.len()];
+            t.extend(&s);
+            let d = self.dtype(x);
+            x = self.push(Op::Reshape, &t, d, &[x]);
+            s = t;
+        }
+        if s != shape {
+            let d = self.dtype(x);
+            x = self.push(Op::Expand, shape, d, &[x]);
+        }
+        x
+    }
+
+    pub fn binary(&mut self, op: BinaryOp, a: usize, b: usize) -> usize {
+        let shape = Shape::broadcast("test", &self.nodes[a].shape, &self.nodes[b].shape)
+            .unwrap()
+            .dims()
+            .to_vec();
+        let a = self.broadcast_to(a, &shape);
+        let b = self.broadcast_to(b, &shape);
+        let d = if op.is_comparison() { DType::Bool } else { self.dtype(a) };
+        self.push(Op::Binary(op), &shape, d, &[a, b])
+    }
+
+    pub fn where_(&mut self, c: usize, a: usize, b: usize) -> usize {
+        let s = self.shape(a);
+        let d = self.dtype(a);
+        self.push(Op::Where, &s, d, &[c, a, b])
+    }
+
+    pub fn add(&mut self, a: usize, b: usize) -> usize {
+        self.binary(BinaryOp::Add, a, b)
+    }
+    pub fn sub(&mut self, a: usize, b: usize) -> usize {
+        self.binary(BinaryOp::Sub, a, b)
+    }
+    pub fn mul(&mut self, a: usize, b: usize) -> usize {
+        self.binary(BinaryOp::Mul, a, b)
+    }
+    pub fn div(&mut self, a: usize, b: usize) -> usize {
+        self.binary(BinaryOp::Div, a, b)
+    }
+
+    /// A scalar constant of `x`'s dtype, shaped `[]`.
+    pub fn scalar(&mut self, v: f64, like: usize) -> usize {
+        let d = self.dtype(like);
+        self.full(v, d, &[])
+    }
+
+    /// Reduction over `axes`, keepdim.
+    pub fn reduce(&mut self, op: ReduceOp, x: usize, axes: &[usize]) -> usize {
+        let mut s = self.shape(x);
+        for &a in axes {
+            s[a] = 1;
+        }
+        let d = if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+            DType::I64
+        } else {
+            self.dtype(x)
+        };
+        self.push(
+            Op::Reduce {
+                op,
+                axes: axes.iter().copied().collect(),
+            },
+            &s,
+            d,
+            &[x],
+        )
+    }
+
+    pub fn reshape(&mut self, x: usize, shape: &[usize]) -> usize {
+        let d = self.dtype(x);
+        self.push(Op::Reshape, shape, d, &[x])
+    }
+
+    pub fn permute(&mut self, x: usize, perm: &[usize]) -> usize {
+        let s = self.shape(x);
+        let shape: Vec<usize> = perm.iter().map(|&p| s[p]).collect();
+        let d = self.dtype(x);
+        self.push(Op::Permute(perm.iter().copied().collect()), &shape, d, &[x])
+    }
+
+    pub fn slice(&mut self, x: usize, axis: usize, start: usize, step: usize, len: usize) -> usize {
+        let mut s = self.shape(x);
+        s[axis] = len;
+        let d = self.dtype(x);
+        self.push(Op::Slice { axis, start, step }, &s, d, &[x])
+    }
+
+    /// Mean over `axes`, keepdim: a sum times `1/n`.
+    pub fn mean(&mut self, x: usize, axes: &[usize]) -> usize {
+        let n: usize = axes.iter().map(|&a| self.shape(x)[a]).product();
+        let s = self.reduce(ReduceOp::Sum, x, axes);
+        let k = self.scalar(1.0 / n as f64, x);
+        self.mul(s, k)
+    }
+
+    pub fn finish(self, outputs: &[usize]) -> Subgraph {
+        Subgraph {
+            nodes: self.nodes,
+            outputs: outputs.to_vec(),
+        }
+    }
+}
+
+/// The benchmark pipelines, each on hand-written small shapes.
+pub mod pipelines {
+    use super::*;
+
+    /// `tanh(a*b + c) * sigmoid(a) - exp(-(b*b))` on `[n]`.
+    pub fn chain(n: usize) -> Subgraph {
+        let mut g = G::default();
+        let a = g.data_f32(&[n], |i| (i % 97) as f32 / 50.0 - 1.0);
+        let b = g.data_f32(&[n], |i| (i % 89) as f32 / 40.0 - 1.0);
+        let c = g.data_f32(&[n], |i| (i % 13) as f32 / 7.0);
+        let ab = g.mul(a, b);
+        let t = g.add(ab, c);
+        let t = g.unary(UnaryOp::Tanh, t);
+        let s = g.unary(UnaryOp::Sigmoid, a);
+        let l = g.mul(t, s);
+        let bb = g.mul(b, b);
+        let nb = g.unary(UnaryOp::Neg, bb);
+        let e = g.unary(UnaryOp::Exp, nb);
+        let out = g.sub(l, e);
+        g.finish(&[out])
+    }
+
+    /// `gelu_tanh(x + bias)`, x `[rows, cols]`, bias `[cols]`.
+    pub fn bias_gelu(rows: usize, cols: usize) -> Subgraph {
+        let mut g = G::default();
+        let x = g.data_f32(&[rows, cols], |i| (i % 101) as f32 / 25.0 - 2.0);
+        let b = g.data_f32(&[cols], |i| (i % 7) as f32 / 10.0);
+        let y = g.add(x, b);
+        let out = g.unary(UnaryOp::GeluTanh, y);
+        g.finish(&[out])
+    }
+
+    /// `mean((a - b)^2)` over `[n]`, as a scalar.
+    pub fn mse(n: usize) -> Subgraph {
+        let mut g = G::default();
+        let a = g.data_f32(&[n], |i| (i % 31) as f32 / 10.0);
+        let b = g.data_f32(&[n], |i| (i % 17) as f32 / 10.0);
+        let d = g.sub(a, b);
+        let sq = g.mul(d, d);
+        let m = g.mean(sq, &[0]);
+        let out = g.reshape(m, &[]);
+        g.finish(&[out])
+    }
+
+    /// `x.sum()` over `[n]`, as a scalar.
+    pub fn sum(n: usize) -> Subgraph {
+        let mut g = G::default();
+        let x = g.data_f32(&[n], |i| (i % 11) as f32 / 4.0 - 1.0);
+        let s = g.reduce(ReduceOp::Sum, x, &[0]);
+        let out = g.reshape(s, &[]);
+        g.finish(&[out])
+    }
+
+    /// `x.sum(axis 0)` of `[rows, cols]`, as `[cols]`.
+    pub fn colsum(rows: usize, cols: usize) -> Subgraph {
+        let mut g = G::default();
+        let x = g.data_f32(&[rows, cols], |i| (i % 23) as f32 / 8.0 - 1.0);
+        let s = g.reduce(ReduceOp::Sum, x, &[0]);
+        let out = g.reshape(s, &[cols]);
+        g.finish(&[out])
+    }
+
+    fn rows_input(g: &mut G, rows: usize, cols: usize) -> usize {
+        g.data_f32(&[rows, cols], |i| ((i * 7919) % 1000) as f32 / 100.0 - 5.0)
+    }
+
+    /// Softmax over the last axis of `[rows, cols]`.
+    pub fn softmax(rows: usize, cols: usize) -> Subgraph {
+        let mut g = G::default();
+        let x = rows_input(&mut g, rows, cols);
+        let m = g.reduce(ReduceOp::Max, x, &[1]);
+        let xm = g.sub(x, m);
+        let e = g.unary(UnaryOp::Exp, xm);
+        let s = g.reduce(ReduceOp::Sum, e, &[1]);
+        let out = g.div(e, s);
+        g.finish(&[out])
+    }
+
+    /// Log-softmax over the last axis of `[rows, cols]`.
+    pub fn log_softmax(rows: usize, cols: usize) -> Subgraph {
+        let mut g = G::default();
+        let x = rows_input(&mut g, rows, cols);
+        let m = g.reduce(ReduceOp::Max, x, &[1]);
+        let xm = g.sub(x, m);
+        let e = g.unary(UnaryOp::Exp, xm);
+        let s = g.reduce(ReduceOp::Sum, e, &[1]);
+        let l = g.unary(UnaryOp::Log, s);
+        let out = g.sub(xm, l);
+        g.finish(&[out])
+    }
+
+    /// Layer norm over the last axis of `[rows, cols]` with weight and bias.
+    pub fn layer_norm(rows: usize, cols: usize) -> Subgraph {
+        let mut g = G::default();
+        let x = rows_input(&mut g, rows, cols);
+        let w = g.data_f32(&[cols], |i| 1.0 + (i % 5) as f32 / 10.0);
+        let b = g.data_f32(&[cols], |i| (i % 3) as f32 / 10.0);
+        let mean = g.mean(x, &[1]);
+        let xc = g.sub(x, mean);
+        let sq = g.mul(xc, xc);
+        let var = g.mean(sq, &[1]);
+        let eps = g.scalar(1e-5, x);
+        let ve = g.add(var, eps);
+        let r = g.unary(UnaryOp::Rsqrt, ve);
+        let y = g.mul(xc, r);
+        let y = g.mul(y, w);
+        let out = g.add(y, b);
+        g.finish(&[out])
+    }
+
+    /// RMS norm over the last axis of `[rows, cols]` with weight.
+    pub fn rms_norm(rows: usize, cols: usize) -> Subgraph {
+        let mut g = G::default();
+        let x = rows_input(&mut g, rows, cols);
+        let w = g.data_f32(&[cols], |i| 1.0 + (i % 5) as f32 / 10.0);
+        let sq = g.mul(x, x);
+        let ms = g.mean(sq, &[1]);
+        let eps = g.scalar(1e-6, x);
+        let me = g.add(ms, eps);
+        let r = g.unary(UnaryOp::Rsqrt, me);
+        let y = g.mul(x, r);
+        let out = g.mul(y, w);
+        g.finish(&[out])
+    }
+}
+
+/// Runs `plan` for `g` on the CPU executor, returning the outputs.
+pub fn run_plan(g: &Subgraph, plan: &tilefuse::fusion::Plan) -> tilefuse::Result<Vec<HostBuffer>> {
+    use tilefuse::fusion::BufferRef;
+    use tilefuse::kernels::cpu::{execute, Arg};
+    use tilefuse::kernels::ir::Access;
+    let inputs: Vec<&HostBuffer> = g
+        .nodes
+        .iter()
+        .filter_map(|n| match &n.op {
+            Op::Data(s) => match &**s {
+                Storage::Host(b) => Some(b),
+                #[allow(unreachable_patterns)]
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let mut temps: Vec<Option<HostBuffer>> = plan
+        .buffers
+        .iter()
+        .map(|b| Some(HostBuffer::zeros(b.dtype, b.len as usize)))
+        .collect();
+    for k in &plan.kernels {
+        tilefuse::kernels::ir::verify(&k.program)?;
+        let writes: Vec<bool> = k.program.params.iter().map(|p| p.access != Access::Read).collect();
+        let mut written: Vec<(usize, HostBuffer)> = vec![];
+        for (arg, &w) in k.args.iter().zip(&writes) {
+            if let (BufferRef::Temp(t), true) = (arg, w) {
+                written.push((*t, temps[*t].take().expect("a buffer is written once per kernel")));
+            }
+        }
+        {
+            let mut it = written.iter_mut();
+            let mut args: Vec<Arg> = vec![];
+            for (arg, &w) in k.args.iter().zip(&writes) {
+                args.push(match (arg, w) {
+                    (BufferRef::Input(i), _) => Arg::Read(inputs[*i]),
+                    (BufferRef::Temp(_), true) => Arg::Write(&mut it.next().unwrap().1),
+                    (BufferRef::Temp(t), false) => Arg::Read(temps[*t].as_ref().unwrap()),
+                });
+            }
+            execute(&k.program, &mut args)?;
+        }
+        for (t, b) in written {
+            temps[t] = Some(b);
+        }
+    }
+    Ok(plan
+        .outputs
+        .iter()
+        .map(|o| match o {
+            BufferRef::Input(i) => inputs[*i].clone(),
+            BufferRef::Temp(t) => temps[*t].clone().unwrap(),
+        })
+        .collect())
+}
+
+/// Per-dtype tolerance of fused results against the reference evaluator.
+///
+/// | dtype | allowed difference |
+/// | --- | --- |
+/// | bool, u8, i32, i64, u32 | none |
+/// | f64 | `1e-9 * (|ref| + scale)` |
+/// | f32 | `1e-4 * (|ref| + scale)` |
+/// | f16 | `2e-2 * (|ref| + scale)` |
+/// | bf16 | `8e-2 * (|ref| + scale)` |
+///
+/// `scale` is the largest magnitude in the reference output (at least 1):
+/// sums accumulate f32 in f32 where the reference uses f64, so their error
+/// grows with the magnitude of what was summed, not of the result. f16 and
+/// bf16 are looser because the reference rounds after every node while a
+/// fused kernel rounds once at the store; the two differ by a few ulps per
+/// node of the chain. NaN matches NaN, infinities match themselves.
+pub fn tolerance(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => 1e-9,
+        DType::F32 => 1e-4,
+        DType::F16 => 2e-2,
+        DType::BF16 => 8e-2,
+        _ => 0.0,
+    }
+}
+
+/// Compares `got` with `want` under [`tolerance`]; `Err` describes the
+/// first mismatch.
+pub fn compare(got: &HostBuffer, want: &HostBuffer) -> Result<(), String> {
+    if got.dtype() != want.dtype() || got.len() != want.len() {
+        return Err(format!(
+            "got {}[{}], want {}[{}]",
+            got.dtype(),
+            got.len(),
+            want.dtype(),
+            want.len()
+        ));
+    }
+    let tol = tolerance(want.dtype());
+    let scale = (0..want.len())
+        .map(|i| want.get(i).to_f64().abs())
+        .filter(|x| x.is_finite())
+        .fold(1.0f64, f64::max);
+    for i in 0..want.len() {
+        let (g, w) = (got.get(i), want.get(i));
+        let ok = match (g, w) {
+            (Scalar::Float(a, _), Scalar::Float(b, _)) => {
+                (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol * (b.abs() + scale)
+            }
+            _ => g == w,
+        };
+        if !ok {
+            return Err(format!(
+                "element {i}: got {g}, want {w} (tolerance {tol}, scale {scale})"
+            ));
+        }
+    }
+    Ok(())
+}

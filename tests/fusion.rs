@@ -1,0 +1,302 @@
+//! Fusion plans: kernel counts of the benchmark pipelines, snapshots of
+//! their printed programs, and the plan cache.
+//!
+//! Snapshots live in `tests/snapshots/*.ir`; run with `TILEFUSE_BLESS=1` to
+//! rewrite them after an intended change.
+
+mod common;
+
+use common::{pipelines, G};
+use tilefuse::fusion::{cache_stats, explain, plan, BufferRef, FusionOptions, Plan};
+use tilefuse::graph::{ReduceOp, Subgraph, UnaryOp};
+use tilefuse::kernels::ir::verify;
+use tilefuse::DType;
+
+fn planned(g: &Subgraph) -> std::sync::Arc<Plan> {
+    let p = plan(g, &FusionOptions::default()).unwrap();
+    for k in &p.kernels {
+        verify(&k.program).unwrap();
+        assert_eq!(k.args.len(), k.program.params.len());
+    }
+    p
+}
+
+/// The number of kernels of `g` under the CPU and GPU options.
+fn check_kernels(g: &Subgraph, expect: usize) {
+    for opts in [FusionOptions::cpu(), FusionOptions::gpu()] {
+        let p = plan(g, &opts).unwrap();
+        assert_eq!(
+            p.kernels.len(),
+            expect,
+            "{:?}:\n{}",
+            opts.target,
+            explain(g, &opts).unwrap()
+        );
+    }
+}
+
+/// One kernel, or a kernel of partials and a one-point combine kernel.
+fn check_reduction_kernels(g: &Subgraph) {
+    for opts in [FusionOptions::cpu(), FusionOptions::gpu()] {
+        let p = plan(g, &opts).unwrap();
+        let ok = match &p.kernels[..] {
+            [_] => true,
+            [_, combine] => combine.program.grid.as_slice() == [1],
+            _ => false,
+        };
+        assert!(ok, "{:?}:\n{}", opts.target, explain(g, &opts).unwrap());
+    }
+}
+
+#[test]
+fn chain_is_one_kernel() {
+    check_kernels(&pipelines::chain(100_003), 1);
+}
+
+#[test]
+fn bias_gelu_is_one_kernel() {
+    check_kernels(&pipelines::bias_gelu(64, 4096), 1);
+}
+
+#[test]
+fn mse_is_one_kernel_and_a_combine() {
+    check_reduction_kernels(&pipelines::mse(100_003));
+}
+
+#[test]
+fn sum_is_one_kernel_and_a_combine() {
+    check_reduction_kernels(&pipelines::sum(100_003));
+}
+
+#[test]
+fn softmax_is_one_kernel() {
+    check_kernels(&pipelines::softmax(8, 4096), 1);
+}
+
+#[test]
+fn log_softmax_is_one_kernel() {
+    check_kernels(&pipelines::log_softmax(8, 4096), 1);
+}
+
+#[test]
+fn layer_norm_is_one_kernel() {
+    check_kernels(&pipelines::layer_norm(8, 4096), 1);
+}
+
+#[test]
+fn rms_norm_is_one_kernel() {
+    check_kernels(&pipelines::rms_norm(8, 4096), 1);
+}
+
+#[test]
+fn colsum_is_one_kernel() {
+    check_reduction_kernels(&pipelines::colsum(1000, 300));
+}
+
+#[test]
+fn large_full_sums_split_across_grid_points() {
+    let g = pipelines::sum(1 << 20);
+    let p = planned(&g);
+    assert_eq!(p.kernels.len(), 2);
+    assert!(p.kernels[0].program.grid[0] > 1);
+    // Without determinism the partials are added atomically into the result.
+    let opts = FusionOptions {
+        deterministic: false,
+        ..FusionOptions::gpu()
+    };
+    let p = plan(&g, &opts).unwrap();
+    assert_eq!(p.kernels.len(), 1);
+    let text = p.kernels[0].program.to_string();
+    assert!(text.contains("atomic"), "{text}");
+    assert!(text.contains("init 0"), "{text}");
+    // A mean has a consumer, so it keeps the deterministic combine.
+    assert_eq!(plan(&pipelines::mse(1 << 20), &opts).unwrap().kernels.len(), 2);
+}
+
+#[test]
+fn rows_too_long_for_one_tile_materialise_each_reduction() {
+    // Softmax with rows of 2^15: the max, the sum and the output each need a kernel.
+    let g = pipelines::softmax(2, 1 << 15);
+    check_kernels(&g, 3);
+    let opts = FusionOptions {
+        max_row_tile: 1 << 16,
+        ..FusionOptions::cpu()
+    };
+    assert_eq!(plan(&g, &opts).unwrap().kernels.len(), 1);
+}
+
+#[test]
+fn column_sum_loops_over_rows_without_transposing() {
+    let p = planned(&pipelines::colsum(1000, 300));
+    let text = p.kernels[0].program.to_string();
+    assert!(text.contains("loop i0"), "{text}");
+    assert!(text.contains("reduce.sum"), "{text}");
+    // The input is read in its own memory order: unit stride on the inner axis.
+    assert!(text.contains("strides [300, 1]"), "{text}");
+}
+
+#[test]
+fn transposed_reshape_is_copied_once() {
+    let mut g = G::default();
+    let x = g.data(DType::F32, &[3, 5]);
+    let t = g.permute(x, &[1, 0]);
+    let r = g.reshape(t, &[15]);
+    let y = g.unary(UnaryOp::Exp, r);
+    let p = planned(&g.finish(&[y]));
+    assert_eq!(p.kernels.len(), 2);
+    assert_eq!(p.buffers.len(), 2);
+}
+
+#[test]
+fn a_view_of_data_as_output_is_copied_and_data_is_returned_as_is() {
+    let mut g = G::default();
+    let x = g.data(DType::F32, &[3, 5]);
+    let t = g.permute(x, &[1, 0]);
+    let p = planned(&g.finish(&[t, x]));
+    assert_eq!(p.kernels.len(), 1);
+    assert_eq!(p.outputs, vec![BufferRef::Temp(0), BufferRef::Input(0)]);
+}
+
+#[test]
+fn constants_are_never_buffers() {
+    let mut g = G::default();
+    let x = g.data(DType::F32, &[4, 4]);
+    let two = g.full(2.0, DType::F32, &[4]);
+    let y = g.mul(x, two);
+    let p = planned(&g.finish(&[y]));
+    assert_eq!(p.kernels.len(), 1);
+    assert_eq!(p.kernels[0].program.params.len(), 2);
+}
+
+#[test]
+fn shared_expensive_node_is_materialised_once_and_cheap_one_recomputed() {
+    let mut g = G::default();
+    let x = g.data(DType::F32, &[64, 64]);
+    let e = g.unary(UnaryOp::Exp, x); // cheap: recomputed by both users
+    let s = g.reduce(ReduceOp::Sum, e, &[0]);
+    let m = g.reduce(ReduceOp::Max, e, &[1]);
+    let p = planned(&g.finish(&[s, m]));
+    assert_eq!(p.kernels.len(), 2);
+    assert_eq!(p.buffers.len(), 2, "only the two outputs are buffers");
+}
+
+#[test]
+fn argmax_is_correctly_planned_for_short_and_long_rows() {
+    for cols in [10, 100_000] {
+        let mut g = G::default();
+        let x = g.data(DType::F16, &[3, cols]);
+        let a = g.reduce(ReduceOp::ArgMax, x, &[1]);
+        let p = planned(&g.finish(&[a]));
+        assert_eq!(p.kernels.len(), 1);
+    }
+}
+
+#[test]
+fn structurally_equal_graphs_share_a_plan() {
+    let opts = FusionOptions {
+        max_row_tile: 4096 + 1,
+        ..FusionOptions::cpu()
+    };
+    let before = cache_stats();
+    let p1 = plan(&pipelines::softmax(8, 4096), &opts).unwrap();
+    // Fresh data allocations, same structure: a hit.
+    let p2 = plan(&pipelines::softmax(8, 4096), &opts).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&p1, &p2));
+    // Another shape: a miss.
+    let p3 = plan(&pipelines::softmax(8, 4000), &opts).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&p1, &p3));
+    let after = cache_stats();
+    assert!(after.hits > before.hits);
+    assert!(after.misses >= before.misses + 2);
+}
+
+#[test]
+fn malformed_graphs_are_errors() {
+    let mut g = G::default();
+    let x = g.data(DType::F32, &[4]);
+    let mut bad = g.finish(&[x]);
+    bad.nodes[0].inputs.push(0);
+    assert!(plan(&bad, &FusionOptions::default()).is_err());
+    let mut g = G::default();
+    let x = g.data(DType::F32, &[4]);
+    let mut bad = g.finish(&[x]);
+    bad.outputs = vec![3];
+    assert!(plan(&bad, &FusionOptions::default()).is_err());
+}
+
+#[test]
+fn explain_names_kernels_and_draws_clusters() {
+    let text = explain(&pipelines::softmax(8, 4096), &FusionOptions::default()).unwrap();
+    assert!(text.contains("kernel 0: "), "{text}");
+    assert!(text.contains("reduce.max"), "{text}");
+    assert!(text.contains("subgraph cluster_0"), "{text}");
+    assert!(text.contains("broadcast"), "{text}");
+}
+
+/// Compares the printed programs of `g` with `tests/snapshots/{name}.ir`.
+fn snapshot(name: &str, g: &Subgraph) {
+    let p = planned(g);
+    let text: String = p.kernels.iter().map(|k| format!("{}\n", k.program)).collect();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/snapshots/{name}.ir"));
+    if std::env::var_os("TILEFUSE_BLESS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let expect = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("no snapshot {}; run with TILEFUSE_BLESS=1", path.display()));
+    assert_eq!(
+        text, expect,
+        "printed IR of {name} changed; run with TILEFUSE_BLESS=1 if intended"
+    );
+}
+
+#[test]
+fn snapshots_of_the_pipelines() {
+    snapshot("chain", &pipelines::chain(100_003));
+    snapshot("bias_gelu", &pipelines::bias_gelu(64, 4096));
+    snapshot("softmax", &pipelines::softmax(8, 4096));
+    snapshot("layernorm", &pipelines::layer_norm(8, 4096));
+    snapshot("rmsnorm", &pipelines::rms_norm(8, 4096));
+    snapshot("mse", &pipelines::mse(100_003));
+    snapshot("sum", &pipelines::sum(100_003));
+    snapshot("colsum", &pipelines::colsum(1000, 300));
+}
+
+#[test]
+fn pipelines_match_the_reference_evaluator() {
+    let graphs = [
+        ("chain", pipelines::chain(10_007)),
+        ("bias_gelu", pipelines::bias_gelu(6, 1000)),
+        ("mse", pipelines::mse(100_003)),
+        ("sum", pipelines::sum(100_003)),
+        ("colsum", pipelines::colsum(1000, 300)),
+        ("softmax", pipelines::softmax(5, 1000)),
+        ("softmax_long_rows", pipelines::softmax(2, 40_000)),
+        ("log_softmax", pipelines::log_softmax(5, 1000)),
+        ("layer_norm", pipelines::layer_norm(5, 1000)),
+        ("rms_norm", pipelines::rms_norm(5, 1000)),
+    ];
+    for (name, g) in &graphs {
+        let want = tilefuse::graph::reference::evaluate(g).unwrap();
+        for opts in [
+            FusionOptions::cpu(),
+            FusionOptions::gpu(),
+            FusionOptions {
+                deterministic: false,
+                ..FusionOptions::gpu()
+            },
+        ] {
+            let p = plan(g, &opts).unwrap();
+            let got = common::run_plan(g, &p).unwrap();
+            for (o, (a, b)) in got.iter().zip(&want).enumerate() {
+                if let Err(e) = common::compare(a, b) {
+                    panic!(
+                        "{name} output {o} ({:?}): {e}\n{}",
+                        opts.target,
+                        explain(g, &opts).unwrap()
+                    );
+                }
+            }
+        }
+    }
+}
