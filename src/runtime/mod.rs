@@ -1,11 +1,14 @@
 //! Realization: the one place that knows every layer.
 //!
-//! [`realize`] reads as the pipeline: collect → simplify → evaluate → write
-//! back. The graph lock is held only to collect and to write back, never
+//! [`realize`] reads as the pipeline: collect → simplify → fuse (plans are
+//! cached by the subgraph's structure) → run → write back. The graph lock is held only to collect and to write back, never
 //! while work runs, so other threads keep recording ops meanwhile.
+
+mod host;
 
 use crate::device::Device;
 use crate::error::Result;
+use crate::fusion::{self, FusionOptions, Plan};
 use crate::graph::{self, NodeIndex, Op, Subgraph};
 use crate::storage::{HostBuffer, Storage};
 use crate::tensor::Tensor;
@@ -19,7 +22,8 @@ pub(crate) fn realize(outputs: &[&Tensor]) -> Result<()> {
         return Ok(());
     };
     let sub = simplify(sub);
-    let buffers = evaluate(&sub)?;
+    let plan = fuse(&sub)?;
+    let buffers = run(&plan, &sub)?;
     write_back(&nodes, buffers);
     Ok(())
 }
@@ -60,9 +64,15 @@ fn simplify(sub: Subgraph) -> Subgraph {
     sub
 }
 
-/// One row-major host buffer per output of `sub`.
-fn evaluate(sub: &Subgraph) -> Result<Vec<HostBuffer>> {
-    graph::reference::evaluate(sub)
+/// The kernels that compute `sub`: from the plan cache when a structurally
+/// equal subgraph was fused before.
+fn fuse(sub: &Subgraph) -> Result<Arc<Plan>> {
+    fusion::plan(sub, &FusionOptions::cpu())
+}
+
+/// Runs the plan's kernels; one row-major host buffer per output of `sub`.
+fn run(plan: &Plan, sub: &Subgraph) -> Result<Vec<HostBuffer>> {
+    host::run_plan(plan, sub)
 }
 
 /// Stores each computed buffer in its node.

@@ -383,8 +383,7 @@ macro_rules! prim_casts {
         impl AsPrim<$d> for $s {
             #[inline(always)]
             fn cast(self) -> $d {
-                // Float to integer truncates and saturates (NaN to 0);
-                // integer to integer wraps; to float rounds to nearest even.
+                // Integer to integer wraps; to float rounds to nearest even.
                 self as $d
             }
         }
@@ -395,8 +394,25 @@ prim_casts! {
     i32: u8, i32, i64, u32, f32, f64;
     i64: u8, i32, i64, u32, f32, f64;
     u32: u8, i32, i64, u32, f32, f64;
-    f32: u8, i32, i64, u32, f32, f64;
-    f64: u8, i32, i64, u32, f32, f64;
+    f32: f32, f64;
+    f64: f32, f64;
+}
+
+macro_rules! float_to_int_casts {
+    ($($s:ty: $($d:ty),*;)*) => {$($(
+        impl AsPrim<$d> for $s {
+            #[inline(always)]
+            fn cast(self) -> $d {
+                // Float to integer truncates toward zero into i64 (saturating,
+                // NaN to 0), then wraps to the target width, as `Scalar::cast`.
+                self as i64 as $d
+            }
+        }
+    )*)*};
+}
+float_to_int_casts! {
+    f32: u8, i32, i64, u32;
+    f64: u8, i32, i64, u32;
 }
 
 macro_rules! half_casts {
@@ -419,7 +435,7 @@ macro_rules! half_casts {
     (@from $h:ty: $($d:ty),*) => {$(
         impl AsPrim<$d> for $h {
             #[inline(always)]
-            fn cast(self) -> $d { self.to_f32() as $d }
+            fn cast(self) -> $d { AsPrim::<$d>::cast(self.to_f32()) }
         }
     )*};
     (@to $h:ty: $($s:ty),*) => {$(

@@ -398,8 +398,10 @@ pub enum Inst {
         /// Taken where `cond` is false.
         on_false: ValueId,
     },
-    /// `src` converted to `dst`'s dtype (round to nearest even for floats,
-    /// truncation toward zero for float to integer, wrapping between integers).
+    /// `src` converted to `dst`'s dtype: round to nearest even into floats;
+    /// float to integer truncates toward zero into i64 (saturating, NaN to
+    /// 0) and then wraps to the target width, as [`Scalar::cast`] does;
+    /// wrapping between integers; to bool is `!= 0`.
     Cast {
         /// The result.
         dst: ValueId,

@@ -1,0 +1,99 @@
+//! Running a fusion plan on the CPU executor.
+
+use crate::error::{Error, Result};
+use crate::fusion::{BufferRef, Plan};
+use crate::graph::{Op, Subgraph};
+use crate::kernels::cpu::{execute, Arg};
+use crate::kernels::ir::Access;
+use crate::storage::{HostBuffer, Storage};
+
+/// Runs every kernel of `plan` over the data leaves of `sub` and returns one
+/// row-major buffer per output of the plan.
+pub(crate) fn run_plan(plan: &Plan, sub: &Subgraph) -> Result<Vec<HostBuffer>> {
+    let inputs = data_leaves(sub)?;
+    let mut temps: Vec<Option<HostBuffer>> = plan
+        .buffers
+        .iter()
+        .map(|b| Some(HostBuffer::zeros(b.dtype, b.len as usize)))
+        .collect();
+    for kernel in &plan.kernels {
+        // Buffers the kernel writes are taken out of `temps` for the call, so
+        // the ones it only reads can be borrowed from `temps` meanwhile.
+        let mut written: Vec<(usize, HostBuffer)> = Vec::new();
+        for (param, arg) in kernel.program.params.iter().zip(&kernel.args) {
+            if let (BufferRef::Temp(t), Access::Write | Access::ReadWrite) = (arg, param.access) {
+                if let Some(buf) = temps[*t].take() {
+                    written.push((*t, buf));
+                }
+            }
+        }
+        {
+            let mut write_slots: Vec<(usize, Option<&mut HostBuffer>)> =
+                written.iter_mut().map(|(t, b)| (*t, Some(b))).collect();
+            let mut args = Vec::with_capacity(kernel.args.len());
+            for arg in &kernel.args {
+                args.push(match *arg {
+                    BufferRef::Input(i) => Arg::Read(input(&inputs, i, &kernel.program.name)?),
+                    BufferRef::Temp(t) => match &temps[t] {
+                        Some(buf) => Arg::Read(buf),
+                        None => {
+                            let slot = write_slots.iter_mut().find(|(w, _)| *w == t);
+                            match slot.and_then(|(_, b)| b.take()) {
+                                Some(buf) => Arg::Write(buf),
+                                None => {
+                                    return Err(bad_plan(
+                                        &kernel.program.name,
+                                        "one buffer bound to two written parameters",
+                                    ))
+                                }
+                            }
+                        }
+                    },
+                });
+            }
+            execute(&kernel.program, &mut args)?;
+        }
+        for (t, buf) in written {
+            temps[t] = Some(buf);
+        }
+    }
+    plan.outputs
+        .iter()
+        .map(|out| match *out {
+            BufferRef::Input(i) => input(&inputs, i, "plan outputs").cloned(),
+            BufferRef::Temp(t) => {
+                let used_again = plan.outputs.iter().filter(|&&o| o == *out).count() > 1;
+                let buf = if used_again { temps[t].clone() } else { temps[t].take() };
+                buf.ok_or_else(|| bad_plan("plan outputs", "an output buffer is missing"))
+            }
+        })
+        .collect()
+}
+
+/// The host buffers of the subgraph's data leaves, in node order.
+fn data_leaves(sub: &Subgraph) -> Result<Vec<&HostBuffer>> {
+    sub.nodes
+        .iter()
+        .filter_map(|n| match &n.op {
+            Op::Data(s) => Some(s),
+            _ => None,
+        })
+        .map(|s| match &**s {
+            Storage::Host(b) => Ok(b),
+        })
+        .collect()
+}
+
+fn input<'a>(inputs: &[&'a HostBuffer], i: usize, program: &str) -> Result<&'a HostBuffer> {
+    inputs
+        .get(i)
+        .copied()
+        .ok_or_else(|| bad_plan(program, "an input position past the subgraph's data leaves"))
+}
+
+fn bad_plan(program: &str, reason: &str) -> Error {
+    Error::KernelArguments {
+        program: program.to_string(),
+        reason: reason.to_string(),
+    }
+}
