@@ -6,8 +6,9 @@
 
 use crate::dtype::DType;
 
-/// A shape or index written out for messages: `[4, 8]`.
-pub type Dims = smallvec::SmallVec<[usize; 6]>;
+/// A shape or index written out for messages: `[4, 8]`. A `Vec` keeps
+/// `Error` small, so `Result`s stay cheap on the success path.
+pub type Dims = Vec<usize>;
 
 /// Everything that can go wrong in tilefuse.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -237,5 +238,5 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Shape or index as [`Dims`] for an error message.
 pub(crate) fn dims(xs: &[usize]) -> Dims {
-    xs.iter().copied().collect()
+    xs.to_vec()
 }

@@ -8,9 +8,6 @@
 //! See `ARCHITECTURE.md` for the map of the crate.
 
 #![warn(missing_docs)]
-// `Error` carries its shapes inline so that building a message needs no
-// allocation; it is returned only on misuse, so its size does not matter.
-#![allow(clippy::result_large_err)]
 
 pub mod device;
 pub mod dtype;
