@@ -358,6 +358,11 @@ impl<'a> Lowerer<'a> {
 
     /// `v` converted to node dtype `d`, rounded to `d` and held in its compute type.
     fn cast_node(&mut self, b: &mut Builder, v: ValueId, d: DType) -> ValueId {
+        if self.dtype_of(b, v).is_float() && d.is_int() && d != DType::I64 {
+            // Float to integer truncates into i64, then wraps to the dtype.
+            let wide = b.cast(v, DType::I64);
+            return b.cast(wide, d);
+        }
         if d.compute_type() != d {
             let r = b.cast(v, d);
             b.cast(r, d.compute_type())
