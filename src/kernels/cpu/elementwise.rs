@@ -10,9 +10,9 @@
 //! selected and cast: the IR computes on them in f32.
 
 use super::buffer::{malformed, typed, typed_mut, unsupported, Bits, BitsMut, Buf, Elem};
-use super::math::{erf_f32, erf_f64};
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::graph::reference::erf::gelu_erf;
 use crate::graph::{BinaryOp, UnaryOp};
 use half::{bf16, f16};
 
@@ -30,23 +30,24 @@ pub(crate) trait Num: Elem + PartialOrd {
     fn div(self, o: Self) -> Self;
     fn is_nan(self) -> bool;
 
-    /// The larger of the two, NaN if either is NaN.
+    /// The larger of the two, NaN if either is NaN; `self` on a tie (so
+    /// `maximum(-0.0, 0.0)` is `-0.0`, as in the reference evaluator).
     #[inline(always)]
     fn maximum(self, o: Self) -> Self {
-        if self > o || self.is_nan() {
-            self
-        } else {
+        if o > self || o.is_nan() {
             o
+        } else {
+            self
         }
     }
 
-    /// The smaller of the two, NaN if either is NaN.
+    /// The smaller of the two, NaN if either is NaN; `self` on a tie.
     #[inline(always)]
     fn minimum(self, o: Self) -> Self {
-        if self < o || self.is_nan() {
-            self
-        } else {
+        if o < self || o.is_nan() {
             o
+        } else {
+            self
         }
     }
 }
@@ -107,11 +108,13 @@ pub(crate) trait Float:
     fn ceil(self) -> Self;
     fn round_ties_even(self) -> Self;
     fn powf(self, o: Self) -> Self;
-    fn erf(self) -> Self;
+    /// Exact GELU, computed in f64 by the reference evaluator's function
+    /// and rounded once.
+    fn gelu_erf(self) -> Self;
 }
 
 macro_rules! float_num {
-    ($($t:ident, $erf:ident);*) => {$(
+    ($($t:ident),*) => {$(
         impl Num for $t {
             const ZERO: $t = 0.0;
             const ONE: $t = 1.0;
@@ -138,11 +141,11 @@ macro_rules! float_num {
             #[inline(always)] fn ceil(self) -> $t { <$t>::ceil(self) }
             #[inline(always)] fn round_ties_even(self) -> $t { <$t>::round_ties_even(self) }
             #[inline(always)] fn powf(self, o: $t) -> $t { <$t>::powf(self, o) }
-            #[inline(always)] fn erf(self) -> $t { $erf(self) }
+            #[inline(always)] fn gelu_erf(self) -> $t { gelu_erf(self as f64) as $t }
         }
     )*};
 }
-float_num!(f32, erf_f32; f64, erf_f64);
+float_num!(f32, f64);
 
 /// Checks that two tiles an elementwise op pairs have the same length.
 fn same_len(a: usize, b: usize) -> Result<()> {
@@ -216,15 +219,12 @@ fn unary_float<T: Float>(op: UnaryOp, dtype: DType, d: &mut [T], s: &[T]) -> Res
         Cos => map1(d, s, T::cos),
         Tanh => map1(d, s, T::tanh),
         Sigmoid => map1(d, s, sigmoid),
-        Relu => map1(d, s, |x| if x < T::ZERO { T::ZERO } else { x }),
+        Relu => map1(d, s, |x| if x > T::ZERO || x.is_nan() { x } else { T::ZERO }),
         GeluTanh => {
             let (k0, k1, half) = (T::c((2.0 / std::f64::consts::PI).sqrt()), T::c(0.044715), T::c(0.5));
             map1(d, s, |x| half * x * (T::ONE + (k0 * (x + k1 * x * x * x)).tanh()))
         }
-        GeluErf => {
-            let (k, half) = (T::c(std::f64::consts::FRAC_1_SQRT_2), T::c(0.5));
-            map1(d, s, |x| half * x * (T::ONE + (x * k).erf()))
-        }
+        GeluErf => map1(d, s, T::gelu_erf),
         Silu => map1(d, s, |x| x * sigmoid(x)),
         Floor => map1(d, s, T::floor),
         Ceil => map1(d, s, T::ceil),
@@ -235,7 +235,8 @@ fn unary_float<T: Float>(op: UnaryOp, dtype: DType, d: &mut [T], s: &[T]) -> Res
             } else if x < T::ZERO {
                 -T::ONE
             } else {
-                x
+                // Zeros give +0 and NaN stays NaN.
+                x.abs()
             }
         }),
         Not => Err(unsupported("tile not", dtype, "`not` takes integers and bools")),
@@ -286,10 +287,9 @@ pub(crate) fn binary(op: BinaryOp, dtype: DType, dst: &mut Buf, lhs: Option<&Buf
             }
             run!(compare, Bool => u8, U8 => u8, I32 => i32, I64 => i64, U32 => u32, F32 => f32, F64 => f64)
         }
-        Maximum | Minimum => {
-            run!(arith, Bool => u8, U8 => u8, I32 => i32, I64 => i64, U32 => u32, F32 => f32, F64 => f64)
+        Add | Sub | Mul | Div | Maximum | Minimum => {
+            run!(arith, U8 => u8, I32 => i32, I64 => i64, U32 => u32, F32 => f32, F64 => f64)
         }
-        Add | Sub | Mul | Div => run!(arith, U8 => u8, I32 => i32, I64 => i64, U32 => u32, F32 => f32, F64 => f64),
         Pow => run!(pow, F32 => f32, F64 => f64),
         BitAnd | BitOr | BitXor => run!(bitwise, Bool => u8, U8 => u8, I32 => i32, I64 => i64, U32 => u32),
     }

@@ -39,40 +39,23 @@
 //! Adding one to eight f32 values, as two partitions of four:
 //!
 //! ```
-//! use tilefuse::kernels::cpu::{execute, Arg};
-//! use tilefuse::kernels::ir::*;
 //! use tilefuse::graph::BinaryOp;
+//! use tilefuse::kernels::cpu::{execute, Arg};
+//! use tilefuse::kernels::ir::{Access, Builder, IndexExpr};
 //! use tilefuse::storage::HostBuffer;
 //! use tilefuse::tile::Padding;
 //! use tilefuse::{DType, Scalar};
 //!
-//! let f32x4 = ValueType { dtype: DType::F32, shape: [4].into_iter().collect() };
-//! let view = |param| View {
-//!     param: ParamId(param),
-//!     extents: [8].into_iter().collect(),
-//!     strides: [1].into_iter().collect(),
-//!     offset: 0,
-//!     tile: [4].into_iter().collect(),
-//!     padding: Padding::Zero,
-//! };
-//! let param = |name: &str, access| Param { name: name.into(), dtype: DType::F32, len: 8, access, init: None };
-//! let at = || [IndexExpr::grid(0)].into_iter().collect::<PartitionIndex>();
-//! let program = Program {
-//!     name: "add_one".into(),
-//!     params: vec![param("x", Access::Read), param("y", Access::Write)],
-//!     views: vec![view(0), view(1)],
-//!     values: vec![f32x4.clone(), f32x4.clone(), f32x4],
-//!     accs: vec![],
-//!     loops: 0,
-//!     grid: [2].into_iter().collect(),
-//!     body: vec![
-//!         Inst::Load { dst: ValueId(0), view: ViewId(0), index: at(), masked: false },
-//!         Inst::Const { dst: ValueId(1), value: ScalarKey(Scalar::Float(1.0, DType::F32)) },
-//!         Inst::Binary { dst: ValueId(2), op: BinaryOp::Add, lhs: ValueId(0), rhs: ValueId(1) },
-//!         Inst::Store { view: ViewId(1), index: at(), src: ValueId(2), masked: false },
-//!     ],
-//!     math: MathMode::Precise,
-//! };
+//! let mut b = Builder::new("add_one", &[2]);
+//! let x = b.param("x", DType::F32, 8, Access::Read);
+//! let y = b.param("y", DType::F32, 8, Access::Write);
+//! let (vx, vy) = (b.view_contiguous(x, &[8], &[4], Padding::Zero), b.view_contiguous(y, &[8], &[4], Padding::Zero));
+//! let t = b.load(vx, &[IndexExpr::grid(0)], false);
+//! let one = b.constant(Scalar::Float(1.0, DType::F32), DType::F32, &[4]);
+//! let sum = b.binary(BinaryOp::Add, t, one);
+//! b.store(vy, &[IndexExpr::grid(0)], sum, false);
+//! let program = b.finish()?;
+//!
 //! let x = HostBuffer::from_elements(&[0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
 //! let mut y = HostBuffer::zeros(DType::F32, 8);
 //! execute(&program, &mut [Arg::Read(&x), Arg::Write(&mut y)])?;
@@ -82,14 +65,13 @@
 
 mod buffer;
 mod elementwise;
-mod math;
 mod memory;
 mod shape_ops;
 #[cfg(test)]
 mod tests;
 
 use crate::error::{Error, Result};
-use crate::kernels::ir::{IndexExpr, Inst, PartitionIndex, Program};
+use crate::kernels::ir::{verify, IndexExpr, Inst, PartitionIndex, Program};
 use crate::storage::HostBuffer;
 use buffer::{malformed, typed_mut, Buf, ScalarBits};
 use memory::{SharedMem, ViewPlan};
@@ -122,15 +104,23 @@ const CHUNKS_PER_THREAD: u64 = 8;
 
 /// Runs `program` with `args`, one per parameter in order.
 ///
-/// Checks that the arguments match the parameters (count, dtype, length,
-/// and a [`Arg::Write`] for every parameter the program writes or fills),
-/// applies the parameters' initial fills, then runs the body for every grid
-/// point. On error the written buffers may hold partial results.
+/// Verifies the program ([`verify`]), checks that the arguments match the
+/// parameters (count, dtype, length, and an [`Arg::Write`] for every
+/// parameter the program writes or fills), applies the parameters' initial
+/// fills, then runs the body for every grid point. On error the written
+/// buffers may hold partial results.
 pub fn execute(program: &Program, args: &mut [Arg<'_>]) -> Result<()> {
-    // Verification point: `kernels::ir::verify(program)` runs here once the
-    // verifier exists. Until then the executor checks what its own indexing
-    // relies on (`check_references`) and refuses the rest as it meets it.
-    check_references(program).map_err(|e| name_program(e, &program.name))?;
+    verify(program)?;
+    run_verified(program, args)
+}
+
+/// [`execute`] after verification. The executor still checks, as it meets
+/// them, the rules that keep it memory-safe and panic-free (types and
+/// lengths of tiles, partitions inside the index space and the buffers), so
+/// a program that slipped past the verifier gets an error; what it relies
+/// on without checking is that every id, grid axis and loop variable named
+/// exists, and that plain stores of different grid points do not overlap.
+fn run_verified(program: &Program, args: &mut [Arg<'_>]) -> Result<()> {
     let mems = bind_args(program, args)?;
     let context = Context::new(program, &mems).map_err(|e| name_program(e, &program.name))?;
     context.run().map_err(|e| name_program(e, &program.name))
@@ -213,122 +203,6 @@ fn bind_args(program: &Program, args: &mut [Arg<'_>]) -> Result<Vec<SharedMem>> 
             },
         })
         .collect())
-}
-
-/// Checks that every id, grid axis and loop variable the body names exists,
-/// so that the interpreter can index its tables directly.
-fn check_references(program: &Program) -> Result<()> {
-    for view in &program.views {
-        if view.param.index() >= program.params.len() {
-            return Err(malformed(format!("a view of missing parameter {}", view.param)));
-        }
-    }
-    let mut result = Ok(());
-    for_each_inst(&program.body, &mut |inst| {
-        if result.is_ok() {
-            result = check_inst(program, inst);
-        }
-    });
-    result
-}
-
-fn check_inst(program: &Program, inst: &Inst) -> Result<()> {
-    let value = |v: &crate::kernels::ir::ValueId| -> Result<()> {
-        if v.index() >= program.values.len() {
-            return Err(malformed(format!("value {v} is not declared")));
-        }
-        Ok(())
-    };
-    let expr = |e: &IndexExpr| -> Result<()> {
-        if let Some((axis, _)) = e.grid {
-            if axis as usize >= program.grid.len() {
-                return Err(malformed(format!(
-                    "grid axis {axis} of a rank-{} grid",
-                    program.grid.len()
-                )));
-            }
-        }
-        if let Some((var, _)) = e.loop_var {
-            if var.0 >= program.loops {
-                return Err(malformed(format!("loop variable {var} is not declared")));
-            }
-        }
-        Ok(())
-    };
-    let view = |v: &crate::kernels::ir::ViewId, index: &PartitionIndex| -> Result<()> {
-        if v.index() >= program.views.len() {
-            return Err(malformed(format!("view {v} is not declared")));
-        }
-        index.iter().try_for_each(expr)
-    };
-    let acc = |a: &crate::kernels::ir::AccId| -> Result<()> {
-        if a.index() >= program.accs.len() {
-            return Err(malformed(format!("accumulator {a} is not declared")));
-        }
-        Ok(())
-    };
-    match inst {
-        Inst::Load {
-            dst, view: v, index, ..
-        }
-        | Inst::InBounds { dst, view: v, index } => {
-            value(dst)?;
-            view(v, index)
-        }
-        Inst::Store {
-            view: v, index, src, ..
-        }
-        | Inst::Atomic {
-            view: v, index, src, ..
-        } => {
-            value(src)?;
-            view(v, index)
-        }
-        Inst::Const { dst, .. } => value(dst),
-        Inst::Iota { dst, index, .. } => {
-            value(dst)?;
-            expr(index)
-        }
-        Inst::Unary { dst, src, .. } | Inst::Cast { dst, src } | Inst::Broadcast { dst, src } => {
-            value(dst)?;
-            value(src)
-        }
-        Inst::Reduce { dst, src, .. } => {
-            value(dst)?;
-            value(src)
-        }
-        Inst::Binary { dst, lhs, rhs, .. } => {
-            value(dst)?;
-            value(lhs)?;
-            value(rhs)
-        }
-        Inst::Select {
-            dst,
-            cond,
-            on_true,
-            on_false,
-        } => {
-            value(dst)?;
-            value(cond)?;
-            value(on_true)?;
-            value(on_false)
-        }
-        Inst::AccUpdate { acc: a, src, .. } => {
-            acc(a)?;
-            value(src)
-        }
-        Inst::AccRead { dst, acc: a } => {
-            value(dst)?;
-            acc(a)
-        }
-        Inst::Loop { var, .. } => {
-            if var.0 >= program.loops {
-                return Err(malformed(format!("loop variable {var} is not declared")));
-            }
-            Ok(())
-        }
-        Inst::Barrier => Ok(()),
-    }
 }
 
 /// Calls `f` on every instruction, loop bodies included, in program order.

@@ -1,28 +1,27 @@
-//! Elementwise ops, casts and the error function against f64 references.
+//! Elementwise ops and casts against f64 references.
 
 use super::*;
-use crate::kernels::cpu::math::erf_f64;
 use half::{bf16, f16};
 
 /// Runs `dst = f(loaded inputs)` over tiles of the inputs' length and
 /// returns the output buffer of `out_dtype`.
-fn map(inputs: &[&HostBuffer], out_dtype: DType, f: impl FnOnce(&mut Prog, &[ValueId]) -> ValueId) -> HostBuffer {
+fn map(inputs: &[&HostBuffer], out_dtype: DType, f: impl FnOnce(&mut Builder, &[ValueId]) -> ValueId) -> HostBuffer {
     let n = inputs[0].len() as u64;
-    let mut p = Prog::new(&[1]);
+    let mut p = Builder::new("test", &[1]);
     let loaded: Vec<ValueId> = inputs
         .iter()
         .map(|b| {
-            let a = p.param(b.dtype(), n, Access::Read);
-            let v = p.dense(a, &[n], &[n as u32]);
+            let a = p.param("p", b.dtype(), n, Access::Read);
+            let v = dense(&mut p, a, &[n], &[n as u32]);
             p.load(v, &[c(0)], false)
         })
         .collect();
     let y = f(&mut p, &loaded);
-    let o = p.param(out_dtype, n, Access::Write);
-    let vo = p.dense(o, &[n], &[n as u32]);
+    let o = p.param("p", out_dtype, n, Access::Write);
+    let vo = dense(&mut p, o, &[n], &[n as u32]);
     p.store(vo, &[c(0)], y, false);
     let mut out = HostBuffer::zeros(out_dtype, n as usize);
-    run(&p.build(), inputs, &mut [&mut out]).unwrap();
+    run(&p.finish().unwrap(), inputs, &mut [&mut out]).unwrap();
     out
 }
 
@@ -47,24 +46,6 @@ fn erf_quadrature(x: f64) -> f64 {
         }
     }
     sum * 2.0 / std::f64::consts::PI.sqrt()
-}
-
-#[test]
-fn erf_matches_quadrature_and_tables() {
-    for i in -600..=600 {
-        let x = i as f64 / 100.0;
-        let (got, want) = (erf_f64(x), erf_quadrature(x));
-        assert!(
-            (got - want).abs() <= 1e-14 * want.abs().max(1e-300) + 1e-300,
-            "erf({x}) = {got}, want {want}"
-        );
-    }
-    assert_eq!(erf_f64(0.0).to_bits(), 0.0f64.to_bits());
-    assert_eq!(erf_f64(-0.0).to_bits(), (-0.0f64).to_bits());
-    assert_eq!(erf_f64(30.0), 1.0);
-    assert!(erf_f64(f64::NAN).is_nan());
-    assert!((erf_f64(0.5) - 0.5204998778130465).abs() < 1e-16);
-    assert!((erf_f64(2.0) - 0.9953222650189527).abs() < 1e-16);
 }
 
 /// The f64 reference of each unary op.
@@ -159,9 +140,23 @@ fn rounding_sign_and_relu_edges() {
     assert!(round[3].is_sign_negative() && round[5].is_nan());
     let sign = map(&[&b], DType::F64, |p, v| p.unary(UnaryOp::Sign, v[0])).to_vec::<f64>();
     assert_eq!(&sign[..5], &[1.0, 1.0, 1.0, -1.0, -1.0]);
-    assert!(sign[5].is_nan() && sign[6] == 0.0 && sign[7] == 1.0);
+    assert!(sign[5].is_nan() && sign[7] == 1.0);
+    assert_eq!(sign[6].to_bits(), 0.0f64.to_bits(), "sign(-0) is +0");
     let relu = map(&[&b], DType::F64, |p, v| p.unary(UnaryOp::Relu, v[0])).to_vec::<f64>();
     assert!(relu[5].is_nan() && relu[3] == 0.0 && relu[7] == 3.0);
+    assert_eq!(relu[6].to_bits(), 0.0f64.to_bits(), "relu(-0) is +0");
+    // Ties of maximum and minimum keep the first operand.
+    let zeros = [
+        HostBuffer::from_elements(&[-0.0f64, 0.0]),
+        HostBuffer::from_elements(&[0.0f64, -0.0]),
+    ];
+    let max = map(&[&zeros[0], &zeros[1]], DType::F64, |p, v| {
+        p.binary(BinaryOp::Maximum, v[0], v[1])
+    });
+    assert_eq!(
+        max.to_vec::<f64>().iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+        vec![(-0.0f64).to_bits(), 0]
+    );
 }
 
 #[test]
@@ -283,19 +278,51 @@ fn casts_truncate_saturate_wrap_and_round_to_nearest_even() {
 }
 
 #[test]
-fn half_tiles_refuse_arithmetic() {
+fn bool_tiles_take_logic_and_comparisons() {
+    let a = HostBuffer::from_elements(&[false, false, true, true]);
+    let b = HostBuffer::from_elements(&[false, true, false, true]);
+    for (op, want) in [
+        (BinaryOp::BitAnd, [0u8, 0, 0, 1]),
+        (BinaryOp::BitOr, [0, 1, 1, 1]),
+        (BinaryOp::BitXor, [0, 1, 1, 0]),
+        (BinaryOp::Eq, [1, 0, 0, 1]),
+        (BinaryOp::Lt, [0, 1, 0, 0]),
+    ] {
+        let got = map(&[&a, &b], DType::Bool, |p, v| p.binary(op, v[0], v[1]));
+        assert_eq!(got.to_vec::<u8>(), want, "{op:?}");
+    }
+}
+
+#[test]
+fn half_tiles_refuse_arithmetic_without_the_verifier() {
+    let x = HostBuffer::from_elements(&[1.0f32; 4]);
+    let mut program = {
+        let mut p = Builder::new("test", &[1]);
+        let a = p.param("a", DType::F32, 4, Access::Read);
+        let o = p.param("o", DType::F32, 4, Access::Write);
+        let (va, vo) = (dense(&mut p, a, &[4], &[4]), dense(&mut p, o, &[4], &[4]));
+        let x = p.load(va, &[c(0)], false);
+        let y = p.binary(BinaryOp::Add, x, x);
+        p.store(vo, &[c(0)], y, false);
+        p.finish().unwrap()
+    };
+    let mut out = HostBuffer::zeros(DType::F32, 4);
+    run(&program, &[&x], &mut [&mut out]).unwrap();
+    assert_eq!(out.to_vec::<f32>(), vec![2.0; 4]);
+    // The same program on f16 buffers and tiles.
+    for param in &mut program.params {
+        param.dtype = DType::F16;
+    }
+    for value in &mut program.values {
+        value.dtype = DType::F16;
+    }
     let h = HostBuffer::from_elements(&[f16::ONE; 4]);
-    let mut p = Prog::new(&[1]);
-    let a = p.param(DType::F16, 4, Access::Read);
-    let o = p.param(DType::F16, 4, Access::Write);
-    let (va, vo) = (p.dense(a, &[4], &[4]), p.dense(o, &[4], &[4]));
-    let x = p.load(va, &[c(0)], false);
-    let y = p.binary(BinaryOp::Add, x, x);
-    p.store(vo, &[c(0)], y, false);
     let mut out = HostBuffer::zeros(DType::F16, 4);
-    let err = run(&p.build(), &[&h], &mut [&mut out]).unwrap_err();
+    let err = run_unverified(&program, &[&h], &mut [&mut out]).unwrap_err();
     assert!(
         matches!(err, crate::Error::UnsupportedDType { dtype: DType::F16, .. }),
         "{err}"
     );
+    let err = run(&program, &[&h], &mut [&mut out]).unwrap_err();
+    assert!(matches!(err, crate::Error::InvalidProgram { .. }), "{err}");
 }

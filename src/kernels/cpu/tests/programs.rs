@@ -4,36 +4,33 @@
 use super::*;
 use crate::error::Error;
 
-fn loop_index(var: LoopId) -> IndexExpr {
-    IndexExpr::loop_var(var)
-}
-
 /// Row sums of an [R, C] f32 matrix: one grid point per 4 rows, a loop over
 /// column tiles of 16 (the last one ragged) adding into an accumulator,
 /// then an in-tile reduction along the columns.
 #[test]
 fn row_sums_with_a_loop_and_an_accumulator() {
     let (r, cols) = (10u64, 45u64);
-    let mut p = Prog::new(&[r.div_ceil(4)]);
-    let x = p.param(DType::F32, r * cols, Access::Read);
-    let out = p.param(DType::F32, r, Access::Write);
-    let vx = p.dense(x, &[r, cols], &[4, 16]);
-    let vo = p.dense(out, &[r, 1], &[4, 1]);
-    let acc = p.acc(DType::F32, &[4, 16], Scalar::Float(0.0, DType::F32));
-    let i = p.begin_loop(cols.div_ceil(16));
-    let tile = p.load(vx, &[g(0), loop_index(i)], true);
-    p.push(Inst::AccUpdate {
-        acc,
-        op: BinaryOp::Add,
-        src: tile,
+    let mut p = Builder::new("test", &[r.div_ceil(4)]);
+    let x = p.param("p", DType::F32, r * cols, Access::Read);
+    let out = p.param("p", DType::F32, r, Access::Write);
+    let vx = dense(&mut p, x, &[r, cols], &[4, 16]);
+    let vo = dense(&mut p, out, &[r, 1], &[4, 1]);
+    let acc = p.acc(ValueType::new(DType::F32, &[4, 16]), Scalar::Float(0.0, DType::F32));
+    p.loop_(cols.div_ceil(16), |p, i| {
+        let tile = p.load(vx, &[g(0), IndexExpr::loop_var(i)], true);
+        p.acc_update(acc, BinaryOp::Add, tile);
     });
-    p.end_loop();
     let total = p.acc_read(acc);
     let sums = p.reduce(TileReduce::Sum, total, 1);
     p.store(vo, &[g(0), c(0)], sums, true);
     let data = sample_f32((r * cols) as usize, 10.0, 7);
     let mut o = HostBuffer::zeros(DType::F32, r as usize);
-    run(&p.build(), &[&HostBuffer::from_elements(&data)], &mut [&mut o]).unwrap();
+    run(
+        &p.finish().unwrap(),
+        &[&HostBuffer::from_elements(&data)],
+        &mut [&mut o],
+    )
+    .unwrap();
     for (row, got) in o.to_vec::<f32>().into_iter().enumerate() {
         let want: f64 = data[row * cols as usize..][..cols as usize]
             .iter()
@@ -47,25 +44,17 @@ fn row_sums_with_a_loop_and_an_accumulator() {
 /// reduces its tile along the rows and adds the result atomically into the
 /// output, which the parameter's init fills with zero first.
 fn column_sums(dtype: DType, data: &HostBuffer, m: u64, n: u64) -> HostBuffer {
-    let mut p = Prog::new(&[m.div_ceil(4), n.div_ceil(8)]);
-    let x = p.param(dtype, m * n, Access::Read);
-    let out = p.param(dtype, n, Access::Write);
-    p.init(out, Scalar::Int(0, DType::I64));
-    let vx = p.dense(x, &[m, n], &[4, 8]);
-    let vo = p.dense(out, &[1, n], &[1, 8]);
+    let mut p = Builder::new("test", &[m.div_ceil(4), n.div_ceil(8)]);
+    let x = p.param("p", dtype, m * n, Access::Read);
+    let out = p.param_init("out", dtype, n, Access::Write, Scalar::Int(0, DType::I64).cast(dtype));
+    let vx = dense(&mut p, x, &[m, n], &[4, 8]);
+    let vo = dense(&mut p, out, &[1, n], &[1, 8]);
     let tile = p.load(vx, &[g(0), g(1)], true);
     let partial = p.reduce(TileReduce::Sum, tile, 0);
-    p.push(Inst::Atomic {
-        op: AtomicOp::Add,
-        view: vo,
-        index: [c(0), g(1)].into_iter().collect(),
-        src: partial,
-        masked: true,
-        scope: crate::tile::ThreadScope::Device,
-    });
+    p.atomic(AtomicOp::Add, vo, &[c(0), g(1)], partial, true, ThreadScope::Device);
     let mut o = HostBuffer::zeros(dtype, n as usize);
     o.set(0, Scalar::Int(12345, DType::I64)); // overwritten by the init fill
-    run(&p.build(), &[data], &mut [&mut o]).unwrap();
+    run(&p.finish().unwrap(), &[data], &mut [&mut o]).unwrap();
     o
 }
 
@@ -92,36 +81,30 @@ fn column_sums_with_atomic_adds() {
 #[test]
 fn argmax_by_iota_and_select() {
     let (r, cols) = (6u64, 9u32);
-    let mut p = Prog::new(&[r]);
-    let x = p.param(DType::F32, r * cols as u64, Access::Read);
-    let out = p.param(DType::I64, r, Access::Write);
-    let vx = p.dense(x, &[r, cols as u64], &[1, cols]);
-    let vo = p.dense(out, &[r, 1], &[1, 1]);
+    let mut p = Builder::new("test", &[r]);
+    let x = p.param("p", DType::F32, r * cols as u64, Access::Read);
+    let out = p.param("p", DType::I64, r, Access::Write);
+    let vx = dense(&mut p, x, &[r, cols as u64], &[1, cols]);
+    let vo = dense(&mut p, out, &[r, 1], &[1, 1]);
     let row = p.load(vx, &[g(0), c(0)], false);
     let max = p.reduce(TileReduce::Max, row, 1);
     let max_b = p.broadcast(max, &[1, cols]);
     let is_max = p.binary(BinaryOp::Eq, row, max_b);
-    let iota = p.value(DType::I64, &[1, cols]);
-    p.push(Inst::Iota {
-        dst: iota,
-        axis: 1,
-        index: c(0),
-    });
+    let iota = p.iota(&[1, cols], 1, c(0));
     let none = p.constant(Scalar::Int(cols as i128, DType::I64), DType::I64, &[1, cols]);
-    let candidates = p.value(DType::I64, &[1, cols]);
-    p.push(Inst::Select {
-        dst: candidates,
-        cond: is_max,
-        on_true: iota,
-        on_false: none,
-    });
+    let candidates = p.select(is_max, iota, none);
     let first = p.reduce(TileReduce::Min, candidates, 1);
     p.store(vo, &[g(0), c(0)], first, false);
     let mut data: Vec<f32> = (0..r * cols as u64).map(|i| ((i * 37) % 11) as f32).collect();
     data[3 * cols as usize + 4] = 100.0;
     data[3 * cols as usize + 7] = 100.0;
     let mut o = HostBuffer::zeros(DType::I64, r as usize);
-    run(&p.build(), &[&HostBuffer::from_elements(&data)], &mut [&mut o]).unwrap();
+    run(
+        &p.finish().unwrap(),
+        &[&HostBuffer::from_elements(&data)],
+        &mut [&mut o],
+    )
+    .unwrap();
     let want: Vec<i64> = data
         .chunks(cols as usize)
         .map(|row| {
@@ -136,13 +119,13 @@ fn argmax_by_iota_and_select() {
 /// The chain pipeline `tanh(a*b + c) * sigmoid(a) - exp(-b*b)` over a
 /// ragged 1-d grid, plus the per-tile sums of `(a - b)^2`.
 fn chain_program(n: u64, tile: u32) -> Program {
-    let mut p = Prog::new(&[n.div_ceil(tile as u64)]);
-    let ins: Vec<ParamId> = (0..3).map(|_| p.param(DType::F32, n, Access::Read)).collect();
-    let y = p.param(DType::F32, n, Access::Write);
-    let sq = p.param(DType::F32, n.div_ceil(tile as u64), Access::Write);
-    let views: Vec<ViewId> = ins.iter().map(|&a| p.dense(a, &[n], &[tile])).collect();
-    let vy = p.dense(y, &[n], &[tile]);
-    let vsq = p.dense(sq, &[n.div_ceil(tile as u64)], &[1]);
+    let mut p = Builder::new("test", &[n.div_ceil(tile as u64)]);
+    let ins: Vec<ParamId> = (0..3).map(|_| p.param("p", DType::F32, n, Access::Read)).collect();
+    let y = p.param("p", DType::F32, n, Access::Write);
+    let sq = p.param("p", DType::F32, n.div_ceil(tile as u64), Access::Write);
+    let views: Vec<ViewId> = ins.iter().map(|&a| dense(&mut p, a, &[n], &[tile])).collect();
+    let vy = dense(&mut p, y, &[n], &[tile]);
+    let vsq = dense(&mut p, sq, &[n.div_ceil(tile as u64)], &[1]);
     let [a, b, cc] = [0, 1, 2].map(|i| p.load(views[i], &[g(0)], true));
     let ab = p.binary(BinaryOp::Mul, a, b);
     let abc = p.binary(BinaryOp::Add, ab, cc);
@@ -158,7 +141,7 @@ fn chain_program(n: u64, tile: u32) -> Program {
     let d2 = p.binary(BinaryOp::Mul, d, d);
     let sum = p.reduce(TileReduce::Sum, d2, 0);
     p.store(vsq, &[g(0)], sum, false);
-    p.build()
+    p.finish().unwrap()
 }
 
 #[test]
@@ -199,17 +182,22 @@ fn chain_matches_a_plain_loop_and_is_deterministic_across_threads() {
 #[test]
 fn half_inputs_compute_in_f32_and_round_once() {
     let xs: Vec<half::bf16> = sample_f32(300, 4.0, 3).into_iter().map(half::bf16::from_f32).collect();
-    let mut p = Prog::new(&[3]);
-    let a = p.param(DType::BF16, 300, Access::Read);
-    let o = p.param(DType::BF16, 300, Access::Write);
-    let (va, vo) = (p.dense(a, &[300], &[128]), p.dense(o, &[300], &[128]));
+    let mut p = Builder::new("test", &[3]);
+    let a = p.param("p", DType::BF16, 300, Access::Read);
+    let o = p.param("p", DType::BF16, 300, Access::Write);
+    let (va, vo) = (dense(&mut p, a, &[300], &[128]), dense(&mut p, o, &[300], &[128]));
     let x = p.load(va, &[g(0)], true);
     let x32 = p.cast(x, DType::F32);
     let y32 = p.unary(UnaryOp::GeluTanh, x32);
     let y = p.cast(y32, DType::BF16);
     p.store(vo, &[g(0)], y, true);
     let mut out = HostBuffer::zeros(DType::BF16, 300);
-    run(&p.build(), &[&HostBuffer::from_elements(&xs)], &mut [&mut out]).unwrap();
+    run(
+        &p.finish().unwrap(),
+        &[&HostBuffer::from_elements(&xs)],
+        &mut [&mut out],
+    )
+    .unwrap();
     for (x, got) in xs.iter().zip(out.to_vec::<half::bf16>()) {
         let x = x.to_f32();
         let k = (2.0f32 / std::f32::consts::PI).sqrt();
@@ -255,16 +243,14 @@ fn argument_errors() {
 }
 
 #[test]
-fn malformed_programs_are_errors_not_panics() {
-    let mut p = Prog::new(&[1]);
-    let a = p.param(DType::F32, 4, Access::Read);
-    let va = p.dense(a, &[4], &[4]);
-    let x = p.load(va, &[g(3)], false);
-    let _ = p.unary(UnaryOp::Exp, x);
-    let a_buf = HostBuffer::zeros(DType::F32, 4);
-    let err = run(&p.build(), &[&a_buf], &mut []).unwrap_err();
-    assert!(
-        matches!(err, Error::InvalidProgram { ref program, .. } if program == "test"),
-        "{err}"
-    );
+fn programs_are_verified_first() {
+    let mut program = chain_program(64, 32);
+    if let Inst::Load { index, .. } = &mut program.body[0] {
+        index[0] = g(3);
+    }
+    let a = HostBuffer::zeros(DType::F32, 64);
+    let mut y = HostBuffer::zeros(DType::F32, 64);
+    let mut sq = HostBuffer::zeros(DType::F32, 2);
+    let err = run(&program, &[&a, &a, &a], &mut [&mut y, &mut sq]).unwrap_err();
+    assert!(matches!(err, Error::InvalidProgram { .. }), "{err}");
 }
