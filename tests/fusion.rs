@@ -300,3 +300,70 @@ fn pipelines_match_the_reference_evaluator() {
         }
     }
 }
+
+/// Runs `g` fused with `opts` and returns its outputs.
+fn run(g: &Subgraph, opts: &FusionOptions) -> Vec<tilefuse::storage::HostBuffer> {
+    common::run_plan(g, &plan(g, opts).unwrap()).unwrap()
+}
+
+#[test]
+fn argmax_takes_the_first_maximum_and_nan_wins() {
+    let rows: Vec<f32> = vec![
+        1.0,
+        3.0,
+        3.0,
+        -1.0,
+        0.0, //
+        f32::NAN,
+        5.0,
+        f32::NAN,
+        1.0,
+        2.0, //
+        -4.0,
+        -2.0,
+        -3.0,
+        -2.0,
+        -9.0,
+    ];
+    for opts in [FusionOptions::cpu(), FusionOptions::gpu()] {
+        for (op, want) in [(ReduceOp::ArgMax, [1i64, 0, 1]), (ReduceOp::ArgMin, [3, 0, 4])] {
+            let mut g = G::default();
+            let x = g.data_buf(tilefuse::storage::HostBuffer::from_elements(&rows), &[3, 5]);
+            let a = g.reduce(op, x, &[1]);
+            let got = run(&g.finish(&[a]), &opts);
+            assert_eq!(got[0].to_vec::<i64>(), want, "{op:?}");
+        }
+    }
+}
+
+#[test]
+fn reductions_over_empty_axes_give_the_identity() {
+    let mut g = G::default();
+    let x = g.data(DType::F32, &[3, 0]);
+    let s = g.reduce(ReduceOp::Sum, x, &[1]);
+    let m = g.reduce(ReduceOp::Max, x, &[1]);
+    let p = g.reduce(ReduceOp::Prod, x, &[1]);
+    let got = run(&g.finish(&[s, m, p]), &FusionOptions::default());
+    assert_eq!(got[0].to_vec::<f32>(), vec![0.0; 3]);
+    assert_eq!(got[1].to_vec::<f32>(), vec![f32::NEG_INFINITY; 3]);
+    assert_eq!(got[2].to_vec::<f32>(), vec![1.0; 3]);
+}
+
+#[test]
+fn argmax_of_rows_longer_than_a_tile_loops_twice() {
+    let n = 20_000;
+    let mut v = vec![0.0f32; 2 * n];
+    // Row 0: the maximum 7 first at 9000 (second tile) and again at 15000.
+    v[9000] = 7.0;
+    v[15000] = 7.0;
+    // Row 1: a NaN at 19999 (the ragged last tile) wins over a larger value.
+    v[n + 3] = 9.0;
+    v[n + 19999] = f32::NAN;
+    let mut g = G::default();
+    let x = g.data_buf(tilefuse::storage::HostBuffer::from_elements(&v), &[2, n]);
+    let a = g.reduce(ReduceOp::ArgMax, x, &[1]);
+    let g = g.finish(&[a]);
+    let p = plan(&g, &FusionOptions::gpu()).unwrap();
+    assert!(p.kernels[0].program.to_string().matches("loop").count() == 2);
+    assert_eq!(run(&g, &FusionOptions::gpu())[0].to_vec::<i64>(), vec![9000, 19999]);
+}

@@ -59,16 +59,7 @@ impl Analysis {
                 .map(|n| n.op.is_elementwise() || matches!(n.op, Op::Reduce { .. }))
                 .collect(),
         };
-        // A reshape whose input layout cannot be re-strided copies its input first.
-        for n in &g.nodes {
-            if matches!(n.op, Op::Reshape) {
-                if let Source::Chain { layout, .. } = a.source(g, n.inputs[0]) {
-                    if layout.apply(&n.op, &n.shape).is_none() {
-                        a.computed[n.inputs[0]] = true;
-                    }
-                }
-            }
-        }
+        a.copy_unstridable_reshape_inputs(g);
         // Outputs that are views or constants get a buffer of their own, except
         // an order-preserving view of a computed node, which shares its buffer.
         for &o in &g.outputs {
@@ -84,7 +75,23 @@ impl Analysis {
                 _ => {}
             }
         }
+        // Copies made for outputs move where chains start; check again.
+        a.copy_unstridable_reshape_inputs(g);
         a
+    }
+
+    /// Marks the input of every reshape that strides cannot express as
+    /// computed (a copy into a row-major buffer), in topological order.
+    fn copy_unstridable_reshape_inputs(&mut self, g: &Subgraph) {
+        for n in &g.nodes {
+            if matches!(n.op, Op::Reshape) {
+                if let Source::Chain { layout, .. } = self.source(g, n.inputs[0]) {
+                    if layout.apply(&n.op, &n.shape).is_none() {
+                        self.computed[n.inputs[0]] = true;
+                    }
+                }
+            }
+        }
     }
 
     /// Whether `n` is a computed node whose value is its own operand seen

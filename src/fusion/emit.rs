@@ -5,6 +5,7 @@
 use super::analysis::{is_arg_reduce, ChainKind, Source};
 use super::group::{Group, Space};
 use super::lower::{in_group, internal, use_space, Ctx};
+use super::reduction::{acc_dtype, acc_op, effective, identity, tile_op};
 use super::tiling::Axis;
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
@@ -358,6 +359,11 @@ impl<'a> Lowerer<'a> {
 
     /// `v` converted to node dtype `d`, rounded to `d` and held in its compute type.
     fn cast_node(&mut self, b: &mut Builder, v: ValueId, d: DType) -> ValueId {
+        if self.dtype_of(b, v).is_float() && d.is_int() && d != DType::I64 {
+            // Float to integer truncates into i64, then wraps to the dtype.
+            let wide = b.cast(v, DType::I64);
+            return b.cast(wide, d);
+        }
         if d.compute_type() != d {
             let r = b.cast(v, d);
             b.cast(r, d.compute_type())
@@ -552,66 +558,5 @@ impl<'a> Lowerer<'a> {
         };
         self.define(b, n, idx);
         Ok(())
-    }
-}
-
-/// The dtype a reduction of a node of `dtype` accumulates in.
-fn acc_dtype(dtype: DType) -> DType {
-    match dtype {
-        DType::Bool => DType::U8,
-        d => d.compute_type(),
-    }
-}
-
-/// The reduction actually run for `op` on `dtype`: bools reduce as `u8`,
-/// where sum (or) is max and prod (and) is min.
-fn effective(op: ReduceOp, dtype: DType) -> ReduceOp {
-    match (dtype, op) {
-        (DType::Bool, ReduceOp::Sum) => ReduceOp::Max,
-        (DType::Bool, ReduceOp::Prod) => ReduceOp::Min,
-        _ => op,
-    }
-}
-
-/// The in-tile reduction for `op`.
-fn tile_op(op: ReduceOp) -> TileReduce {
-    match op {
-        ReduceOp::Sum => TileReduce::Sum,
-        ReduceOp::Prod => TileReduce::Prod,
-        ReduceOp::Max | ReduceOp::ArgMax => TileReduce::Max,
-        ReduceOp::Min | ReduceOp::ArgMin => TileReduce::Min,
-    }
-}
-
-/// The accumulator update for `op`.
-fn acc_op(op: ReduceOp) -> BinaryOp {
-    match op {
-        ReduceOp::Sum => BinaryOp::Add,
-        ReduceOp::Prod => BinaryOp::Mul,
-        ReduceOp::Max | ReduceOp::ArgMax => BinaryOp::Maximum,
-        ReduceOp::Min | ReduceOp::ArgMin => BinaryOp::Minimum,
-    }
-}
-
-/// The identity of `op` in accumulation dtype `dt`.
-pub(crate) fn identity(op: ReduceOp, dt: DType) -> Scalar {
-    let (lo, hi): (i128, i128) = match dt {
-        DType::U8 => (0, u8::MAX as i128),
-        DType::U32 => (0, u32::MAX as i128),
-        DType::I32 => (i32::MIN as i128, i32::MAX as i128),
-        _ => (i64::MIN as i128, i64::MAX as i128),
-    };
-    let v = |x: f64, i: i128| {
-        if dt.is_float() {
-            Scalar::Float(x, dt)
-        } else {
-            Scalar::Int(i, dt)
-        }
-    };
-    match op {
-        ReduceOp::Sum => v(0.0, 0),
-        ReduceOp::Prod => v(1.0, 1),
-        ReduceOp::Max | ReduceOp::ArgMax => v(f64::NEG_INFINITY, lo),
-        ReduceOp::Min | ReduceOp::ArgMin => v(f64::INFINITY, hi),
     }
 }

@@ -351,10 +351,7 @@ fn partial_dtype(g: &Subgraph, group: &Group) -> DType {
         .iter()
         .find(|&&n| matches!(g.nodes[n].op, Op::Reduce { .. }))
         .expect("a split group has one reduction");
-    match g.nodes[*r].dtype {
-        DType::Bool => DType::U8,
-        d => d.compute_type(),
-    }
+    super::reduction::acc_dtype(g.nodes[*r].dtype)
 }
 
 /// The identity of reduction node `n` in its own dtype.
@@ -362,7 +359,7 @@ fn reduce_identity(g: &Subgraph, n: usize) -> Scalar {
     let Op::Reduce { op, .. } = g.nodes[n].op else {
         unreachable!("only reductions are split")
     };
-    super::emit::identity(op, g.nodes[n].dtype)
+    super::reduction::identity(op, g.nodes[n].dtype)
 }
 
 /// The space in which node `n` (of space `own`) uses its operands.

@@ -30,9 +30,15 @@
 //!   tile spans several rows and columns, the grid runs over the kept axes and
 //!   a loop over tiles of the reduced axes updates an accumulator after an
 //!   in-tile `Reduce` along the reduced axis.
-//! - **Full reductions** run as one grid point looping over the tensor in
-//!   large tiles. This is deterministic: elements are combined in a fixed
-//!   order whatever the schedule.
+//! - **Full reductions** of many tiles are split across grid points: each
+//!   point reduces a fixed run of tiles into a partial. By default
+//!   (`deterministic: true`) a second, one-point kernel combines the
+//!   partials in index order and runs the elementwise consumers (`* 1/n` of
+//!   a mean), so the result does not depend on scheduling. With
+//!   `deterministic: false`, a sum with no consumers (f32, f64, 32/64-bit
+//!   integers) instead adds its partials atomically into the result, whose
+//!   buffer starts at 0: one kernel, but float additions happen in
+//!   whatever order the points finish. Integer atomics stay exact.
 //! - **Materialisation.** A node used by kernels of other groups is stored
 //!   once by the group it belongs to, unless it is cheap: an elementwise op
 //!   whose operands are data or constants is recomputed by every group that
@@ -57,6 +63,7 @@ mod group;
 mod layout;
 mod lower;
 mod plan;
+mod reduction;
 mod tiling;
 
 pub use cache::{cache_stats, CacheStats};

@@ -2,7 +2,7 @@
 //! one node and returns its position; binary ops broadcast NumPy-style by
 //! inserting the reshape and expand nodes the front end would.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::result_large_err)]
 
 use std::sync::Arc;
 use tilefuse::graph::{BinaryOp, Op, ReduceOp, SubNode, Subgraph, UnaryOp};
@@ -397,6 +397,13 @@ pub fn tolerance(dtype: DType) -> f64 {
 /// Compares `got` with `want` under [`tolerance`]; `Err` describes the
 /// first mismatch.
 pub fn compare(got: &HostBuffer, want: &HostBuffer) -> Result<(), String> {
+    compare_with(got, want, tolerance(want.dtype()), 1.0)
+}
+
+/// Compares `got` with `want` allowing a difference of `tol * (|want| +
+/// scale)`, where `scale` is the larger of `min_scale` and the largest
+/// finite magnitude in `want` (see [`tolerance`]).
+pub fn compare_with(got: &HostBuffer, want: &HostBuffer, tol: f64, min_scale: f64) -> Result<(), String> {
     if got.dtype() != want.dtype() || got.len() != want.len() {
         return Err(format!(
             "got {}[{}], want {}[{}]",
@@ -406,11 +413,10 @@ pub fn compare(got: &HostBuffer, want: &HostBuffer) -> Result<(), String> {
             want.len()
         ));
     }
-    let tol = tolerance(want.dtype());
     let scale = (0..want.len())
         .map(|i| want.get(i).to_f64().abs())
         .filter(|x| x.is_finite())
-        .fold(1.0f64, f64::max);
+        .fold(min_scale.max(1.0), f64::max);
     for i in 0..want.len() {
         let (g, w) = (got.get(i), want.get(i));
         let ok = match (g, w) {
