@@ -15,7 +15,7 @@ pub mod error;
 pub mod fusion;
 pub mod graph;
 pub mod kernels;
-pub(crate) mod runtime;
+pub mod runtime;
 pub mod shape;
 pub mod storage;
 pub mod tensor;

@@ -5,7 +5,6 @@
 //! `cargo test --test gpu_runtime -- --include-ignored`.
 
 #![cfg(feature = "cuda")]
-#![allow(clippy::result_large_err)]
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tilefuse::device::cuda::{

@@ -4,8 +4,6 @@
 //! `TILEFUSE_BLESS=1` rewrites the snapshot; `TILEFUSE_DUMP_PTX=dir` writes
 //! every generated module to `dir` for inspection or running elsewhere.
 
-#![allow(clippy::result_large_err)]
-
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tilefuse::graph::{BinaryOp, UnaryOp};

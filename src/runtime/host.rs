@@ -7,9 +7,10 @@ use crate::kernels::cpu::{execute, Arg};
 use crate::kernels::ir::Access;
 use crate::storage::{HostBuffer, Storage};
 
-/// Runs every kernel of `plan` over the data leaves of `sub` and returns one
-/// row-major buffer per output of the plan.
-pub(crate) fn run_plan(plan: &Plan, sub: &Subgraph) -> Result<Vec<HostBuffer>> {
+/// Runs every kernel of `plan` on the CPU executor over the data leaves of
+/// `sub` (which must be host data) and returns one row-major buffer per
+/// output of the plan.
+pub fn run_plan(plan: &Plan, sub: &Subgraph) -> Result<Vec<HostBuffer>> {
     let inputs = data_leaves(sub)?;
     let mut temps: Vec<Option<HostBuffer>> = plan
         .buffers

@@ -6,6 +6,8 @@
 
 mod host;
 
+pub use host::run_plan as run_plan_on_host;
+
 use crate::device::Device;
 use crate::error::Result;
 use crate::fusion::{self, FusionOptions, Plan};

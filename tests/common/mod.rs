@@ -2,7 +2,7 @@
 //! one node and returns its position; binary ops broadcast NumPy-style by
 //! inserting the reshape and expand nodes the front end would.
 
-#![allow(dead_code, clippy::result_large_err)]
+#![allow(dead_code)]
 
 use std::sync::Arc;
 use tilefuse::graph::{BinaryOp, Op, ReduceOp, SubNode, Subgraph, UnaryOp};
@@ -313,59 +313,7 @@ pub mod pipelines {
 
 /// Runs `plan` for `g` on the CPU executor, returning the outputs.
 pub fn run_plan(g: &Subgraph, plan: &tilefuse::fusion::Plan) -> tilefuse::Result<Vec<HostBuffer>> {
-    use tilefuse::fusion::BufferRef;
-    use tilefuse::kernels::cpu::{execute, Arg};
-    use tilefuse::kernels::ir::Access;
-    let inputs: Vec<&HostBuffer> = g
-        .nodes
-        .iter()
-        .filter_map(|n| match &n.op {
-            Op::Data(s) => match &**s {
-                Storage::Host(b) => Some(b),
-                #[allow(unreachable_patterns)]
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect();
-    let mut temps: Vec<Option<HostBuffer>> = plan
-        .buffers
-        .iter()
-        .map(|b| Some(HostBuffer::zeros(b.dtype, b.len as usize)))
-        .collect();
-    for k in &plan.kernels {
-        tilefuse::kernels::ir::verify(&k.program)?;
-        let writes: Vec<bool> = k.program.params.iter().map(|p| p.access != Access::Read).collect();
-        let mut written: Vec<(usize, HostBuffer)> = vec![];
-        for (arg, &w) in k.args.iter().zip(&writes) {
-            if let (BufferRef::Temp(t), true) = (arg, w) {
-                written.push((*t, temps[*t].take().expect("a buffer is written once per kernel")));
-            }
-        }
-        {
-            let mut it = written.iter_mut();
-            let mut args: Vec<Arg> = vec![];
-            for (arg, &w) in k.args.iter().zip(&writes) {
-                args.push(match (arg, w) {
-                    (BufferRef::Input(i), _) => Arg::Read(inputs[*i]),
-                    (BufferRef::Temp(_), true) => Arg::Write(&mut it.next().unwrap().1),
-                    (BufferRef::Temp(t), false) => Arg::Read(temps[*t].as_ref().unwrap()),
-                });
-            }
-            execute(&k.program, &mut args)?;
-        }
-        for (t, b) in written {
-            temps[t] = Some(b);
-        }
-    }
-    Ok(plan
-        .outputs
-        .iter()
-        .map(|o| match o {
-            BufferRef::Input(i) => inputs[*i].clone(),
-            BufferRef::Temp(t) => temps[*t].clone().unwrap(),
-        })
-        .collect())
+    tilefuse::runtime::run_plan_on_host(plan, g)
 }
 
 /// Per-dtype tolerance of fused results against the reference evaluator.
