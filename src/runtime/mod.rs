@@ -1,6 +1,6 @@
 //! Realization: the one place that knows every layer.
 //!
-//! [`realize`] reads as the pipeline: collect → simplify → fuse (plans are
+//! `realize` reads as the pipeline: collect → simplify → fuse (plans are
 //! cached by the subgraph's structure) → run → write back. The graph lock is held only to collect and to write back, never
 //! while work runs, so other threads keep recording ops meanwhile.
 
