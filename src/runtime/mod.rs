@@ -66,10 +66,18 @@ fn simplify(sub: Subgraph) -> Subgraph {
     sub
 }
 
+/// How graphs realized on `device` are fused.
+pub fn fusion_options(device: Device) -> FusionOptions {
+    match device {
+        Device::Cpu => FusionOptions::cpu(),
+        Device::Cuda(_) => FusionOptions::gpu(),
+    }
+}
+
 /// The kernels that compute `sub`: from the plan cache when a structurally
 /// equal subgraph was fused before.
 fn fuse(sub: &Subgraph) -> Result<Arc<Plan>> {
-    fusion::plan(sub, &FusionOptions::cpu())
+    fusion::plan(sub, &fusion_options(Device::Cpu))
 }
 
 /// Runs the plan's kernels; one row-major host buffer per output of `sub`.

@@ -254,6 +254,25 @@ impl Tensor {
         graph::dot::to_dot(&self.subgraph())
     }
 
+    /// The fusion plan realizing this tensor on its device would run (from
+    /// the plan cache when a structurally equal graph was planned before).
+    ///
+    /// # Errors
+    /// A graph fusion cannot plan.
+    pub fn plan(&self) -> Result<std::sync::Arc<crate::fusion::Plan>> {
+        crate::fusion::plan(&self.subgraph(), &crate::runtime::fusion_options(self.device()))
+    }
+
+    /// A readable account of how this tensor would be computed: the kernels,
+    /// the graph nodes each one computes, each kernel's printed tile program,
+    /// and a DOT picture of the graph with one cluster per kernel.
+    ///
+    /// # Errors
+    /// A graph fusion cannot plan.
+    pub fn explain(&self) -> Result<String> {
+        crate::fusion::explain(&self.subgraph(), &crate::runtime::fusion_options(self.device()))
+    }
+
     /// Computes the value and keeps it: the node becomes data and is not
     /// recomputed, and nodes only it used are freed.
     ///
