@@ -3,6 +3,7 @@
 
 use super::memory::Pool;
 use super::module::ModuleCache;
+use super::program::ProgramCache;
 use super::stream::{EventPool, Stream, STREAM_COUNT};
 use super::transfer::StagingPool;
 use super::{describe, driver_error};
@@ -59,6 +60,9 @@ const DRIVER_SYMBOLS: &[&str] = &[
     "cuMemcpyHtoDAsync_v2",
     "cuMemcpyDtoHAsync_v2",
     "cuMemsetD8Async",
+    "cuMemsetD16Async",
+    "cuMemsetD32Async",
+    "cuMemsetD2D32Async",
 ];
 
 /// What [`probe`] reports about a device.
@@ -138,6 +142,7 @@ pub struct CudaDevice {
     info: DeviceInfo,
     pub(crate) memory: Pool,
     pub(crate) modules: ModuleCache,
+    pub(crate) programs: ProgramCache,
     pub(crate) staging: StagingPool,
     pub(crate) events: EventPool,
     streams: Vec<Stream>,
@@ -188,6 +193,7 @@ impl CudaDevice {
             info,
             memory: Pool::default(),
             modules: ModuleCache::default(),
+            programs: ProgramCache::default(),
             staging: StagingPool::default(),
             events: EventPool::default(),
             streams,

@@ -9,6 +9,7 @@
 //! | --- | --- |
 //! | `context.rs` | [`CudaDevice`]: one context per device, cached per ordinal; [`probe`], [`DeviceInfo`]; the driver check |
 //! | `module.rs` | [`Kernel`]: PTX loaded through `cuModuleLoadDataEx` with the JIT's error log, cached per (PTX, entry) |
+//! | `program.rs` | [`CompiledProgram`]: tile programs compiled per device (cached per program), argument checks, initial fills, launch; [`run_program`] |
 //! | `memory.rs` | [`DeviceBuffer`] and the caching allocator behind it; [`MemoryStats`] |
 //! | `transfer.rs` | host ↔ device copies through reused pinned staging buffers |
 //! | `stream.rs` | [`Stream`], [`Event`], [`launch`] |
@@ -38,6 +39,7 @@
 mod context;
 mod memory;
 mod module;
+mod program;
 mod schedule;
 mod stream;
 mod transfer;
@@ -45,6 +47,7 @@ mod transfer;
 pub use context::{device_count, probe, probe_ordinal, CudaDevice, DeviceInfo, MIN_DRIVER_VERSION};
 pub use memory::{size_class, DeviceBuffer, MemoryStats};
 pub use module::{Kernel, ModuleStats};
+pub use program::{run_program, CompiledProgram};
 pub use schedule::{BufferId, LaunchPlan, PlannedLaunch, ScheduledLaunch, Scheduler};
 pub use stream::{launch, Event, Stream, STREAM_COUNT};
 pub use transfer::STAGING_CHUNK_BYTES;

@@ -1,0 +1,325 @@
+//! Running tile kernel programs on a device: PTX generated for the device's
+//! target, loaded once per (program, device), launched with its arguments
+//! checked and its parameters' initial fills queued first.
+//!
+//! A device is one compute capability under one driver, so the per-device
+//! cache is keyed by the [`Program`] alone; the PTX text the module cache
+//! sees already encodes the target.
+
+use super::memory::DeviceBuffer;
+use super::module::Kernel;
+use super::stream::{launch, Stream};
+use super::{driver_error, CudaDevice};
+use crate::dtype::{DType, Scalar};
+use crate::error::{Error, Result};
+use crate::kernels::ir::Program;
+use crate::kernels::ptx_gen::{generate, PtxModule, Target};
+use crate::storage::HostBuffer;
+use cudarc::driver::{result, sys};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// A program compiled for one device: its PTX module and loaded kernel.
+///
+/// Get one from [`CudaDevice::compile`]; run it with
+/// [`CompiledProgram::launch`].
+pub struct CompiledProgram {
+    program: Program,
+    module: PtxModule,
+    kernel: Kernel,
+    compile_time: Duration,
+}
+
+impl std::fmt::Debug for CompiledProgram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "CompiledProgram({} on cuda:{}, {})",
+            self.program.name,
+            self.kernel.ordinal(),
+            self.module.mapping.lines().next().unwrap_or_default()
+        )
+    }
+}
+
+impl CompiledProgram {
+    /// The program this was compiled from.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// The generated PTX module and its launch shape.
+    pub fn module(&self) -> &PtxModule {
+        &self.module
+    }
+
+    /// The loaded kernel.
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
+    }
+
+    /// How long PTX generation and loading (the driver's JIT, or its cache)
+    /// took when the program was first compiled on this device.
+    pub fn compile_time(&self) -> Duration {
+        self.compile_time
+    }
+
+    /// Queues the program on `stream` with `args`, one buffer per parameter
+    /// in order: first the initial fills of the parameters that have one,
+    /// then the kernel. Returns once the work is queued.
+    ///
+    /// The arguments are checked as the CPU executor checks them:
+    /// [`Error::KernelArguments`] for a wrong count, [`Error::DTypeMismatch`]
+    /// and [`Error::LengthMismatch`] for a buffer that does not fit its
+    /// parameter, and [`Error::DeviceMismatch`] for a buffer or stream of
+    /// another device. Every buffer is marked used on `stream`.
+    pub fn launch(&self, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
+        let shapes: Vec<(DType, usize)> = args.iter().map(|b| (b.dtype(), b.len())).collect();
+        check_args(&self.program, &shapes)?;
+        let ordinal = self.kernel.ordinal();
+        for (i, buffer) in args.iter().enumerate() {
+            let on = buffer.device().ordinal();
+            if on != ordinal || stream.ordinal() != ordinal {
+                return Err(Error::DeviceMismatch {
+                    op: "kernel argument",
+                    lhs: format!("program `{}` on cuda:{ordinal}", self.program.name),
+                    rhs: format!("argument {i} on cuda:{on}, stream on cuda:{}", stream.ordinal()),
+                });
+            }
+        }
+        let pointers: Vec<u64> = args.iter().map(|b| b.ptr_on(stream)).collect();
+        for ((param, buffer), &ptr) in self.program.params.iter().zip(args).zip(&pointers) {
+            if let Some(init) = param.init {
+                fill(ptr, buffer.len(), Fill::new(init.0, param.dtype), stream)?;
+            }
+        }
+        let (x, y) = self.module.grid_dims();
+        // SAFETY: the generated kernel takes one `.param .u64` pointer per
+        // program parameter, in order; each buffer holds the parameter's
+        // dtype and length (checked above), so the kernel's accesses, which
+        // the verifier bounds by the parameters' lengths, stay inside them;
+        // the buffers are marked used on `stream`, so their blocks are not
+        // reused before the kernel completes.
+        unsafe {
+            launch(
+                &self.kernel,
+                (x, y, 1),
+                (self.module.block_threads, 1, 1),
+                0,
+                stream,
+                &pointers,
+            )
+        }
+    }
+}
+
+/// Compiled programs of one device, by program.
+#[derive(Default)]
+pub(crate) struct ProgramCache {
+    programs: Mutex<HashMap<Program, Arc<CompiledProgram>>>,
+}
+
+impl CudaDevice {
+    /// The target PTX is generated for on this device: its compute
+    /// capability under its driver.
+    pub fn target(&self) -> Target {
+        let (major, minor) = self.info().compute_capability;
+        Target::for_driver(major * 10 + minor, self.info().driver_version.max(0) as u32)
+    }
+
+    /// `program` compiled for this device: generated and loaded on first
+    /// use, then shared. A program the generator cannot lower returns its
+    /// error; one the driver's JIT rejects returns [`Error::PtxLoad`] with
+    /// the JIT's log.
+    pub fn compile(&self, program: &Program) -> Result<Arc<CompiledProgram>> {
+        let mut cache = self.programs.programs.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(compiled) = cache.get(program) {
+            return Ok(compiled.clone());
+        }
+        // Held through generation and the JIT, so that threads asking for the
+        // same program compile it once.
+        let started = Instant::now();
+        let module = generate(program, &self.target())?;
+        let kernel = self.load(&module.text, &module.entry, &program.name)?;
+        let compiled = Arc::new(CompiledProgram {
+            program: program.clone(),
+            module,
+            kernel,
+            compile_time: started.elapsed(),
+        });
+        cache.insert(program.clone(), compiled.clone());
+        Ok(compiled)
+    }
+}
+
+/// Compiles `program` for `device` (cached) and queues it on `stream` with
+/// `args`, one buffer per parameter; see [`CompiledProgram::launch`].
+pub fn run_program(device: &CudaDevice, program: &Program, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
+    device.compile(program)?.launch(args, stream)
+}
+
+/// Checks argument dtypes and lengths against the program's parameters,
+/// with the errors the CPU executor gives.
+fn check_args(program: &Program, args: &[(DType, usize)]) -> Result<()> {
+    if args.len() != program.params.len() {
+        return Err(Error::KernelArguments {
+            program: program.name.clone(),
+            reason: format!("{} arguments given for {} parameters", args.len(), program.params.len()),
+        });
+    }
+    for (param, &(dtype, len)) in program.params.iter().zip(args) {
+        if dtype != param.dtype {
+            return Err(Error::DTypeMismatch {
+                op: "kernel argument",
+                lhs: param.dtype,
+                rhs: dtype,
+            });
+        }
+        if len as u64 != param.len {
+            return Err(Error::LengthMismatch {
+                op: "kernel argument",
+                len,
+                shape: [param.len as usize].into_iter().collect(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The bit pattern of a parameter's initial value, by element size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    B8(u8),
+    B16(u16),
+    B32(u32),
+    /// An 8-byte element as its low and high words (little-endian).
+    B64 {
+        low: u32,
+        high: u32,
+    },
+}
+
+impl Fill {
+    /// `value` rounded or wrapped to `dtype`, as the host buffers store it.
+    fn new(value: Scalar, dtype: DType) -> Fill {
+        let mut one = HostBuffer::zeros(dtype, 1);
+        one.set(0, value);
+        let b = one.bytes();
+        match b.len() {
+            1 => Fill::B8(b[0]),
+            2 => Fill::B16(u16::from_le_bytes([b[0], b[1]])),
+            4 => Fill::B32(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            _ => Fill::B64 {
+                low: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+                high: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            },
+        }
+    }
+}
+
+/// Queues the fill of `len` elements at `ptr` with `value` on `stream`.
+///
+/// 8-byte elements with equal halves are one 32-bit memset of twice the
+/// words; otherwise each half is a 2-D 32-bit memset of `len` rows of one
+/// word with a pitch of 8 bytes.
+fn fill(ptr: u64, len: usize, value: Fill, stream: &Stream) -> Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    stream.bind()?;
+    let s = stream.raw();
+    // SAFETY: `ptr` is the start of a live buffer of `len` elements of the
+    // fill's size, marked used on `stream`; each memset below writes exactly
+    // those bytes.
+    unsafe {
+        match value {
+            Fill::B8(v) => result::memset_d8_async(ptr, v, len, s).map_err(driver_error("cuMemsetD8Async")),
+            Fill::B16(v) => sys::cuMemsetD16Async(ptr, v, len, s)
+                .result()
+                .map_err(driver_error("cuMemsetD16Async")),
+            Fill::B32(v) => sys::cuMemsetD32Async(ptr, v, len, s)
+                .result()
+                .map_err(driver_error("cuMemsetD32Async")),
+            Fill::B64 { low, high } if low == high => sys::cuMemsetD32Async(ptr, low, 2 * len, s)
+                .result()
+                .map_err(driver_error("cuMemsetD32Async")),
+            Fill::B64 { low, high } => {
+                sys::cuMemsetD2D32Async(ptr, 8, low, 1, len, s)
+                    .result()
+                    .map_err(driver_error("cuMemsetD2D32Async"))?;
+                sys::cuMemsetD2D32Async(ptr + 4, 8, high, 1, len, s)
+                    .result()
+                    .map_err(driver_error("cuMemsetD2D32Async"))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::ir::{Access, Builder, IndexExpr};
+    use crate::tile::Padding;
+
+    fn copy_program() -> Program {
+        let mut b = Builder::new("copy", &[2]);
+        let x = b.param("x", DType::F32, 8, Access::Read);
+        let y = b.param_init("y", DType::F64, 8, Access::Write, Scalar::Float(1.0, DType::F64));
+        let vx = b.view_contiguous(x, &[8], &[4], Padding::Zero);
+        let vy = b.view_contiguous(y, &[8], &[4], Padding::Zero);
+        let t = b.load(vx, &[IndexExpr::grid(0)], false);
+        let t = b.cast(t, DType::F64);
+        b.store(vy, &[IndexExpr::grid(0)], t, false);
+        b.finish().unwrap()
+    }
+
+    #[test]
+    fn arguments_are_checked_like_the_cpu_executor_checks_them() {
+        let p = copy_program();
+        assert!(check_args(&p, &[(DType::F32, 8), (DType::F64, 8)]).is_ok());
+        let e = check_args(&p, &[(DType::F32, 8)]).unwrap_err();
+        assert!(matches!(e, Error::KernelArguments { .. }), "{e}");
+        let e = check_args(&p, &[(DType::F32, 8), (DType::F32, 8)]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::DTypeMismatch {
+                    lhs: DType::F64,
+                    rhs: DType::F32,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = check_args(&p, &[(DType::F32, 7), (DType::F64, 8)]).unwrap_err();
+        assert!(matches!(e, Error::LengthMismatch { len: 7, .. }), "{e}");
+    }
+
+    #[test]
+    fn fills_are_the_bit_patterns_of_the_rounded_value() {
+        let f = |x: f64, d| Fill::new(Scalar::Float(x, d), d);
+        let i = |x: i128, d| Fill::new(Scalar::Int(x, d), d);
+        assert_eq!(Fill::new(Scalar::Bool(true), DType::Bool), Fill::B8(1));
+        assert_eq!(i(-1, DType::U8), Fill::B8(0xff));
+        assert_eq!(f(1.0, DType::F16), Fill::B16(0x3c00));
+        assert_eq!(f(-1.0, DType::BF16), Fill::B16(0xbf80));
+        assert_eq!(f(f64::NEG_INFINITY, DType::F32), Fill::B32(0xff80_0000));
+        assert_eq!(i(-2, DType::I32), Fill::B32(0xffff_fffe));
+        assert_eq!(
+            f(1.0, DType::F64),
+            Fill::B64 {
+                low: 0,
+                high: 0x3ff0_0000
+            }
+        );
+        assert_eq!(
+            i(-1, DType::I64),
+            Fill::B64 {
+                low: u32::MAX,
+                high: u32::MAX
+            }
+        );
+        assert_eq!(i(5, DType::I64), Fill::B64 { low: 5, high: 0 });
+    }
+}

@@ -1,0 +1,401 @@
+//! Tile programs on a real GPU, checked against the CPU executor: the
+//! reference documents' examples with their exact values, then tables of
+//! cases (one line each) over ops, dtypes, casts, paddings, shapes,
+//! reductions, atomics and grid sizes.
+//!
+//! Every test needs a CUDA GPU and is ignored otherwise; run them with
+//! `cargo test --release --test gpu_kernels -- --include-ignored`.
+//!
+//! Tolerances: integers, bools and every exactly rounded float operation
+//! (`+ - * /`, `sqrt`, `1/x`, `1/sqrt x`, max/min, rounding, comparisons,
+//! casts, loads, stores, integer atomics) are bit-exact. The f32
+//! transcendentals allow the worst error `ptx_gen` documents against f64
+//! plus the CPU's own (about one ulp), over the documented ranges; f16/bf16
+//! results of them, computed in f32 and rounded once, allow one ulp of
+//! their type. Sums whose order differs (reductions, float atomics) allow
+//! a stated absolute or relative error.
+
+#![cfg(feature = "cuda")]
+#![allow(clippy::result_large_err)]
+
+#[path = "gpu_kernels/harness.rs"]
+mod harness;
+
+use harness::{check_program, random, run_cases, ulps, Outcome, Tol, EXACT};
+use tilefuse::graph::{BinaryOp, UnaryOp};
+use tilefuse::kernels::ir::{Access, AtomicOp, Builder, IndexExpr, Program, ValueId};
+use tilefuse::storage::HostBuffer;
+use tilefuse::tile::{Padding, ThreadScope};
+use tilefuse::{DType, Error, Scalar};
+
+fn c(k: u64) -> IndexExpr {
+    IndexExpr::constant(k)
+}
+
+fn g(axis: u8) -> IndexExpr {
+    IndexExpr::grid(axis)
+}
+
+/// Runs one differential case and returns the GPU's buffers.
+fn gpu_agrees(program: &Program, inputs: &[HostBuffer], tol: Tol) -> Vec<HostBuffer> {
+    match check_program(program, inputs, tol) {
+        Ok(Outcome::Same(gpu)) => gpu,
+        Ok(Outcome::Unsupported(why)) | Err(why) => panic!("{why}"),
+    }
+}
+
+// ---- The reference documents' examples ----
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn add_one_to_a_2x32x3x4_tensor() {
+    let shape = [2, 32, 3, 4];
+    let mut b = Builder::new("add_one", &[1]);
+    let x = b.param("x", DType::F32, 768, Access::Read);
+    let y = b.param("y", DType::F32, 768, Access::Write);
+    let vx = b.view_contiguous(x, &[2, 32, 3, 4], &shape, Padding::Zero);
+    let vy = b.view_contiguous(y, &[2, 32, 3, 4], &shape, Padding::Zero);
+    let a = b.load(vx, &[c(0); 4], false);
+    let one = b.constant(Scalar::Float(1.0, DType::F32), DType::F32, &shape);
+    let s = b.binary(BinaryOp::Add, a, one);
+    b.store(vy, &[c(0); 4], s, false);
+    let xs: Vec<f32> = (0..768).map(|i| i as f32 * 0.5 - 100.0).collect();
+    let inputs = [HostBuffer::from_elements(&xs), HostBuffer::zeros(DType::F32, 768)];
+    let gpu = gpu_agrees(&b.finish().unwrap(), &inputs, EXACT);
+    let want: Vec<f32> = xs.iter().map(|x| x + 1.0).collect();
+    assert_eq!(gpu[1].to_vec::<f32>(), want);
+}
+
+fn x_4x8() -> HostBuffer {
+    HostBuffer::from_elements(&(0..32).collect::<Vec<i32>>())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn partition_view_load_of_partition_1_2() {
+    let mut b = Builder::new("pv_load", &[1]);
+    let x = b.param("x", DType::I32, 32, Access::Read);
+    let r = b.param("r", DType::I32, 4, Access::Write);
+    let vx = b.view_contiguous(x, &[4, 8], &[2, 2], Padding::Zero);
+    let vr = b.view_contiguous(r, &[2, 2], &[2, 2], Padding::Zero);
+    let t = b.load(vx, &[c(1), c(2)], false);
+    b.store(vr, &[c(0), c(0)], t, false);
+    let gpu = gpu_agrees(
+        &b.finish().unwrap(),
+        &[x_4x8(), HostBuffer::zeros(DType::I32, 4)],
+        EXACT,
+    );
+    assert_eq!(gpu[1].to_vec::<i32>(), [20, 21, 28, 29]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn nan_padded_masked_load_of_partition_0_2() {
+    let mut b = Builder::new("nan_load", &[1]);
+    let x = b.param("x", DType::F32, 44, Access::Read);
+    let r = b.param("r", DType::F32, 8, Access::Write);
+    let vx = b.view_contiguous(x, &[4, 11], &[2, 4], Padding::Nan);
+    let vr = b.view_contiguous(r, &[2, 4], &[2, 4], Padding::Zero);
+    let t = b.load(vx, &[c(0), c(2)], true);
+    b.store(vr, &[c(0), c(0)], t, false);
+    let xs = HostBuffer::from_elements(&(0..44).map(|i| i as f32).collect::<Vec<_>>());
+    let gpu = gpu_agrees(&b.finish().unwrap(), &[xs, HostBuffer::zeros(DType::F32, 8)], EXACT);
+    let got = gpu[1].to_vec::<f32>();
+    let want = [8., 9., 10., f32::NAN, 19., 20., 21., f32::NAN];
+    assert!(
+        got.iter().zip(want).all(|(g, w)| *g == w || (g.is_nan() && w.is_nan())),
+        "{got:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn store_of_100_iota_into_partition_1_3() {
+    let mut b = Builder::new("iota_store", &[1]);
+    let x = b.param("x", DType::I32, 32, Access::ReadWrite);
+    let vx = b.view_contiguous(x, &[4, 8], &[2, 2], Padding::Zero);
+    let rows = b.iota(&[2, 2], 0, c(0));
+    let cols = b.iota(&[2, 2], 1, c(0));
+    let two = b.constant(Scalar::Int(2, DType::I64), DType::I64, &[2, 2]);
+    let hundred = b.constant(Scalar::Int(100, DType::I64), DType::I64, &[2, 2]);
+    let flat = b.binary(BinaryOp::Mul, rows, two);
+    let flat = b.binary(BinaryOp::Add, flat, cols);
+    let a = b.binary(BinaryOp::Mul, flat, hundred);
+    let a = b.cast(a, DType::I32);
+    b.store(vx, &[c(1), c(3)], a, false);
+    let gpu = gpu_agrees(&b.finish().unwrap(), &[x_4x8()], EXACT);
+    let mut want: Vec<i32> = (0..32).collect();
+    (want[22], want[23], want[30], want[31]) = (0, 100, 200, 300);
+    assert_eq!(gpu[0].to_vec::<i32>(), want);
+}
+
+/// The partition-view document's atomic examples on i32: `(op, operand,
+/// x before, x after)` for the 1-D x of 4 in partitions of 2 at [1], and
+/// the masked form on the 4 × 3 x in 2 × 2 partitions at [0, 1].
+#[rustfmt::skip]
+const ATOMIC_EXAMPLES: [(AtomicOp, i32, [i32; 4], [i32; 4], [i32; 12], [i32; 12]); 7] = [
+    (AtomicOp::And, 0b1111, [1, 2, 0b10101010, 0b01010101], [1, 2, 0b1010, 0b0101],
+        [1, 2, 0b10101010, 3, 4, 0b11001100, 5, 6, 0b11110000, 7, 8, 0b00110011],
+        [1, 2, 0b00001010, 3, 4, 0b00001100, 5, 6, 0b11110000, 7, 8, 0b00110011]),
+    (AtomicOp::Or, 0b1111, [1, 2, 0b10101010, 0b01010101], [1, 2, 0b10101111, 0b01011111],
+        [1, 2, 0b10101010, 3, 4, 0b11001100, 5, 6, 0b11110000, 7, 8, 0b00110011],
+        [1, 2, 0b10101111, 3, 4, 0b11001111, 5, 6, 0b11110000, 7, 8, 0b00110011]),
+    (AtomicOp::Xor, 0b11111111, [1, 2, 0b10101010, 0b01010101], [1, 2, 0b01010101, 0b10101010],
+        [1, 2, 0b10101010, 3, 4, 0b11001100, 5, 6, 0b11110000, 7, 8, 0b00110011],
+        [1, 2, 0b01010101, 3, 4, 0b00110011, 5, 6, 0b11110000, 7, 8, 0b00110011]),
+    (AtomicOp::Max, 4, [1, 2, 3, 6], [1, 2, 4, 6],
+        [1, 2, 3, 3, 4, 6, 5, 6, 2, 7, 8, 8], [1, 2, 4, 3, 4, 6, 5, 6, 2, 7, 8, 8]),
+    (AtomicOp::Min, 4, [1, 2, 3, 6], [1, 2, 3, 4],
+        [1, 2, 3, 3, 4, 6, 5, 6, 2, 7, 8, 8], [1, 2, 3, 3, 4, 4, 5, 6, 2, 7, 8, 8]),
+    (AtomicOp::Add, 10, [1, 2, 3, 4], [1, 2, 13, 14],
+        [1, 2, 1, 3, 4, 2, 5, 6, 3, 7, 8, 4], [1, 2, 11, 3, 4, 12, 5, 6, 3, 7, 8, 4]),
+    (AtomicOp::Sub, 3, [1, 2, 3, 4], [1, 2, 0, 1],
+        [1, 2, 5, 3, 4, 8, 5, 6, 6, 7, 8, 9], [1, 2, 2, 3, 4, 5, 5, 6, 6, 7, 8, 9]),
+];
+
+/// One atomic update of partition `index` of `x` (of `extents` in `tile`
+/// partitions) with a tile full of `operand`.
+fn atomic_example(op: AtomicOp, operand: i32, extents: &[u64], tile: &[u32], index: &[IndexExpr]) -> Program {
+    let len = extents.iter().product();
+    let mut b = Builder::new(format!("atomic_{op:?}_{}d", extents.len()), &[1]);
+    let x = b.param("x", DType::I32, len, Access::ReadWrite);
+    let vx = b.view_contiguous(x, extents, tile, Padding::Zero);
+    let a = b.constant(Scalar::Int(operand as i128, DType::I32), DType::I32, tile);
+    b.atomic(op, vx, index, a, extents.len() == 2, ThreadScope::Device);
+    b.finish().unwrap()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn atomic_examples_masked_and_unmasked() {
+    for (op, operand, before, after, before_2d, after_2d) in ATOMIC_EXAMPLES {
+        let p = atomic_example(op, operand, &[4], &[2], &[c(1)]);
+        let gpu = gpu_agrees(&p, &[HostBuffer::from_elements(&before)], EXACT);
+        assert_eq!(gpu[0].to_vec::<i32>(), after, "{op:?}");
+        let p = atomic_example(op, operand, &[4, 3], &[2, 2], &[c(0), c(1)]);
+        let gpu = gpu_agrees(&p, &[HostBuffer::from_elements(&before_2d)], EXACT);
+        assert_eq!(gpu[0].to_vec::<i32>(), after_2d, "{op:?} masked");
+    }
+}
+
+// ---- Elementwise ops, casts and paddings ----
+
+/// `out = f(x, z)` over a ragged [70, 45] tensor in [32, 32] tiles on a
+/// [3, 2] grid, both loads and the store masked. f16/bf16 operands reach
+/// `f` already cast to f32, and its result is cast back.
+fn ewise(
+    name: &str,
+    d: DType,
+    out: DType,
+    f: impl FnOnce(&mut Builder, ValueId, ValueId) -> ValueId,
+) -> Result<Program, Error> {
+    let mut b = Builder::new(name, &[3, 2]);
+    let n = 70 * 45;
+    let (x, z) = (b.param("x", d, n, Access::Read), b.param("z", d, n, Access::Read));
+    let y = b.param("y", out, n, Access::Write);
+    let [vx, vz, vy] = [x, z, y].map(|p| b.view_contiguous(p, &[70, 45], &[32, 32], Padding::Zero));
+    let idx = [g(0), g(1)];
+    let (mut a, mut e) = (b.load(vx, &idx, true), b.load(vz, &idx, true));
+    let half = d.compute_type() != d;
+    if half {
+        (a, e) = (b.cast(a, DType::F32), b.cast(e, DType::F32));
+    }
+    let mut r = f(&mut b, a, e);
+    if half && out != DType::Bool {
+        r = b.cast(r, out);
+    }
+    b.store(vy, &idx, r, true);
+    b.finish()
+}
+
+/// Inputs of [`ewise`]: `x` in `ra`, `z` in `rb`, with the float specials
+/// paired as (NaN, 1), (inf, -inf), (-inf, inf), (-0, 0), (0, -0), (1, NaN).
+fn ewise_inputs(d: DType, out: DType, ra: (f64, f64), rb: (f64, f64), seed: u64) -> Vec<HostBuffer> {
+    let n = 70 * 45;
+    let x = random(d, n, ra, true, seed);
+    let mut z = random(d, n, rb, true, seed + 1);
+    if d.is_float() {
+        for (i, v) in [1.0, f64::NEG_INFINITY, f64::INFINITY, 0.0, -0.0, f64::NAN]
+            .into_iter()
+            .enumerate()
+        {
+            z.set(i, Scalar::Float(v, DType::F64).cast(d));
+        }
+    }
+    vec![x, z, HostBuffer::zeros(out, n)]
+}
+
+const DTYPES: [DType; 9] = DType::ALL;
+
+/// Whether `d` is an f16 or bf16 computed in f32.
+fn is_half(d: DType) -> bool {
+    d.compute_type() != d
+}
+
+/// The input range of each dtype's integers: values that keep
+/// multiplications within range where the dtype is unsigned and small.
+fn int_range(d: DType) -> (f64, f64) {
+    match d {
+        DType::U8 => (1.0, 256.0),
+        DType::U32 => (1.0, 1e6),
+        _ => (-1e6, 1e6),
+    }
+}
+
+/// Unary ops: `(op, f32 input range, f32 tolerance)`. The tolerance is the
+/// documented GPU error plus about one ulp for the CPU's own.
+#[rustfmt::skip]
+const UNARY: [(UnaryOp, (f64, f64), Tol); 22] = [
+    (UnaryOp::Neg, (-1e3, 1e3), EXACT),
+    (UnaryOp::Abs, (-1e3, 1e3), EXACT),
+    (UnaryOp::Exp, (-103.0, 88.7), ulps(2)),
+    (UnaryOp::Exp2, (-149.0, 127.9), ulps(2)),
+    (UnaryOp::Log, (-1.0, 3e38), ulps(2)),
+    (UnaryOp::Log2, (-1.0, 3e38), ulps(3)),
+    (UnaryOp::Sqrt, (-1.0, 1e30), EXACT),
+    (UnaryOp::Rsqrt, (-1.0, 1e30), EXACT),
+    (UnaryOp::Recip, (-1e30, 1e30), EXACT),
+    (UnaryOp::Sin, (-1e4, 1e4), ulps(3)),
+    (UnaryOp::Cos, (-1e4, 1e4), ulps(3)),
+    (UnaryOp::Tanh, (-10.0, 10.0), ulps(3)),
+    (UnaryOp::Sigmoid, (-80.0, 80.0), ulps(4)),
+    (UnaryOp::Relu, (-1e3, 1e3), EXACT),
+    // The CPU's f32 formula 0.5 x (1 + tanh u) cancels for x < 0: it is
+    // the less accurate side there, by up to ~1.5e-7 absolute.
+    (UnaryOp::GeluTanh, (-5.0, 10.0), Tol { ulps: 52, abs: 4e-7, rel: 0.0 }),
+    (UnaryOp::GeluErf, (-5.0, 10.0), ulps(30)),
+    (UnaryOp::Silu, (-80.0, 80.0), ulps(4)),
+    (UnaryOp::Floor, (-1e3, 1e3), EXACT),
+    (UnaryOp::Ceil, (-1e3, 1e3), EXACT),
+    (UnaryOp::Round, (-1e3, 1e3), EXACT),
+    (UnaryOp::Sign, (-1e3, 1e3), EXACT),
+    (UnaryOp::Not, (-1e3, 1e3), EXACT),
+];
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_unary_op_for_every_dtype() {
+    let cases = UNARY.into_iter().enumerate().flat_map(|(k, (op, range, tol))| {
+        DTYPES.into_iter().filter_map(move |d| {
+            let p = ewise(&format!("{op:?}_{d}"), d, d, |b, a, _| b.unary(op, a)).ok()?;
+            let range = if d.is_float() { range } else { int_range(d) };
+            let tol = match (tol == EXACT, is_half(d)) {
+                (true, _) => EXACT,
+                (false, true) => ulps(1),
+                (false, false) => tol,
+            };
+            Some((p, ewise_inputs(d, d, range, range, 10 + k as u64), tol))
+        })
+    });
+    run_cases("unary", cases, |p| p.params[0].dtype == DType::F64);
+}
+
+/// Binary ops: `(op, range of x, range of z, f32 tolerance)`.
+#[rustfmt::skip]
+const BINARY: [(BinaryOp, (f64, f64), (f64, f64), Tol); 16] = [
+    (BinaryOp::Add, (-1e3, 1e3), (-1e3, 1e3), EXACT),
+    (BinaryOp::Sub, (-1e3, 1e3), (-1e3, 1e3), EXACT),
+    (BinaryOp::Mul, (-1e3, 1e3), (-1e3, 1e3), EXACT),
+    (BinaryOp::Div, (-1e3, 1e3), (-1e3, 1e3), EXACT),
+    (BinaryOp::Pow, (0.01, 10.0), (-8.0, 8.0), ulps(34)),
+    (BinaryOp::Maximum, (-1e3, 1e3), (-1e3, 1e3), EXACT),
+    (BinaryOp::Minimum, (-1e3, 1e3), (-1e3, 1e3), EXACT),
+    (BinaryOp::Eq, (-3.0, 3.0), (-3.0, 3.0), EXACT),
+    (BinaryOp::Ne, (-3.0, 3.0), (-3.0, 3.0), EXACT),
+    (BinaryOp::Lt, (-1e3, 1e3), (-1e3, 1e3), EXACT),
+    (BinaryOp::Le, (-3.0, 3.0), (-3.0, 3.0), EXACT),
+    (BinaryOp::Gt, (-1e3, 1e3), (-1e3, 1e3), EXACT),
+    (BinaryOp::Ge, (-3.0, 3.0), (-3.0, 3.0), EXACT),
+    (BinaryOp::BitAnd, (-1e6, 1e6), (-1e6, 1e6), EXACT),
+    (BinaryOp::BitOr, (-1e6, 1e6), (-1e6, 1e6), EXACT),
+    (BinaryOp::BitXor, (-1e6, 1e6), (-1e6, 1e6), EXACT),
+];
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_binary_op_for_every_dtype() {
+    let cases = BINARY.into_iter().enumerate().flat_map(|(k, (op, ra, rb, tol))| {
+        DTYPES.into_iter().filter_map(move |d| {
+            let out = if op.is_comparison() { DType::Bool } else { d };
+            let p = ewise(&format!("{op:?}_{d}"), d, out, |b, a, e| b.binary(op, a, e)).ok()?;
+            let (ra, rb) = if d.is_float() {
+                (ra, rb)
+            } else {
+                (int_range(d), int_range(d))
+            };
+            let tol = if tol != EXACT && is_half(d) { ulps(1) } else { tol };
+            Some((p, ewise_inputs(d, out, ra, rb, 100 + k as u64), tol))
+        })
+    });
+    run_cases("binary", cases, |p| p.params[0].dtype == DType::F64);
+}
+
+/// Values every cast sees besides random ones: out-of-range, fractional,
+/// f16 overflow and underflow, and large integers.
+const CAST_EDGES: [f64; 10] = [1e10, -1e10, 3e9, -3e9, 255.5, -1.5, 2.5, 131008.0, 1e-8, 16777217.0];
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_cast_between_dtypes() {
+    let cases = DTYPES.into_iter().flat_map(|from| {
+        DTYPES.into_iter().map(move |to| {
+            let mut b = Builder::new(format!("cast_{from}_{to}"), &[3]);
+            let x = b.param("x", from, 300, Access::Read);
+            let y = b.param("y", to, 300, Access::Write);
+            let vx = b.view_contiguous(x, &[300], &[128], Padding::Zero);
+            let vy = b.view_contiguous(y, &[300], &[128], Padding::Zero);
+            let a = b.load(vx, &[g(0)], true);
+            let r = b.cast(a, to);
+            b.store(vy, &[g(0)], r, true);
+            let range = if from.is_float() {
+                (-300.0, 300.0)
+            } else {
+                int_range(from)
+            };
+            let mut xs = random(from, 300, range, true, 7);
+            for (i, v) in CAST_EDGES.into_iter().enumerate() {
+                let at = harness::SPECIALS.len() + i;
+                let v = if from == DType::I64 { v * 1e5 } else { v };
+                xs.set(at, Scalar::Float(v, DType::F64).cast(from));
+            }
+            (b.finish().unwrap(), vec![xs, HostBuffer::zeros(to, 300)], EXACT)
+        })
+    });
+    run_cases("cast", cases, |_| false);
+}
+
+/// Masked loads of a 100-element buffer in tiles of 64, each padding mode,
+/// stored whole into 128 elements.
+#[rustfmt::skip]
+const PADDINGS: [(DType, Padding); 22] = [
+    (DType::F32, Padding::Zero), (DType::F32, Padding::NegZero), (DType::F32, Padding::Nan),
+    (DType::F32, Padding::PosInf), (DType::F32, Padding::NegInf),
+    (DType::F64, Padding::Zero), (DType::F64, Padding::NegZero), (DType::F64, Padding::Nan),
+    (DType::F64, Padding::PosInf), (DType::F64, Padding::NegInf),
+    (DType::F16, Padding::Zero), (DType::F16, Padding::NegZero), (DType::F16, Padding::Nan),
+    (DType::F16, Padding::PosInf), (DType::F16, Padding::NegInf),
+    (DType::BF16, Padding::Zero), (DType::BF16, Padding::NegZero), (DType::BF16, Padding::Nan),
+    (DType::BF16, Padding::PosInf), (DType::BF16, Padding::NegInf),
+    (DType::I32, Padding::Zero), (DType::U8, Padding::Zero),
+];
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn each_padding_mode() {
+    let cases = PADDINGS.into_iter().map(|(d, pad)| {
+        let mut b = Builder::new(format!("pad_{d}_{pad}"), &[2]);
+        let x = b.param("x", d, 100, Access::Read);
+        let y = b.param("y", d, 128, Access::Write);
+        let vx = b.view_contiguous(x, &[100], &[64], pad);
+        let vy = b.view_contiguous(y, &[128], &[64], Padding::Zero);
+        let a = b.load(vx, &[g(0)], true);
+        b.store(vy, &[g(0)], a, false);
+        let range = if d.is_float() { (-5.0, 5.0) } else { int_range(d) };
+        let inputs = vec![random(d, 100, range, true, 3), random(d, 128, range, false, 4)];
+        (b.finish().unwrap(), inputs, EXACT)
+    });
+    run_cases("padding", cases, |_| false);
+}
+
+#[path = "gpu_kernels/programs.rs"]
+mod programs;
