@@ -45,7 +45,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Instant;
 
-use super::RealizeStats;
+use super::{timing, RealizeStats};
 
 /// Runs every kernel of `plan` on CUDA device `ordinal` over the data leaves
 /// of `sub` and returns one storage per output of the plan, on the device
@@ -147,7 +147,9 @@ fn run_once(
                     .ok_or_else(|| bad_plan(&kernel.program.name, "a buffer position past the plan's buffers")),
             })
             .collect::<Result<Vec<&DeviceBuffer>>>()?;
-        compiled[i].launch(&args, stream)
+        timing::timed(device, stream, &kernel.program.name, || {
+            compiled[i].launch(&args, stream)
+        })
     })?;
     stats.kernels_launched += plan.kernels.len();
 

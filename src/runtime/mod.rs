@@ -18,15 +18,20 @@
 //! latency of a new pipeline), the kernels launched and the bytes uploaded.
 //! [`Tensor::realize_with_stats`] returns them; [`last_realize_stats`] gives
 //! those of the calling thread's last realization, including the ones
-//! `to_vec` makes.
+//! `to_vec` makes. On request ([`time_launches`]) each GPU kernel launch is
+//! timed with CUDA events ([`launch_times`]).
 
 #[cfg(feature = "cuda")]
 mod cuda;
 mod host;
+#[cfg(feature = "cuda")]
+mod timing;
 
 #[cfg(feature = "cuda")]
 pub use cuda::{run_plan as run_plan_on_cuda, upload_count};
 pub use host::run_plan as run_plan_on_host;
+#[cfg(feature = "cuda")]
+pub use timing::{launch_times, time_launches, LaunchTime};
 
 use crate::device::Device;
 use crate::error::{Error, Result};
