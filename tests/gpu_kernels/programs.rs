@@ -71,8 +71,10 @@ fn ragged_prime_shapes_and_multi_axis_grids() {
 /// range, tolerance)`. Each grid point is one row: a loop over column
 /// tiles (the last one ragged) selects the identity outside the row and
 /// folds into an accumulator, then reduces it in the tile.
+type RowReduction = (DType, TileReduce, u64, u64, u32, (f64, f64), Tol);
+
 #[rustfmt::skip]
-const ROW_REDUCTIONS: [(DType, TileReduce, u64, u64, u32, (f64, f64), Tol); 10] = [
+const ROW_REDUCTIONS: [RowReduction; 10] = [
     (DType::F32, TileReduce::Sum, 37, 1009, 256, (-1.0, 1.0), rel_abs(0.0, 1e-4)),
     (DType::F32, TileReduce::Max, 37, 1009, 256, (-1e3, 1e3), EXACT),
     (DType::F32, TileReduce::Min, 37, 1009, 256, (-1e3, 1e3), EXACT),
@@ -182,8 +184,10 @@ fn softmax_rows_of_4096() {
 /// the input, tolerance)`. A (301, 67) tensor in (32, 67) tiles; each grid
 /// point reduces its tile over the rows and combines into the output with
 /// the atomic; the output starts at the op's identity by an initial fill.
+type ColumnAtomic = (AtomicOp, DType, (f64, f64), bool, Tol);
+
 #[rustfmt::skip]
-const COLUMN_ATOMICS: [(AtomicOp, DType, (f64, f64), bool, Tol); 19] = [
+const COLUMN_ATOMICS: [ColumnAtomic; 19] = [
     (AtomicOp::Add, DType::I32, (-1e6, 1e6), false, EXACT),
     (AtomicOp::Sub, DType::I32, (-1e6, 1e6), false, EXACT),
     (AtomicOp::And, DType::I32, (-1e6, 1e6), false, EXACT),

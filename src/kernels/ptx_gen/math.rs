@@ -185,8 +185,12 @@ fn log_parts<M: MathOps>(m: &mut M, x: &M::V) -> (M::V, M::V) {
     (e, lm)
 }
 
-/// Applies `log`'s special cases: `log(0) = -inf`, `log(x < 0) = NaN`, `log(inf) = inf`.
+/// Applies `log`'s special cases: `log(0) = -inf`, `log(x < 0) = NaN`,
+/// `log(inf) = inf`, `log(NaN) = NaN` (the bit manipulations of
+/// `log_parts` would read a NaN's mantissa as a number).
 fn log_specials<M: MathOps>(m: &mut M, x: &M::V, r: M::V) -> M::V {
+    let is_number = m.eq(x, x);
+    let r = m.select(&is_number, &r, x);
     let zero = m.c(0.0);
     let is_zero = m.eq(x, &zero);
     let ninf = m.c(f32::NEG_INFINITY);
@@ -379,7 +383,12 @@ pub(crate) fn gelu_erf<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
     let pos_part = m.sub(x, &neg_part);
     let zero = m.c(0.0);
     let is_neg = m.lt(x, &zero);
-    m.select(&is_neg, &neg_part, &pos_part)
+    let r = m.select(&is_neg, &neg_part, &pos_part);
+    // `erfc(inf)` is `0 · 0 · NaN` above (the exact split of `z²` is
+    // `inf − inf`); `gelu(inf) = inf`.
+    let inf = m.c(f32::INFINITY);
+    let is_inf = m.eq(x, &inf);
+    m.select(&is_inf, x, &r)
 }
 
 /// `a^b` with IEEE `pow`'s special cases for signs, zeros and `b = 0`.
@@ -389,7 +398,9 @@ pub(crate) fn pow<M: MathOps>(m: &mut M, a: &M::V, b: &M::V) -> M::V {
     let t = m.mul(b, &l);
     let r = exp2(m, &t);
     let zero = m.c(0.0);
-    let neg_r = m.sub(&zero, &r);
+    // `-1 · r`, not `0 − r`, so that a zero result keeps its sign flip.
+    let minus_one = m.c(-1.0);
+    let neg_r = m.mul(&r, &minus_one);
     // Parity of an integral b (exact for |b| < 2^24).
     let rb = m.rint(b);
     let is_int = m.eq(&rb, b);
@@ -397,12 +408,23 @@ pub(crate) fn pow<M: MathOps>(m: &mut M, a: &M::V, b: &M::V) -> M::V {
     let hb = m.mul(b, &half);
     let fhb = m.floor(&hb);
     let is_even = m.eq(&fhb, &hb);
-    let a_neg = m.lt(a, &zero);
+    // A negative base, `-0` included: `1/a` carries a zero's sign.
+    let one = m.c(1.0);
+    let a_zero = m.eq(a, &zero);
+    let inv = m.div(&one, a);
+    let signed = m.select(&a_zero, &inv, a);
+    let a_neg = m.lt(&signed, &zero);
     let nan = m.c(f32::NAN);
     let odd_r = m.select(&is_even, &r, &neg_r);
     let neg_base = m.select(&is_int, &odd_r, &nan);
     let r = m.select(&a_neg, &neg_base, &r);
-    let one = m.c(1.0);
+    // `(±1)^(±inf) = 1`, where `b · log2 |a|` is `inf · 0`.
+    let abs_b = m.abs(b);
+    let inf = m.c(f32::INFINITY);
+    let b_inf = m.eq(&abs_b, &inf);
+    let unit = m.eq(&abs_a, &one);
+    let unit_r = m.select(&b_inf, &one, &r);
+    let r = m.select(&unit, &unit_r, &r);
     let a_one = m.eq(a, &one);
     let r = m.select(&a_one, &one, &r);
     let b_zero = m.eq(b, &zero);

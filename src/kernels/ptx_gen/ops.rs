@@ -500,7 +500,11 @@ impl Emitter<'_> {
         };
         if from.is_float() && !to.is_float() {
             // Truncate toward zero into i64 (saturating, NaN to 0), then wrap.
+            // `cvt.rzi.s64` gives i64::MIN for NaN on the GPU, so NaN is
+            // selected to 0 explicitly.
             let i = self.emit(I64, |r| format!("cvt.rzi.s64.{} {r}, {src}", arith(from)));
+            let nan = self.emit(Bool, |p| format!("setp.nan.{} {p}, {src}, {src}", arith(from)));
+            self.ins(format!("@{nan} mov.b64 {i}, 0"));
             return self.cast(I64, to, &i);
         }
         if to.is_float() {

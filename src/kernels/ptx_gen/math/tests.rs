@@ -215,6 +215,65 @@ fn special_values() {
     assert_eq!(pow(m, &0.0, &-1.0), f32::INFINITY);
 }
 
+/// NaN in gives NaN out, and infinities give IEEE's limits, for every
+/// function; `pow` follows IEEE `pow` (as Rust's `powf` does) on NaN,
+/// infinite and zero operands.
+#[test]
+fn nan_and_infinite_arguments() {
+    let m = &mut Cpu;
+    let nan = f32::NAN;
+    let unary: [(&str, Unary); 10] = [
+        ("exp", exp),
+        ("exp2", exp2),
+        ("log", log),
+        ("log2", log2),
+        ("tanh", tanh),
+        ("sigmoid", sigmoid),
+        ("silu", silu),
+        ("gelu_tanh", gelu_tanh),
+        ("gelu_erf", gelu_erf),
+        ("sin", |m, x| sin_cos(m, x, 0.0)),
+    ];
+    for (name, f) in unary {
+        assert!(f(m, &nan).is_nan(), "{name}(NaN) = {}", f(m, &nan));
+    }
+    for (name, f) in [
+        ("silu", silu as fn(&mut Cpu, &f32) -> f32),
+        ("gelu_tanh", gelu_tanh),
+        ("gelu_erf", gelu_erf),
+    ] {
+        assert_eq!(f(m, &f32::INFINITY), f32::INFINITY, "{name}(inf)");
+    }
+    let (inf, ninf) = (f32::INFINITY, f32::NEG_INFINITY);
+    for (a, b) in [
+        (nan, 1.0),
+        (1.0, nan),
+        (2.0, nan),
+        (nan, nan),
+        (inf, ninf),
+        (ninf, inf),
+        (inf, 2.0),
+        (inf, -2.0),
+        (ninf, 3.0),
+        (ninf, -3.0),
+        (ninf, 2.0),
+        (-0.0, 0.0),
+        (0.0, -0.0),
+        (0.0, 3.0),
+        (-0.0, 3.0),
+        (-0.0, -3.0),
+        (0.5, inf),
+        (0.5, ninf),
+        (-1.0, inf),
+    ] {
+        let (got, want) = (pow(m, &a, &b), a.powf(b));
+        assert!(
+            got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+            "pow({a}, {b}) = {got}, want {want}"
+        );
+    }
+}
+
 #[test]
 fn pow_error_on_moderate_results() {
     let m = &mut Cpu;
