@@ -152,6 +152,17 @@ fn reference_examples_through_the_tensor_api() {
 
 // ---- the differential fuzzer on the GPU ----
 
+/// Checks fuzz graph `seed` run as GPU kernels; a panic is a failure.
+fn check_on_gpu(seed: u64) -> Result<(), Failure> {
+    let options = vary_options(seed, FusionOptions::gpu());
+    std::panic::catch_unwind(|| {
+        check(seed, options, |g, p| {
+            run_plan_on_cuda(p, g, 0)?.iter().map(|s| s.host().cloned()).collect()
+        })
+    })
+    .unwrap_or_else(|_| Err(Failure::Mismatch("panicked".into())))
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_fuzzer_matches_the_reference() {
@@ -160,13 +171,25 @@ fn gpu_fuzzer_matches_the_reference() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(2500);
+    // Graphs are checked on several host threads: most of the time goes to
+    // the driver's JIT of new programs, which runs for different programs at once.
+    let threads: u64 = std::thread::available_parallelism().map_or(4, |n| n.get().min(12) as u64);
+    let results: Vec<(u64, Result<(), Failure>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    (1 + t..=count)
+                        .step_by(threads as usize)
+                        .map(|seed| (seed, check_on_gpu(seed)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+    });
     let mut failures = vec![];
     let mut skipped = vec![];
-    for seed in 1..=count {
-        let options = vary_options(seed, FusionOptions::gpu());
-        let outcome = check(seed, options, |g, p| {
-            run_plan_on_cuda(p, g, 0)?.iter().map(|s| s.host().cloned()).collect()
-        });
+    for (seed, outcome) in results {
         match outcome {
             Ok(()) => {}
             // f64 transcendentals have no PTX lowering: counted, never silent.
@@ -179,6 +202,7 @@ fn gpu_fuzzer_matches_the_reference() {
             Err(f) => failures.push((seed, f.to_string())),
         }
     }
+    failures.sort_by_key(|f| f.0);
     let mut ops: Vec<&str> = skipped.iter().map(|s| s.1).collect();
     ops.sort_unstable();
     ops.dedup();

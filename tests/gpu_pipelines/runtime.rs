@@ -49,9 +49,10 @@ fn heavy(x: &Tensor) -> Tensor {
 #[ignore = "needs a CUDA GPU"]
 fn two_independent_pipelines_overlap_on_two_streams() {
     let _g = gpu();
-    let n = 1 << 24;
+    // Different lengths, so that fusion keeps the two pipelines apart.
+    let (n, m) = (1 << 24, (1 << 24) - 4096);
     let a = Tensor::from_vec(data_f32(n, 1), &[n]).to(GPU).sin();
-    let b = Tensor::from_vec(data_f32(n, 2), &[n]).to(GPU).cos();
+    let b = Tensor::from_vec(data_f32(m, 2), &[m]).to(GPU).cos();
     Tensor::realize_all(&[&a, &b]).unwrap();
     // Compiled once before timing.
     heavy(&a).realize().unwrap();
