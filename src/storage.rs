@@ -1,8 +1,14 @@
-//! Memory that holds tensor data: host buffers now, device buffers with the
+//! Memory that holds tensor data: host buffers, and device buffers with the
 //! CUDA backend.
 
+#[cfg(feature = "cuda")]
+use crate::device::cuda::DeviceBuffer;
+use crate::device::Device;
 use crate::dtype::{DType, Element, Scalar};
+use crate::error::Result;
 use bytemuck::Pod;
+#[cfg(feature = "cuda")]
+use std::sync::OnceLock;
 
 /// A typed, contiguous host buffer.
 ///
@@ -153,11 +159,27 @@ impl HostBuffer {
 }
 
 /// Where a realized tensor's data lives.
+///
+/// Data in a graph node never changes once stored, which the variants rely
+/// on to cache copies:
+///
+/// - A [`Storage::Cuda`] keeps a host copy, made by the first
+///   [`Storage::host`] call (a download) and reused by every later one.
+/// - A [`Storage::Host`] used on a CUDA device is uploaded once per device;
+///   the runtime keeps the device copy in a per-device table keyed by the
+///   storage's address, holding only a weak reference to the storage, so
+///   the copy lives as long as the storage does (it is released at the next
+///   realization on that device after the storage is dropped). Realizing the
+///   same pipeline again on the same inputs copies nothing between host and
+///   device.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Storage {
     /// Host memory.
     Host(HostBuffer),
+    /// Memory of a CUDA device, with a host copy made on first use.
+    #[cfg(feature = "cuda")]
+    Cuda(CudaStorage),
 }
 
 impl Storage {
@@ -165,6 +187,8 @@ impl Storage {
     pub fn dtype(&self) -> DType {
         match self {
             Storage::Host(b) => b.dtype(),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(c) => c.buffer.dtype(),
         }
     }
 
@@ -172,12 +196,84 @@ impl Storage {
     pub fn len(&self) -> usize {
         match self {
             Storage::Host(b) => b.len(),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(c) => c.buffer.len(),
         }
     }
 
     /// Whether the storage holds no element.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The data in host memory: the buffer itself for host storage; for
+    /// device storage, a copy downloaded on the first call (after the work
+    /// that computes it) and kept.
+    ///
+    /// # Errors
+    /// Device failures while downloading.
+    pub fn host(&self) -> Result<&HostBuffer> {
+        match self {
+            Storage::Host(b) => Ok(b),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(c) => c.host(),
+        }
+    }
+
+    /// The device buffer of device storage; `None` for host storage.
+    #[cfg(feature = "cuda")]
+    pub fn device_buffer(&self) -> Option<&DeviceBuffer> {
+        match self {
+            Storage::Host(_) => None,
+            Storage::Cuda(c) => Some(&c.buffer),
+        }
+    }
+
+    /// The device this storage lives on.
+    pub fn device(&self) -> Device {
+        match self {
+            Storage::Host(_) => Device::Cpu,
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(c) => Device::Cuda(c.buffer.device().ordinal()),
+        }
+    }
+}
+
+/// Data in the memory of a CUDA device, and its host copy once one was
+/// asked for.
+#[cfg(feature = "cuda")]
+#[derive(Debug)]
+pub struct CudaStorage {
+    buffer: DeviceBuffer,
+    host: OnceLock<HostBuffer>,
+}
+
+#[cfg(feature = "cuda")]
+impl CudaStorage {
+    /// Storage holding `buffer`, whose contents must not change afterwards
+    /// (work still queued to compute them is fine: reads wait for it).
+    pub fn new(buffer: DeviceBuffer) -> CudaStorage {
+        CudaStorage {
+            buffer,
+            host: OnceLock::new(),
+        }
+    }
+
+    /// The device buffer.
+    pub fn buffer(&self) -> &DeviceBuffer {
+        &self.buffer
+    }
+
+    /// The host copy, downloaded on the first call.
+    ///
+    /// # Errors
+    /// Device failures while downloading.
+    pub fn host(&self) -> Result<&HostBuffer> {
+        if let Some(h) = self.host.get() {
+            return Ok(h);
+        }
+        let downloaded = self.buffer.to_host()?;
+        Ok(self.host.get_or_init(|| downloaded))
     }
 }
 

@@ -91,16 +91,17 @@ fn cache() -> &'static Mutex<HashMap<GraphKey, Arc<Plan>>> {
     CACHE.get_or_init(Default::default)
 }
 
-/// The cached plan of `g`, or the one `make` builds (cached if it succeeds).
+/// The cached plan of `g`, or the one `make` builds (cached if it
+/// succeeds), and whether it came from the cache.
 pub(crate) fn get_or_insert(
     g: &Subgraph,
     options: &FusionOptions,
     make: impl FnOnce() -> Result<Arc<Plan>>,
-) -> Result<Arc<Plan>> {
+) -> Result<(Arc<Plan>, bool)> {
     let key = GraphKey::new(g, options);
     if let Some(p) = cache().lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         HITS.fetch_add(1, Ordering::Relaxed);
-        return Ok(p.clone());
+        return Ok((p.clone(), true));
     }
     MISSES.fetch_add(1, Ordering::Relaxed);
     let plan = make()?;
@@ -109,5 +110,5 @@ pub(crate) fn get_or_insert(
         c.clear();
     }
     c.insert(key, plan.clone());
-    Ok(plan)
+    Ok((plan, false))
 }

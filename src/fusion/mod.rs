@@ -159,6 +159,11 @@ impl Default for FusionOptions {
 /// # Ok::<(), tilefuse::Error>(())
 /// ```
 pub fn plan(graph: &Subgraph, options: &FusionOptions) -> Result<Arc<Plan>> {
+    plan_traced(graph, options).map(|(plan, _)| plan)
+}
+
+/// [`plan`], also saying whether the plan came from the cache.
+pub(crate) fn plan_traced(graph: &Subgraph, options: &FusionOptions) -> Result<(Arc<Plan>, bool)> {
     cache::get_or_insert(graph, options, || build(graph, options).map(Arc::new))
 }
 

@@ -300,28 +300,26 @@ fn evaluate_node(node: &SubNode, inputs: &[Input]) -> Result<Values> {
 }
 
 fn data(node: &SubNode, storage: &Storage) -> Result<Values> {
-    match storage {
-        Storage::Host(buffer) => {
-            if buffer.dtype() != node.dtype {
-                return Err(Error::DTypeMismatch {
-                    op: "data",
-                    lhs: node.dtype,
-                    rhs: buffer.dtype(),
-                });
-            }
-            if buffer.len() != node.shape.numel() {
-                return Err(Error::LengthMismatch {
-                    op: "data",
-                    len: buffer.len(),
-                    shape: dims(node.shape.dims()),
-                });
-            }
-            Ok(Values::from_scalars(
-                node.dtype,
-                (0..buffer.len()).map(|i| buffer.get(i)),
-            ))
-        }
+    // Device data is downloaded once; the storage keeps the host copy.
+    let buffer = storage.host()?;
+    if buffer.dtype() != node.dtype {
+        return Err(Error::DTypeMismatch {
+            op: "data",
+            lhs: node.dtype,
+            rhs: buffer.dtype(),
+        });
     }
+    if buffer.len() != node.shape.numel() {
+        return Err(Error::LengthMismatch {
+            op: "data",
+            len: buffer.len(),
+            shape: dims(node.shape.dims()),
+        });
+    }
+    Ok(Values::from_scalars(
+        node.dtype,
+        (0..buffer.len()).map(|i| buffer.get(i)),
+    ))
 }
 
 /// A view as a strided gather: each element of the node reads the input at

@@ -5,10 +5,10 @@ use crate::fusion::{BufferRef, Plan};
 use crate::graph::{Op, Subgraph};
 use crate::kernels::cpu::{execute, Arg};
 use crate::kernels::ir::Access;
-use crate::storage::{HostBuffer, Storage};
+use crate::storage::HostBuffer;
 
 /// Runs every kernel of `plan` on the CPU executor over the data leaves of
-/// `sub` (which must be host data) and returns one row-major buffer per
+/// `sub` (device data is downloaded first) and returns one row-major buffer per
 /// output of the plan.
 pub fn run_plan(plan: &Plan, sub: &Subgraph) -> Result<Vec<HostBuffer>> {
     let inputs = data_leaves(sub)?;
@@ -71,16 +71,14 @@ pub fn run_plan(plan: &Plan, sub: &Subgraph) -> Result<Vec<HostBuffer>> {
         .collect()
 }
 
-/// The host buffers of the subgraph's data leaves, in node order.
+/// The host buffers of the subgraph's data leaves, in node order; device
+/// data is downloaded (once: the storage keeps the copy).
 fn data_leaves(sub: &Subgraph) -> Result<Vec<&HostBuffer>> {
     sub.nodes
         .iter()
         .filter_map(|n| match &n.op {
-            Op::Data(s) => Some(s),
+            Op::Data(s) => Some(s.host()),
             _ => None,
-        })
-        .map(|s| match &**s {
-            Storage::Host(b) => Ok(b),
         })
         .collect()
 }

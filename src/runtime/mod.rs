@@ -1,43 +1,118 @@
 //! Realization: the one place that knows every layer.
 //!
 //! `realize` reads as the pipeline: collect → simplify → fuse (plans are
-//! cached by the subgraph's structure) → run → write back. The graph lock is held only to collect and to write back, never
+//! cached by the subgraph's structure) → run on the outputs' device → write
+//! back. The graph lock is held only to collect and to write back, never
 //! while work runs, so other threads keep recording ops meanwhile.
+//!
+//! On the CPU the plan runs on the tile executor and realize returns when
+//! the results are computed. On a CUDA device the kernels are compiled
+//! (cached per device and program), queued on the device's streams, and
+//! realize returns once they are queued: the results are device storage,
+//! and reading one ([`Tensor::to_vec`] and friends) waits for the kernels
+//! that compute it. Device failures found while queueing come back from
+//! realize; a failure inside a kernel comes back from the read that waits.
+//!
+//! Each realization measures itself ([`RealizeStats`]): whether the plan
+//! came from the cache, the time spent fusing and compiling (the first-call
+//! latency of a new pipeline), the kernels launched and the bytes uploaded.
+//! [`Tensor::realize_with_stats`] returns them; [`last_realize_stats`] gives
+//! those of the calling thread's last realization, including the ones
+//! `to_vec` makes. On request ([`time_launches`]) each GPU kernel launch is
+//! timed with CUDA events ([`launch_times`]).
 
+#[cfg(feature = "cuda")]
+mod cuda;
 mod host;
+#[cfg(feature = "cuda")]
+mod timing;
 
+#[cfg(feature = "cuda")]
+pub use cuda::{run_plan as run_plan_on_cuda, upload_count};
 pub use host::run_plan as run_plan_on_host;
+#[cfg(feature = "cuda")]
+pub use timing::{launch_times, time_launches, LaunchTime};
 
 use crate::device::Device;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fusion::{self, FusionOptions, Plan};
 use crate::graph::{self, NodeIndex, Op, Subgraph};
-use crate::storage::{HostBuffer, Storage};
+use crate::storage::Storage;
 use crate::tensor::Tensor;
+use std::cell::Cell;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What one realization did and how long its host-side steps took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RealizeStats {
+    /// The device the outputs were computed on.
+    pub device: Device,
+    /// Whether the fusion plan came from the plan cache (false when nothing
+    /// needed computing).
+    pub plan_cache_hit: bool,
+    /// Time spent grouping the subgraph into kernels (or looking the plan up).
+    pub fuse_time: Duration,
+    /// Time spent generating PTX and loading modules (or finding them in the
+    /// device's program cache); zero on the CPU.
+    pub compile_time: Duration,
+    /// Kernels launched (queued on a GPU, run on the CPU).
+    pub kernels_launched: usize,
+    /// Host buffers copied to the device for this realization.
+    pub uploads: usize,
+    /// Bytes of those copies.
+    pub upload_bytes: usize,
+    /// Host time of the whole realization. On a GPU the kernels are only
+    /// queued by then, so this is the host's cost, not the kernels' time.
+    pub total_time: Duration,
+}
+
+thread_local! {
+    static LAST: Cell<Option<RealizeStats>> = const { Cell::new(None) };
+}
+
+/// The statistics of the calling thread's most recent realization that had
+/// something to compute, if any.
+pub fn last_realize_stats() -> Option<RealizeStats> {
+    LAST.with(Cell::get)
+}
 
 /// Computes `outputs` that are not realized yet and stores each result in
 /// its node, which becomes `Op::Data` and lets go of its inputs.
-pub(crate) fn realize(outputs: &[&Tensor]) -> Result<()> {
-    check_devices(outputs)?;
+pub(crate) fn realize(outputs: &[&Tensor]) -> Result<RealizeStats> {
+    let started = Instant::now();
+    let device = check_devices(outputs)?;
+    let mut stats = RealizeStats {
+        device,
+        ..RealizeStats::default()
+    };
     let Some((nodes, sub)) = collect(outputs) else {
-        return Ok(());
+        return Ok(stats);
     };
     let sub = simplify(sub);
-    let plan = fuse(&sub)?;
-    let buffers = run(&plan, &sub)?;
-    write_back(&nodes, buffers);
-    Ok(())
+    let plan = fuse(&sub, device, &mut stats)?;
+    let storages = run(&plan, &sub, device, &mut stats)?;
+    write_back(&nodes, storages);
+    stats.total_time = started.elapsed();
+    LAST.with(|last| last.set(Some(stats)));
+    Ok(stats)
 }
 
-/// Fails for tensors on a device this build cannot run on.
-fn check_devices(outputs: &[&Tensor]) -> Result<()> {
-    for t in outputs {
-        if let Device::Cuda(ordinal) = t.device() {
-            Device::cuda(ordinal)?;
-        }
+/// The one device of all outputs; fails for outputs on different devices
+/// and for a device this build or machine cannot run on.
+fn check_devices(outputs: &[&Tensor]) -> Result<Device> {
+    let device = outputs.first().map_or(Device::Cpu, |t| t.device());
+    if let Some(other) = outputs.iter().find(|t| t.device() != device) {
+        return Err(Error::DeviceMismatch {
+            op: "realize_all",
+            lhs: device.to_string(),
+            rhs: other.device().to_string(),
+        });
     }
-    Ok(())
+    if let Device::Cuda(ordinal) = device {
+        Device::cuda(ordinal)?;
+    }
+    Ok(device)
 }
 
 /// The distinct output nodes that still need computing, and the subgraph
@@ -74,21 +149,36 @@ pub fn fusion_options(device: Device) -> FusionOptions {
     }
 }
 
-/// The kernels that compute `sub`: from the plan cache when a structurally
-/// equal subgraph was fused before.
-fn fuse(sub: &Subgraph) -> Result<Arc<Plan>> {
-    fusion::plan(sub, &fusion_options(Device::Cpu))
+/// The kernels that compute `sub` on `device`: from the plan cache when a
+/// structurally equal subgraph was fused before for the same kind of device.
+fn fuse(sub: &Subgraph, device: Device, stats: &mut RealizeStats) -> Result<Arc<Plan>> {
+    let started = Instant::now();
+    let (plan, hit) = fusion::plan_traced(sub, &fusion_options(device))?;
+    stats.plan_cache_hit = hit;
+    stats.fuse_time = started.elapsed();
+    Ok(plan)
 }
 
-/// Runs the plan's kernels; one row-major host buffer per output of `sub`.
-fn run(plan: &Plan, sub: &Subgraph) -> Result<Vec<HostBuffer>> {
-    host::run_plan(plan, sub)
+/// Runs the plan's kernels on `device`; one storage per output of `sub`.
+fn run(plan: &Plan, sub: &Subgraph, device: Device, stats: &mut RealizeStats) -> Result<Vec<Arc<Storage>>> {
+    match device {
+        Device::Cpu => {
+            let buffers = host::run_plan(plan, sub)?;
+            stats.kernels_launched = plan.kernels.len();
+            Ok(buffers.into_iter().map(|b| Arc::new(Storage::Host(b))).collect())
+        }
+        #[cfg(feature = "cuda")]
+        Device::Cuda(ordinal) => {
+            let device = crate::device::cuda::CudaDevice::open(ordinal)?;
+            cuda::run(plan, sub, &device, stats)
+        }
+        #[cfg(not(feature = "cuda"))]
+        Device::Cuda(ordinal) => Device::cuda(ordinal).map(|_| Vec::new()),
+    }
 }
 
-/// Stores each computed buffer in its node.
-fn write_back(nodes: &[NodeIndex], buffers: Vec<HostBuffer>) {
-    // The storages are made before locking so no allocation happens under the lock.
-    let storages: Vec<Arc<Storage>> = buffers.into_iter().map(|b| Arc::new(Storage::Host(b))).collect();
+/// Stores each computed storage in its node.
+fn write_back(nodes: &[NodeIndex], storages: Vec<Arc<Storage>>) {
     graph::with_graph(|g| {
         for (&n, s) in nodes.iter().zip(storages) {
             g.set_data(n, s);

@@ -278,16 +278,38 @@ impl Tensor {
     ///
     /// # Errors
     /// Device failures, including a tensor on a device that cannot be used.
+    ///
+    /// On a CUDA device this returns once the kernels are queued; the result
+    /// stays in device memory, and reading it waits for them.
     pub fn realize(&self) -> Result<()> {
-        crate::runtime::realize(&[self])
+        crate::runtime::realize(&[self]).map(|_| ())
     }
 
-    /// Realizes several tensors together, sharing the work they have in common.
+    /// [`Tensor::realize`], returning what the realization did: whether the
+    /// plan was cached, fusion and compile times, kernels launched, uploads.
+    ///
+    /// ```
+    /// use tilefuse::Tensor;
+    /// let y = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).exp();
+    /// let stats = y.realize_with_stats().unwrap();
+    /// assert_eq!(stats.kernels_launched, 1);
+    /// ```
     ///
     /// # Errors
     /// As [`Tensor::realize`].
+    pub fn realize_with_stats(&self) -> Result<crate::runtime::RealizeStats> {
+        crate::runtime::realize(&[self])
+    }
+
+    /// Realizes several tensors together, sharing the work they have in
+    /// common; on a GPU, kernels that do not depend on each other run on
+    /// different streams at once.
+    ///
+    /// # Errors
+    /// As [`Tensor::realize`], and [`Error::DeviceMismatch`] for tensors on
+    /// different devices.
     pub fn realize_all(tensors: &[&Tensor]) -> Result<()> {
-        crate::runtime::realize(tensors)
+        crate::runtime::realize(tensors).map(|_| ())
     }
 
     /// The realized storage of this tensor.
@@ -318,8 +340,7 @@ impl Tensor {
     pub fn to_vec<E: Element>(&self) -> Result<Vec<E>> {
         self.check_element::<E>("to_vec")?;
         let storage = self.storage()?;
-        let Storage::Host(buf) = &*storage;
-        Ok(host_elements(buf))
+        Ok(host_elements(storage.host()?))
     }
 
     /// The single element of a tensor with one element (of any rank).
@@ -353,8 +374,7 @@ impl Tensor {
     pub fn with_slice<E: Element + bytemuck::Pod, R>(&self, f: impl FnOnce(&[E]) -> R) -> Result<R> {
         self.check_element::<E>("with_slice")?;
         let storage = self.storage()?;
-        let Storage::Host(buf) = &*storage;
-        Ok(f(buf.as_slice::<E>()))
+        Ok(f(storage.host()?.as_slice::<E>()))
     }
 
     /// Calls `f` on the raw bytes of the realized elements in row-major
@@ -364,8 +384,7 @@ impl Tensor {
     /// Device failures.
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         let storage = self.storage()?;
-        let Storage::Host(buf) = &*storage;
-        Ok(f(buf.bytes()))
+        Ok(f(storage.host()?.bytes()))
     }
 }
 

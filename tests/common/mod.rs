@@ -9,6 +9,8 @@ use tilefuse::graph::{BinaryOp, Op, ReduceOp, SubNode, Subgraph, UnaryOp};
 use tilefuse::storage::{HostBuffer, Storage};
 use tilefuse::{DType, Scalar, Shape};
 
+pub mod fuzzgen;
+
 /// A subgraph under construction.
 #[derive(Default)]
 pub struct G {

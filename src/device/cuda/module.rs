@@ -131,46 +131,64 @@ impl CudaDevice {
     /// cached per (PTX text, entry): the text already encodes the program and
     /// its target. `name` names the program in errors.
     ///
+    /// Different modules load concurrently (the JIT runs without the cache's
+    /// lock); two threads loading the same new text at once may both run the
+    /// JIT, and one module is kept.
+    ///
     /// A module the JIT rejects, or one without `entry`, returns
     /// [`Error::PtxLoad`] with the JIT's own log.
     pub fn load(&self, ptx: &str, entry: &str, name: &str) -> Result<Kernel> {
         let hash = hash_text(ptx);
         let key = (hash, entry.to_string());
-        // The lock is held through the JIT so that two threads asking for the
-        // same module load it once.
-        let mut state = self.modules.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(kernel) = state
-            .kernels
-            .get(&key)
-            .and_then(|ks| ks.iter().find(|k| k.module.ptx == ptx))
-        {
-            let kernel = kernel.clone();
-            state.stats.hits += 1;
-            return Ok(kernel);
-        }
+        let find_module = |state: &CacheState| {
+            state
+                .modules
+                .get(&hash)
+                .and_then(|ms| ms.iter().find(|m| m.ptx == ptx))
+                .cloned()
+        };
+        let cached = {
+            let mut state = self.modules.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(kernel) = state
+                .kernels
+                .get(&key)
+                .and_then(|ks| ks.iter().find(|k| k.module.ptx == ptx))
+            {
+                let kernel = kernel.clone();
+                state.stats.hits += 1;
+                return Ok(kernel);
+            }
+            find_module(&state)
+        };
         self.bind()?;
-        let cached = state
-            .modules
-            .get(&hash)
-            .and_then(|ms| ms.iter().find(|m| m.ptx == ptx))
-            .cloned();
         let module = match cached {
             Some(module) => module,
             None => {
+                // The JIT runs without the lock, so different modules load at
+                // once; callers that must not load one module twice (the
+                // program cache) serialise themselves.
                 let started = Instant::now();
                 let raw = load_module(ptx, name)?;
                 let load_time = started.elapsed();
-                let module = Arc::new(Module {
+                let loaded = Arc::new(Module {
                     raw,
                     ptx: ptx.to_string(),
                     load_time,
                     ctx: self.context().clone(),
                 });
-                state.modules.entry(hash).or_default().push(module.clone());
-                state.stats.loads += 1;
-                state.stats.total_load_time += load_time;
-                state.stats.last_load_time = Some(load_time);
-                module
+                let mut state = self.modules.state.lock().unwrap_or_else(PoisonError::into_inner);
+                match find_module(&state) {
+                    // Another thread loaded the same text meanwhile: use its
+                    // module and let this one unload.
+                    Some(module) => module,
+                    None => {
+                        state.modules.entry(hash).or_default().push(loaded.clone());
+                        state.stats.loads += 1;
+                        state.stats.total_load_time += load_time;
+                        state.stats.last_load_time = Some(load_time);
+                        loaded
+                    }
+                }
             }
         };
         let function = get_function(&module, entry, name)?;
@@ -181,6 +199,7 @@ impl CudaDevice {
             entry: entry.to_string(),
             ordinal: self.ordinal(),
         };
+        let mut state = self.modules.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.kernels.entry(key).or_default().push(kernel.clone());
         Ok(kernel)
     }

@@ -114,10 +114,13 @@ impl CompiledProgram {
     }
 }
 
+/// One program's compiled form, once a compilation succeeded.
+type ProgramSlot = Arc<Mutex<Option<Arc<CompiledProgram>>>>;
+
 /// Compiled programs of one device, by program.
 #[derive(Default)]
 pub(crate) struct ProgramCache {
-    programs: Mutex<HashMap<Program, Arc<CompiledProgram>>>,
+    programs: Mutex<HashMap<Program, ProgramSlot>>,
 }
 
 impl CudaDevice {
@@ -133,12 +136,21 @@ impl CudaDevice {
     /// error; one the driver's JIT rejects returns [`Error::PtxLoad`] with
     /// the JIT's log.
     pub fn compile(&self, program: &Program) -> Result<Arc<CompiledProgram>> {
-        let mut cache = self.programs.programs.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(compiled) = cache.get(program) {
+        // The table is locked only to find the program's slot; the slot is
+        // held through generation and the JIT, so threads asking for the same
+        // program compile it once while different programs compile at once.
+        let slot = self
+            .programs
+            .programs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(program.clone())
+            .or_default()
+            .clone();
+        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(compiled) = &*slot {
             return Ok(compiled.clone());
         }
-        // Held through generation and the JIT, so that threads asking for the
-        // same program compile it once.
         let started = Instant::now();
         let module = generate(program, &self.target())?;
         let kernel = self.load(&module.text, &module.entry, &program.name)?;
@@ -148,7 +160,7 @@ impl CudaDevice {
             kernel,
             compile_time: started.elapsed(),
         });
-        cache.insert(program.clone(), compiled.clone());
+        *slot = Some(compiled.clone());
         Ok(compiled)
     }
 }

@@ -1,0 +1,361 @@
+//! Running a fusion plan on a CUDA device.
+//!
+//! The passes of one run, in order:
+//!
+//! 1. **Compile** every kernel's program for the device (cached per device
+//!    and program, so a pipeline seen before costs a hash lookup).
+//! 2. **Inputs**: data leaves already on the device are used as they are;
+//!    host data (or data of another device) is uploaded once and kept in the
+//!    upload table below, so running a pipeline again on the same inputs
+//!    copies nothing.
+//! 3. **Schedule**: the scheduler spreads the launches over the device's
+//!    pooled streams (independent kernels on different streams, event waits
+//!    for dependencies).
+//! 4. **Allocate** every intermediate and output buffer from the caching
+//!    allocator, each on the stream of its first user, before any launch: an
+//!    allocation that fails leaves nothing half queued.
+//! 5. **Launch**: first every stream of the plan waits for the work that
+//!    produced the inputs (one event per stream that used them, recorded
+//!    before this run queues anything, so the run's own streams never wait
+//!    for each other through an input); then the kernels, in plan order.
+//!
+//! The run returns once everything is queued: the outputs are
+//! [`Storage::Cuda`] values whose buffers remember the streams that write
+//! them, and a download ([`Storage::host`]) waits for those streams.
+//! Intermediate buffers go back to the allocator with an event on each
+//! stream that used them, so their memory is reused only after the kernels
+//! are done with it.
+//!
+//! # The upload table
+//!
+//! One process-wide table maps (device, address of the `Arc<Storage>`) to
+//! the device copy of a host storage, with a weak reference to the storage.
+//! The weak reference keeps the allocation behind the address alive, so an
+//! address is never reused by another storage while its entry exists; an
+//! entry whose storage was dropped is removed at the start of the next run
+//! on that device, which returns its memory to the allocator.
+
+use crate::device::cuda::{BufferId, CudaDevice, DeviceBuffer, ScheduledLaunch, Scheduler, STREAM_COUNT};
+use crate::error::{Error, Result};
+use crate::fusion::{BufferRef, Plan};
+use crate::graph::{Op, Subgraph};
+use crate::kernels::ir::Access;
+use crate::storage::{CudaStorage, Storage};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::time::Instant;
+
+use super::{timing, RealizeStats};
+
+/// Runs every kernel of `plan` on CUDA device `ordinal` over the data leaves
+/// of `sub` and returns one storage per output of the plan, on the device
+/// (an output that is a data leaf is that leaf's storage).
+///
+/// Returns once the work is queued; reading a result waits for it.
+///
+/// # Errors
+/// [`Error::CudaUnavailable`] for a device that cannot be used;
+/// [`Error::PtxLoad`] with the JIT's log for a kernel the driver rejects;
+/// [`Error::OutOfMemory`] when the buffers do not fit even after every
+/// cached block and upload was freed; other device failures.
+pub fn run_plan(plan: &Plan, sub: &Subgraph, ordinal: usize) -> Result<Vec<Arc<Storage>>> {
+    let device = CudaDevice::open(ordinal)?;
+    run(plan, sub, &device, &mut RealizeStats::default())
+}
+
+/// [`run_plan`] on an open device, adding what it did to `stats`. Out of
+/// memory once, it frees the cached blocks and the uploads no live run
+/// holds, and tries again.
+pub(super) fn run(
+    plan: &Plan,
+    sub: &Subgraph,
+    device: &Arc<CudaDevice>,
+    stats: &mut RealizeStats,
+) -> Result<Vec<Arc<Storage>>> {
+    match run_once(plan, sub, device, stats) {
+        Err(Error::OutOfMemory { .. }) => {
+            evict_uploads(device.ordinal());
+            device.free_cached()?;
+            run_once(plan, sub, device, stats)
+        }
+        other => other,
+    }
+}
+
+fn run_once(
+    plan: &Plan,
+    sub: &Subgraph,
+    device: &Arc<CudaDevice>,
+    stats: &mut RealizeStats,
+) -> Result<Vec<Arc<Storage>>> {
+    sweep_uploads(device.ordinal());
+
+    let started = Instant::now();
+    let compiled = plan
+        .kernels
+        .iter()
+        .map(|k| device.compile(&k.program))
+        .collect::<Result<Vec<_>>>()?;
+    stats.compile_time += started.elapsed();
+
+    let leaves = data_leaves(sub);
+    let inputs = leaves
+        .iter()
+        .map(|s| Input::on(device, s, stats))
+        .collect::<Result<Vec<_>>>()?;
+
+    let scheduler = Scheduler::new(STREAM_COUNT);
+    let schedule = scheduler.plan(&scheduled_launches(plan, inputs.len()))?;
+
+    let mut first_stream: Vec<Option<usize>> = vec![None; plan.buffers.len()];
+    for (kernel, step) in plan.kernels.iter().zip(&schedule.launches) {
+        for arg in &kernel.args {
+            if let BufferRef::Temp(t) = *arg {
+                first_stream[t].get_or_insert(step.stream);
+            }
+        }
+    }
+    let mut temps = Vec::with_capacity(plan.buffers.len());
+    for (decl, stream) in plan.buffers.iter().zip(&first_stream) {
+        let len = usize::try_from(decl.len).map_err(|_| Error::OutOfMemory {
+            bytes: usize::MAX,
+            in_use: device.memory_stats().bytes_in_use,
+        })?;
+        let buffer = device.alloc_on(decl.dtype, len, device.stream(stream.unwrap_or(0)))?;
+        if stream.is_none() {
+            // No kernel uses it: the host path's buffers start at zero.
+            buffer.zero_on(device.stream(0))?;
+        }
+        temps.push(Some(buffer));
+    }
+
+    let launch_streams: Vec<usize> = schedule.launches.iter().map(|l| l.stream).collect();
+    wait_for_inputs(device, &inputs, &launch_streams)?;
+    scheduler.run(device, &schedule, |i, stream| {
+        let kernel = &plan.kernels[i];
+        let args = kernel
+            .args
+            .iter()
+            .map(|arg| match *arg {
+                BufferRef::Input(k) => inputs
+                    .get(k)
+                    .and_then(Input::buffer)
+                    .ok_or_else(|| bad_plan(&kernel.program.name, "an input position past the data leaves")),
+                BufferRef::Temp(t) => temps
+                    .get(t)
+                    .and_then(Option::as_ref)
+                    .ok_or_else(|| bad_plan(&kernel.program.name, "a buffer position past the plan's buffers")),
+            })
+            .collect::<Result<Vec<&DeviceBuffer>>>()?;
+        timing::timed(device, stream, &kernel.program.name, || {
+            compiled[i].launch(&args, stream)
+        })
+    })?;
+    stats.kernels_launched += plan.kernels.len();
+
+    let mut shared: HashMap<usize, Arc<Storage>> = HashMap::new();
+    plan.outputs
+        .iter()
+        .map(|out| match *out {
+            BufferRef::Input(k) => leaves
+                .get(k)
+                .map(|s| (*s).clone())
+                .ok_or_else(|| bad_plan("plan outputs", "an input position past the data leaves")),
+            BufferRef::Temp(t) => {
+                if let Some(s) = shared.get(&t) {
+                    return Ok(s.clone());
+                }
+                let buffer = temps
+                    .get_mut(t)
+                    .and_then(Option::take)
+                    .ok_or_else(|| bad_plan("plan outputs", "an output buffer is missing"))?;
+                let s = Arc::new(Storage::Cuda(CudaStorage::new(buffer)));
+                shared.insert(t, s.clone());
+                Ok(s)
+            }
+        })
+        .collect()
+}
+
+/// The storages of the subgraph's data leaves, in node order.
+fn data_leaves(sub: &Subgraph) -> Vec<&Arc<Storage>> {
+    sub.nodes
+        .iter()
+        .filter_map(|n| match &n.op {
+            Op::Data(s) => Some(s),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The buffers each kernel reads and writes, for the scheduler: input `k`
+/// is buffer `k`, temp `t` is buffer `inputs + t`.
+fn scheduled_launches(plan: &Plan, inputs: usize) -> Vec<ScheduledLaunch> {
+    let id = |r: BufferRef| match r {
+        BufferRef::Input(k) => BufferId(k as u64),
+        BufferRef::Temp(t) => BufferId((inputs + t) as u64),
+    };
+    plan.kernels
+        .iter()
+        .map(|k| {
+            let mut launch = ScheduledLaunch::default();
+            for (param, &arg) in k.program.params.iter().zip(&k.args) {
+                match param.access {
+                    Access::Read => launch.reads.push(id(arg)),
+                    Access::Write => launch.writes.push(id(arg)),
+                    Access::ReadWrite => {
+                        launch.reads.push(id(arg));
+                        launch.writes.push(id(arg));
+                    }
+                }
+            }
+            launch
+        })
+        .collect()
+}
+
+/// Makes every stream in `launch_streams` wait for the work queued so far on
+/// the streams that used the inputs (their uploads, or the kernels of
+/// earlier runs that computed them).
+fn wait_for_inputs(device: &CudaDevice, inputs: &[Input], launch_streams: &[usize]) -> Result<()> {
+    let used: u32 = inputs
+        .iter()
+        .filter_map(Input::buffer)
+        .flat_map(DeviceBuffer::used_streams)
+        .fold(0, |mask, s| mask | 1 << s);
+    let targets: u32 = launch_streams.iter().fold(0, |mask, &s| mask | 1 << s);
+    if used == 0 || targets == 0 {
+        return Ok(());
+    }
+    device.bind()?;
+    let mut events = Vec::new();
+    let outcome = (|| {
+        for from in (0..STREAM_COUNT).filter(|s| used & (1 << s) != 0) {
+            let event = device.events.take()?;
+            let recorded = device.stream(from).record_raw(event.0);
+            events.push(event);
+            recorded?;
+            for to in (0..STREAM_COUNT).filter(|&s| s != from && targets & (1 << s) != 0) {
+                device.stream(to).wait_raw(events[events.len() - 1].0)?;
+            }
+        }
+        Ok(())
+    })();
+    // Waits already queued keep the record they saw, so the events can be
+    // reused at once.
+    for event in events {
+        device.events.give(event);
+    }
+    outcome
+}
+
+/// A data leaf as a device buffer of the run's device.
+enum Input {
+    /// Data that already lives on the device.
+    Resident(Arc<Storage>),
+    /// The device copy of host data (or of another device's data).
+    Uploaded(Arc<DeviceBuffer>),
+}
+
+impl Input {
+    fn on(device: &Arc<CudaDevice>, storage: &Arc<Storage>, stats: &mut RealizeStats) -> Result<Input> {
+        if let Storage::Cuda(c) = &**storage {
+            if c.buffer().device().ordinal() == device.ordinal() {
+                return Ok(Input::Resident(storage.clone()));
+            }
+        }
+        upload(device, storage, stats).map(Input::Uploaded)
+    }
+
+    /// The device buffer; `Input::on` makes `Resident` only of device
+    /// storage, so this is `None` for no input it made.
+    fn buffer(&self) -> Option<&DeviceBuffer> {
+        match self {
+            Input::Uploaded(b) => Some(b),
+            Input::Resident(s) => s.device_buffer(),
+        }
+    }
+}
+
+/// One device copy of a storage; see the module documentation.
+struct Upload {
+    storage: Weak<Storage>,
+    buffer: Arc<DeviceBuffer>,
+}
+
+type UploadTable = HashMap<(usize, usize), Upload>;
+
+fn uploads() -> std::sync::MutexGuard<'static, UploadTable> {
+    static TABLE: OnceLock<Mutex<UploadTable>> = OnceLock::new();
+    TABLE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The device copy of `storage`: from the upload table, or uploaded now.
+fn upload(device: &Arc<CudaDevice>, storage: &Arc<Storage>, stats: &mut RealizeStats) -> Result<Arc<DeviceBuffer>> {
+    let key = (device.ordinal(), Arc::as_ptr(storage) as *const () as usize);
+    if let Some(up) = uploads().get(&key) {
+        if up.storage.upgrade().is_some_and(|s| Arc::ptr_eq(&s, storage)) {
+            return Ok(up.buffer.clone());
+        }
+    }
+    // The table is not locked while copying: another thread may upload the
+    // same storage meanwhile, and the first copy stored wins.
+    let host = storage.host()?;
+    let buffer = Arc::new(device.from_host_on(host, device.stream(0))?);
+    stats.uploads += 1;
+    stats.upload_bytes += host.bytes().len();
+    let mut table = uploads();
+    let entry = table.entry(key).or_insert_with(|| Upload {
+        storage: Arc::downgrade(storage),
+        buffer: buffer.clone(),
+    });
+    if entry.storage.strong_count() == 0 {
+        *entry = Upload {
+            storage: Arc::downgrade(storage),
+            buffer: buffer.clone(),
+        };
+    }
+    Ok(entry.buffer.clone())
+}
+
+/// Removes the entries of `ordinal` whose storage was dropped.
+fn sweep_uploads(ordinal: usize) {
+    let dead: Vec<Upload> = {
+        let mut table = uploads();
+        let keys: Vec<(usize, usize)> = table
+            .iter()
+            .filter(|(k, up)| k.0 == ordinal && up.storage.strong_count() == 0)
+            .map(|(k, _)| *k)
+            .collect();
+        keys.iter().filter_map(|k| table.remove(k)).collect()
+    };
+    // Dropped outside the lock: releasing a buffer takes the allocator's.
+    drop(dead);
+}
+
+/// Removes every entry of `ordinal`; runs in flight keep their own
+/// references to the buffers they use.
+fn evict_uploads(ordinal: usize) {
+    let evicted: Vec<Upload> = {
+        let mut table = uploads();
+        let keys: Vec<(usize, usize)> = table.keys().filter(|k| k.0 == ordinal).copied().collect();
+        keys.iter().filter_map(|k| table.remove(k)).collect()
+    };
+    drop(evicted);
+}
+
+/// The number of live device copies of host storages on `ordinal`.
+pub fn upload_count(ordinal: usize) -> usize {
+    sweep_uploads(ordinal);
+    uploads().keys().filter(|k| k.0 == ordinal).count()
+}
+
+fn bad_plan(program: &str, reason: &str) -> Error {
+    Error::KernelArguments {
+        program: program.to_string(),
+        reason: reason.to_string(),
+    }
+}

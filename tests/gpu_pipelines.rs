@@ -1,0 +1,419 @@
+//! Tensors realized on a CUDA GPU, end to end: the reference examples
+//! through the tensor API, the differential fuzzer with every graph run as
+//! GPU kernels, every dtype, and the throughput suite's pipelines at
+//! moderate sizes, each against the reference evaluator. The runtime's
+//! behaviour on the device (streams, allocation, memory exhaustion, threads,
+//! large tensors) is in `gpu_pipelines/runtime.rs`.
+//!
+//! Every test needs a CUDA GPU and is ignored otherwise; run them with
+//! `cargo test --test gpu_pipelines -- --include-ignored`. They run one at a
+//! time (a mutex), since some fill the device or time it.
+
+#![cfg(feature = "cuda")]
+
+mod common;
+#[path = "gpu_pipelines/runtime.rs"]
+mod runtime;
+
+use common::fuzzgen::{check, vary_options, Failure};
+use common::{compare, compare_with, tolerance};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+use tilefuse::fusion::FusionOptions;
+use tilefuse::graph::reference;
+use tilefuse::runtime::{last_realize_stats, run_plan_on_cuda};
+use tilefuse::storage::HostBuffer;
+use tilefuse::{DType, Device, Error, Tensor};
+
+/// CUDA device 0.
+const GPU: Device = Device::Cuda(0);
+
+/// A guard that runs the tests of this target one at a time, after checking
+/// that the GPU can be used.
+fn gpu() -> MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    Device::cuda(0).expect("these tests need a CUDA GPU");
+    guard
+}
+
+/// The realized value of `t` as a host buffer.
+fn host_of(t: &Tensor) -> HostBuffer {
+    let mut b = HostBuffer::zeros(t.dtype(), t.numel());
+    t.with_bytes(|bytes| b.bytes_mut().copy_from_slice(bytes)).unwrap();
+    b
+}
+
+/// The reference evaluator's value of an unrealized `t`.
+fn reference_of(t: &Tensor) -> HostBuffer {
+    reference::evaluate(&t.subgraph()).unwrap().remove(0)
+}
+
+/// Deterministic f32 data in about [-2, 2].
+fn data_f32(n: usize, salt: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i * 7919 + salt * 104_729) % 4001) as f32 / 1000.0 - 2.0)
+        .collect()
+}
+
+// ---- the reference examples, as tensor programs ----
+
+/// `x` with `f(x, a)` applied where `mask` holds: what an atomic update of
+/// one partition does to the memory it covers.
+fn update_where(x: &Tensor, mask: &[bool], f: impl Fn(&Tensor, &Tensor) -> Tensor, a: &Tensor) -> Tensor {
+    let m = Tensor::from_slice(mask, x.dims()).to(GPU);
+    Tensor::where_(&m, &f(x, a), x)
+}
+
+/// The mask of partition [1] of a 1-D view of 4 elements in tiles of 2.
+const PART_1D: [bool; 4] = [false, false, true, true];
+
+/// The mask of partition [0, 1] of a 4 × 3 view in 2 × 2 tiles: rows 0–1,
+/// column 2 (column 3 is outside the array).
+fn part_4x3() -> Vec<bool> {
+    (0..12).map(|i| i / 3 < 2 && i % 3 == 2).collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn reference_examples_through_the_tensor_api() {
+    let _g = gpu();
+    // Iota and deep copy: a new value built from a tile leaves the tile as it was.
+    let x = Tensor::arange(0i32, 4, 1).reshape(&[2, 2]).to(GPU);
+    let y = &x + 10i32;
+    assert_eq!(y.to_vec::<i32>().unwrap(), [10, 11, 12, 13]);
+    assert_eq!(x.to_vec::<i32>().unwrap(), [0, 1, 2, 3]);
+    // The partition view load: 2 × 2 partition [1, 2] of the 4 × 8 array.
+    let a = Tensor::from_vec((0..32).collect::<Vec<i32>>(), &[4, 8]).to(GPU);
+    assert_eq!(
+        a.narrow(0, 2, 2).narrow(1, 4, 2).to_vec::<i32>().unwrap(),
+        [20, 21, 28, 29]
+    );
+    // The atomic examples as masked elementwise updates of the partition.
+    let bits = [0x1, 0x2, 0b10101010, 0b01010101];
+    let b1 = Tensor::from_slice(&bits, &[4]).to(GPU);
+    let k = |v: i32| Tensor::full(&[], v).to(GPU);
+    let check_i32 = |t: Tensor, want: &[i32]| assert_eq!(t.to_vec::<i32>().unwrap(), want);
+    check_i32(
+        update_where(&b1, &PART_1D, Tensor::bitand, &k(0b1111)),
+        &[1, 2, 0b1010, 0b0101],
+    );
+    check_i32(
+        update_where(&b1, &PART_1D, Tensor::bitor, &k(0b1111)),
+        &[1, 2, 0b10101111, 0b01011111],
+    );
+    check_i32(
+        update_where(&b1, &PART_1D, Tensor::bitxor, &k(0xff)),
+        &[1, 2, 0b01010101, 0b10101010],
+    );
+    let bits_4x3 = [1, 2, 0b10101010, 3, 4, 0b11001100, 5, 6, 0b11110000, 7, 8, 0b00110011];
+    let b2 = Tensor::from_slice(&bits_4x3, &[4, 3]).to(GPU);
+    check_i32(
+        update_where(&b2, &part_4x3(), Tensor::bitand, &k(0b1111)),
+        &[1, 2, 0b1010, 3, 4, 0b1100, 5, 6, 0b11110000, 7, 8, 0b00110011],
+    );
+    check_i32(
+        update_where(&b2, &part_4x3(), Tensor::bitor, &k(0b1111)),
+        &[1, 2, 0b10101111, 3, 4, 0b11001111, 5, 6, 0b11110000, 7, 8, 0b00110011],
+    );
+    check_i32(
+        update_where(&b2, &part_4x3(), Tensor::bitxor, &k(0xff)),
+        &[1, 2, 0b01010101, 3, 4, 0b00110011, 5, 6, 0b11110000, 7, 8, 0b00110011],
+    );
+    let u = |v: &[u32], shape: &[usize]| Tensor::from_slice(v, shape).to(GPU);
+    let ku = |v: u32| Tensor::full(&[], v).to(GPU);
+    let check_u32 = |t: Tensor, want: &[u32]| assert_eq!(t.to_vec::<u32>().unwrap(), want);
+    let x1 = u(&[1, 2, 3, 6], &[4]);
+    check_u32(update_where(&x1, &PART_1D, Tensor::maximum, &ku(4)), &[1, 2, 4, 6]);
+    check_u32(update_where(&x1, &PART_1D, Tensor::minimum, &ku(4)), &[1, 2, 3, 4]);
+    let x1 = u(&[1, 2, 3, 4], &[4]);
+    check_u32(update_where(&x1, &PART_1D, Tensor::add, &ku(10)), &[1, 2, 13, 14]);
+    check_u32(update_where(&x1, &PART_1D, Tensor::sub, &ku(3)), &[1, 2, 0, 1]);
+    let m = u(&[1, 2, 3, 3, 4, 6, 5, 6, 2, 7, 8, 8], &[4, 3]);
+    check_u32(
+        update_where(&m, &part_4x3(), Tensor::maximum, &ku(4)),
+        &[1, 2, 4, 3, 4, 6, 5, 6, 2, 7, 8, 8],
+    );
+    check_u32(
+        update_where(&m, &part_4x3(), Tensor::minimum, &ku(4)),
+        &[1, 2, 3, 3, 4, 4, 5, 6, 2, 7, 8, 8],
+    );
+    let add = u(&[1, 2, 1, 3, 4, 2, 5, 6, 3, 7, 8, 4], &[4, 3]);
+    check_u32(
+        update_where(&add, &part_4x3(), Tensor::add, &ku(10)),
+        &[1, 2, 11, 3, 4, 12, 5, 6, 3, 7, 8, 4],
+    );
+    let sub = u(&[1, 2, 5, 3, 4, 8, 5, 6, 6, 7, 8, 9], &[4, 3]);
+    check_u32(
+        update_where(&sub, &part_4x3(), Tensor::sub, &ku(3)),
+        &[1, 2, 2, 3, 4, 5, 5, 6, 6, 7, 8, 9],
+    );
+}
+
+// ---- the differential fuzzer on the GPU ----
+
+/// Checks fuzz graph `seed` run as GPU kernels; a panic is a failure.
+fn check_on_gpu(seed: u64) -> Result<(), Failure> {
+    let options = vary_options(seed, FusionOptions::gpu());
+    std::panic::catch_unwind(|| {
+        check(seed, options, |g, p| {
+            run_plan_on_cuda(p, g, 0)?.iter().map(|s| s.host().cloned()).collect()
+        })
+    })
+    .unwrap_or_else(|_| Err(Failure::Mismatch("panicked".into())))
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_fuzzer_matches_the_reference() {
+    let _g = gpu();
+    let env = |name: &str, default: u64| std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default);
+    let count = env("TILEFUSE_GPU_FUZZ_GRAPHS", 2500);
+    let deadline = Instant::now() + Duration::from_secs(env("TILEFUSE_GPU_FUZZ_SECONDS", 3600));
+    // Graphs are checked on several host threads: most of the time goes to
+    // the driver's JIT of new programs. Seeds are handed out in order; no
+    // new graph starts after the deadline, and the count checked is printed.
+    let threads = std::thread::available_parallelism().map_or(4, |n| n.get().min(12));
+    let next = AtomicU64::new(1);
+    let running: Mutex<HashMap<usize, (u64, Instant)>> = Mutex::new(HashMap::new());
+    let done = AtomicBool::new(false);
+    let results: Vec<(u64, Result<(), Failure>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (next, running) = (&next, &running);
+                scope.spawn(move || {
+                    let mut results = vec![];
+                    loop {
+                        let seed = next.fetch_add(1, Ordering::Relaxed);
+                        if seed > count || Instant::now() > deadline {
+                            break results;
+                        }
+                        running.lock().unwrap().insert(t, (seed, Instant::now()));
+                        results.push((seed, check_on_gpu(seed)));
+                        running.lock().unwrap().remove(&t);
+                    }
+                })
+            })
+            .collect();
+        // A watchdog: progress every 10 s, and the seeds of graphs that run
+        // for more than 30 s (a kernel that does not finish) before giving up.
+        let started = Instant::now();
+        let (done, next, running) = (&done, &next, &running);
+        scope.spawn(move || {
+            let mut last = Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(200));
+                if last.elapsed() >= Duration::from_secs(10) {
+                    last = Instant::now();
+                    let handed = next.load(Ordering::Relaxed).min(count + 1) - 1;
+                    eprintln!("gpu fuzz: {handed} graphs started after {:.0?}", started.elapsed());
+                }
+                let stuck: Vec<u64> = running
+                    .lock()
+                    .unwrap()
+                    .values()
+                    .filter(|(_, since)| since.elapsed() > Duration::from_secs(30))
+                    .map(|(seed, _)| *seed)
+                    .collect();
+                if !stuck.is_empty() {
+                    eprintln!("gpu fuzz: seeds {stuck:?} have run for more than 30 s; giving up");
+                    std::process::exit(3);
+                }
+            }
+        });
+        let results = workers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+        done.store(true, Ordering::Relaxed);
+        results
+    });
+    let count = results.len() as u64;
+    let mut failures = vec![];
+    let mut skipped = vec![];
+    for (seed, outcome) in results {
+        match outcome {
+            Ok(()) => {}
+            // f64 transcendentals have no PTX lowering: counted, never silent.
+            Err(Failure::Run(e, _)) if matches!(*e, Error::UnsupportedDType { dtype: DType::F64, .. }) => {
+                let Error::UnsupportedDType { op, .. } = *e else {
+                    continue;
+                };
+                skipped.push((seed, op))
+            }
+            Err(f) => failures.push((seed, f.to_string())),
+        }
+    }
+    failures.sort_by_key(|f| f.0);
+    let mut ops: Vec<&str> = skipped.iter().map(|s| s.1).collect();
+    ops.sort_unstable();
+    ops.dedup();
+    println!(
+        "gpu fuzz: {count} graphs, {} passed, {} skipped (f64 ops without a PTX lowering: {ops:?}), {} failed",
+        count as usize - skipped.len() - failures.len(),
+        skipped.len(),
+        failures.len()
+    );
+    assert!(skipped.len() * 4 < count as usize, "too many skips to call this a test");
+    if let Some((seed, e)) = failures.first() {
+        let seeds: Vec<u64> = failures.iter().map(|f| f.0).take(20).collect();
+        panic!(
+            "{} of {count} graphs failed on the GPU (seeds {seeds:?}); first, seed {seed}:\n{e}",
+            failures.len()
+        );
+    }
+}
+
+// ---- dtypes ----
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_dtype_computes_as_on_the_cpu() {
+    let _g = gpu();
+    for dtype in DType::ALL {
+        let n = 4099;
+        let raw: Vec<f32> = (0..n).map(|i| ((i * 37) % 201) as f32 - 100.0).collect();
+        let x = Tensor::from_vec(raw, &[n]).cast(dtype);
+        let y = Tensor::from_vec(data_f32(n, 3), &[n]).cast(dtype);
+        let build = |x: &Tensor, y: &Tensor| -> Vec<Tensor> {
+            // `maximum` of bools is not lowered yet; `|` is the same on bools.
+            let larger = if dtype == DType::Bool {
+                x.bitor(y)
+            } else {
+                Tensor::maximum(x, y)
+            };
+            let mut outs = vec![larger, x.eq(y), x.cast(DType::F32).sum(&[0], false)];
+            if dtype != DType::Bool {
+                outs.push(x + y);
+                outs.push(x.max(&[0], true));
+            }
+            // f64 transcendentals have no PTX lowering (checked below).
+            if dtype.is_float() && dtype != DType::F64 {
+                outs.push((x * y).tanh());
+            }
+            outs
+        };
+        let on_cpu = build(&x, &y);
+        let on_gpu = build(&x.to(GPU), &y.to(GPU));
+        let refs: Vec<&Tensor> = on_gpu.iter().collect();
+        Tensor::realize_all(&refs).unwrap();
+        for (k, (c, g)) in on_cpu.iter().zip(&on_gpu).enumerate() {
+            let (want, got) = (host_of(c), host_of(g));
+            compare(&got, &want).unwrap_or_else(|e| panic!("{dtype}, output {k}: {e}"));
+        }
+        if dtype == DType::F64 {
+            let t = (x.to(GPU) * y.to(GPU)).tanh();
+            let e = t.realize().unwrap_err();
+            assert!(matches!(e, Error::UnsupportedDType { dtype: DType::F64, .. }), "{e}");
+        }
+    }
+}
+
+// ---- the throughput suite's pipelines ----
+
+/// A pipeline of the throughput suite on the GPU: builds the output
+/// tensor from inputs made once, so each call records a structurally equal
+/// graph on the same data.
+struct Case {
+    name: &'static str,
+    build: Box<dyn Fn() -> Tensor>,
+}
+
+fn case(name: &'static str, build: impl Fn() -> Tensor + 'static) -> Case {
+    Case {
+        name,
+        build: Box::new(build),
+    }
+}
+
+fn benchmark_cases() -> Vec<Case> {
+    let (m, k) = (512, 4096);
+    let t = |v: Vec<f32>, shape: &[usize]| Tensor::from_vec(v, shape).to(GPU);
+    let n = 1 << 20;
+    let (a, b, c) = (
+        t(data_f32(n, 1), &[n]),
+        t(data_f32(n, 2), &[n]),
+        t(data_f32(n, 3), &[n]),
+    );
+    let x = t(data_f32(m * k, 4), &[m, k]);
+    let w = t(data_f32(k, 5), &[k]);
+    let bias = t(data_f32(k, 6), &[k]);
+    let (xb, bb) = (x.cast(DType::BF16), bias.cast(DType::BF16));
+    // The bf16 inputs are data, as in the benchmark.
+    Tensor::realize_all(&[&xb, &bb]).unwrap();
+    let big = 1 << 22;
+    let (p, q) = (t(data_f32(big, 7), &[big]), t(data_f32(big, 8), &[big]));
+    let (x1, x2, x3, x4, x5, w1, w2, b1, b2, p1) = (
+        x.clone(),
+        x.clone(),
+        x.clone(),
+        x.clone(),
+        x.clone(),
+        w.clone(),
+        w.clone(),
+        bias.clone(),
+        bias.clone(),
+        p.clone(),
+    );
+    vec![
+        case("chain", move || {
+            (&a * &b + &c).tanh() * a.sigmoid() - (-(&b * &b)).exp()
+        }),
+        case("bias_gelu", move || (&x1 + &b1).gelu()),
+        case("bias_gelu_bf16", move || (&xb + &bb).gelu()),
+        case("softmax", move || x2.softmax(-1)),
+        case("rmsnorm", move || x3.rms_norm(Some(&w1), 1e-6)),
+        case("layernorm", move || x4.layer_norm(Some(&w2), Some(&b2), 1e-5)),
+        case("mse", move || {
+            let d = &p - &q;
+            (&d * &d).mean_all()
+        }),
+        case("sum", move || p1.sum_all()),
+        case("colsum", move || x5.sum(&[0], false)),
+    ]
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn benchmark_pipelines_match_the_reference_and_report_first_call_latency() {
+    let _g = gpu();
+    println!("pipeline        kernels | first call: realize    +read    fuse  compile | again: realize  plan hit");
+    for Case { name, build } in benchmark_cases() {
+        let out = build();
+        let want = reference_of(&out);
+        // Sums of many f32 values: the error grows with what was summed.
+        let scale = if matches!(name, "sum" | "colsum" | "mse") {
+            64.0
+        } else {
+            1.0
+        };
+        let started = Instant::now();
+        let first = out.realize_with_stats().unwrap();
+        let got = host_of(&out);
+        let first_ms = started.elapsed().as_secs_f64() * 1e3;
+        compare_with(&got, &want, tolerance(want.dtype()), scale).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The same pipeline again on the same inputs: everything is cached.
+        let again = build();
+        let second = again.realize_with_stats().unwrap();
+        assert_eq!(last_realize_stats(), Some(second));
+        assert!(
+            second.plan_cache_hit,
+            "{name}: the second plan must come from the cache"
+        );
+        assert_eq!(
+            second.uploads, 0,
+            "{name}: inputs already on the device are not copied again"
+        );
+        assert_eq!(second.kernels_launched, first.kernels_launched);
+        compare_with(&host_of(&again), &want, tolerance(want.dtype()), scale).unwrap_or_else(|e| panic!("{name}: {e}"));
+        println!(
+            "{name:<15} {:>7} | {:>16.2} ms {:>7.2} {:>7.2} {:>8.2} | {:>11.3} ms  {}",
+            first.kernels_launched,
+            first.total_time.as_secs_f64() * 1e3,
+            first_ms,
+            first.fuse_time.as_secs_f64() * 1e3,
+            first.compile_time.as_secs_f64() * 1e3,
+            second.total_time.as_secs_f64() * 1e3,
+            second.plan_cache_hit,
+        );
+    }
+}

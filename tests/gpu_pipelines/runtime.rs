@@ -1,0 +1,231 @@
+//! The runtime on the device: results that stay there, streams that
+//! overlap, steady-state allocation, running out of memory, several host
+//! threads, ragged and very large shapes.
+
+use super::common::{compare_with, tolerance};
+use super::{compare, data_f32, gpu, host_of, reference_of, GPU};
+use tilefuse::device::cuda::CudaDevice;
+use tilefuse::runtime::{launch_times, time_launches, upload_count};
+use tilefuse::{DType, Device, Error, Tensor};
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn results_stay_on_the_device_and_inputs_upload_once() {
+    let _g = gpu();
+    let n = 100_003;
+    let before = upload_count(0);
+    let x = Tensor::from_vec(data_f32(n, 1), &[n]).to(GPU);
+    let y = x.exp();
+    let want_y = reference_of(&y);
+    let stats = y.realize_with_stats().unwrap();
+    assert_eq!((stats.device, stats.uploads, stats.upload_bytes), (GPU, 1, 4 * n));
+    assert_eq!(upload_count(0), before + 1);
+    // A pipeline on the result reads it where it is.
+    let z = (&y * 2.0f32).sum_all();
+    let want_z = reference_of(&z);
+    let stats = z.realize_with_stats().unwrap();
+    assert_eq!(stats.uploads, 0);
+    compare_with(&host_of(&z), &want_z, 1e-4, 64.0).unwrap();
+    // The CPU reads device data through its host copy.
+    let on_cpu = y.to(Device::Cpu).sin();
+    let want_cpu = reference_of(&on_cpu);
+    compare(&host_of(&on_cpu), &want_cpu).unwrap();
+    compare(&host_of(&y), &want_y).unwrap();
+    // The device copy of the input goes when the input does.
+    drop(x);
+    assert_eq!(upload_count(0), before);
+}
+
+/// A compute-heavy elementwise chain: one long kernel.
+fn heavy(x: &Tensor) -> Tensor {
+    let mut y = x.clone();
+    for _ in 0..24 {
+        y = (y.sin() * 1.5f32).tanh();
+    }
+    y
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn two_independent_pipelines_overlap_on_two_streams() {
+    let _g = gpu();
+    // Different lengths, so that fusion keeps the two pipelines apart.
+    let (n, m) = (1 << 24, (1 << 24) - 4096);
+    let a = Tensor::from_vec(data_f32(n, 1), &[n]).to(GPU).sin();
+    let b = Tensor::from_vec(data_f32(m, 2), &[m]).to(GPU).cos();
+    Tensor::realize_all(&[&a, &b]).unwrap();
+    // Compiled once before timing.
+    heavy(&a).realize().unwrap();
+    time_launches(true);
+    let (ya, yb) = (heavy(&a), heavy(&b));
+    Tensor::realize_all(&[&ya, &yb]).unwrap();
+    let times = launch_times().unwrap();
+    time_launches(false);
+    for t in &times {
+        println!(
+            "{} on stream {}: {:.3} .. {:.3} ms",
+            t.kernel, t.stream, t.start_ms, t.end_ms
+        );
+    }
+    assert_eq!(times.len(), 2, "{times:?}");
+    let (first, second) = (&times[0], &times[1]);
+    assert_ne!(first.stream, second.stream, "independent pipelines share a stream");
+    assert!(
+        second.start_ms < first.end_ms,
+        "the second kernel started at {} ms, after the first ended at {} ms",
+        second.start_ms,
+        first.end_ms
+    );
+    assert!(
+        first.end_ms - first.start_ms > 0.1,
+        "the kernels are too short to show overlap"
+    );
+    let sample = |t: &Tensor| t.narrow(0, 12_345, 4).to_vec::<f32>().unwrap();
+    let want = |x: &[f32]| -> Vec<f32> {
+        x.iter()
+            .map(|&v| {
+                let mut y = v;
+                for _ in 0..24 {
+                    y = (y.sin() * 1.5).tanh();
+                }
+                y
+            })
+            .collect()
+    };
+    for (got, input) in [(sample(&ya), sample(&a)), (sample(&yb), sample(&b))] {
+        for (g, w) in got.iter().zip(want(&input)) {
+            assert!((g - w).abs() < 1e-4, "{g} vs {w}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_repeated_pipeline_stops_allocating_after_the_first_run() {
+    let _g = gpu();
+    let device = CudaDevice::open(0).unwrap();
+    let (rows, cols) = (300, 1000);
+    let x = Tensor::from_vec(data_f32(rows * cols, 3), &[rows, cols]).to(GPU);
+    let w = Tensor::from_vec(data_f32(cols, 4), &[cols]).to(GPU);
+    let want = reference_of(&(&x * &w).softmax(-1).sum(&[0], false));
+    let mut allocations = vec![];
+    for _ in 0..10 {
+        let y = (&x * &w).softmax(-1).sum(&[0], false);
+        let stats = y.realize_with_stats().unwrap();
+        assert!(stats.kernels_launched >= 2, "{stats:?}");
+        compare_with(&host_of(&y), &want, 1e-4, 16.0).unwrap();
+        allocations.push(device.memory_stats().allocations);
+    }
+    println!("cuMemAlloc calls after each of 10 runs: {allocations:?}");
+    assert!(
+        allocations.iter().all(|&a| a == allocations[0]),
+        "allocations grew: {allocations:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn running_out_of_memory_is_an_error_and_the_next_realize_works() {
+    let _g = gpu();
+    let device = CudaDevice::open(0).unwrap();
+    let (_, total) = device.memory_info().unwrap();
+    let in_use = device.memory_stats().bytes_in_use;
+    // Twice the device's memory of f32.
+    let n = total / 2;
+    let x = Tensor::from_vec(vec![1.0f32; 1 << 10], &[1 << 10]).to(GPU);
+    let huge = x.reshape(&[1, 1 << 10]).expand(&[n / (1 << 10), 1 << 10]).exp();
+    match huge.realize() {
+        Err(Error::OutOfMemory { bytes, .. }) => println!("out of memory as expected, allocating {bytes} bytes"),
+        other => panic!("expected OutOfMemory, got {other:?}"),
+    }
+    assert!(!huge.is_realized());
+    let after = device.memory_stats().bytes_in_use;
+    assert!(
+        after <= in_use + 4096,
+        "the failed run holds {after} bytes, {in_use} before"
+    );
+    let y = (&x + 1.0f32).sum_all();
+    assert_eq!(y.to_scalar::<f32>().unwrap(), 2048.0);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn host_threads_realize_on_one_device_at_once() {
+    let _g = gpu();
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            std::thread::spawn(move || {
+                // A few shapes, so most runs find their programs compiled.
+                let shapes = [(17, 100), (300, 1024), (5, 4099)];
+                for i in 0..20 {
+                    let (rows, cols) = shapes[(t + i) % shapes.len()];
+                    let data = data_f32(rows * cols, 10 * t + i);
+                    let build = |device| {
+                        let x = Tensor::from_vec(data.clone(), &[rows, cols]).to(device);
+                        (x.softmax(-1) * 3.0f32 + x.sum(&[0], true)).tanh()
+                    };
+                    let (on_gpu, on_cpu) = (build(GPU), build(Device::Cpu));
+                    compare(&host_of(&on_gpu), &host_of(&on_cpu))
+                        .unwrap_or_else(|e| panic!("thread {t}, run {i} ({rows} x {cols}): {e}"));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ragged_shapes_match_the_reference() {
+    let _g = gpu();
+    for &(rows, cols) in &[(1, 1), (3, 1), (7, 33), (129, 1023), (5, 8193), (2, 20_000)] {
+        let x = Tensor::from_vec(data_f32(rows * cols, rows), &[rows, cols]).to(GPU);
+        let outs = [
+            x.softmax(-1),
+            x.sum(&[0], false),
+            x.layer_norm(None, None, 1e-5),
+            x.max(&[1], false),
+            x.transpose(0, 1).cast(DType::F16).exp(),
+        ];
+        for (k, out) in outs.iter().enumerate() {
+            let want = reference_of(out);
+            compare_with(&host_of(out), &want, tolerance(want.dtype()), 16.0)
+                .unwrap_or_else(|e| panic!("[{rows}, {cols}] output {k}: {e}"));
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn u8_and_bool_ops_past_two_to_the_31_elements() {
+    let _g = gpu();
+    let n = (1usize << 31) + 7;
+    let device = CudaDevice::open(0).unwrap();
+    let (free, _) = device.memory_info().unwrap();
+    if free < 4 * n + (1 << 30) {
+        println!("note: skipped, {free} bytes free on the device is too little for three {n}-byte tensors");
+        return;
+    }
+    let value = |i: usize| (i % 251) as u8;
+    let x = Tensor::from_vec((0..n).map(value).collect::<Vec<u8>>(), &[n]).to(GPU);
+    let y = &x + 1u8;
+    let big = x.gt(&Tensor::full(&[], 200u8).to(GPU));
+    Tensor::realize_all(&[&y, &big]).unwrap();
+    let tail = y.narrow(0, n - 9, 9).to_vec::<u8>().unwrap();
+    let want: Vec<u8> = (n - 9..n).map(|i| value(i) + 1).collect();
+    assert_eq!(tail, want);
+    let flags = big.narrow(0, n - 300, 300).to_vec::<bool>().unwrap();
+    let want: Vec<bool> = (n - 300..n).map(|i| value(i) > 200).collect();
+    assert_eq!(flags, want);
+    let count = big.cast(DType::I64).sum_all().to_scalar::<i64>().unwrap();
+    let total = y.cast(DType::I64).sum_all().to_scalar::<i64>().unwrap();
+    let (mut want_count, mut want_total) = (0i64, 0i64);
+    for i in 0..n {
+        want_count += (value(i) > 200) as i64;
+        want_total += value(i) as i64 + 1;
+    }
+    assert_eq!((count, total), (want_count, want_total));
+    println!("{n} elements: {count} above 200, sum of x + 1 = {total}");
+}
