@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+pub mod ptx_check;
+pub mod random_graph;
+
 use std::sync::Arc;
 use tilefuse::graph::{BinaryOp, Op, ReduceOp, SubNode, Subgraph, UnaryOp};
 use tilefuse::storage::{HostBuffer, Storage};

@@ -1,0 +1,410 @@
+//! The seeded random-graph generator of the differential fuzzer
+//! (`tests/fuzz.rs`), shared with the test that assembles every program of
+//! the fuzzer's run with `ptxas` (`tests/ptx_fuzz.rs`).
+//!
+//! Each graph is generated from a seed: up to about 30 ops mixing unary and
+//! binary elementwise ops, comparisons and `where`, casts, broadcasts,
+//! views (permute, slice, expand, reshape) and reductions, over every dtype,
+//! with shapes that include 1, primes, ragged tile edges and empty axes.
+//! Which ops may take which operands is explained in `tests/fuzz.rs`.
+//!
+//! `TILEFUSE_FUZZ_GRAPHS=N` selects N graphs instead of the default 5,000;
+//! `TILEFUSE_FUZZ_SEED=S` starts at another seed.
+
+use super::G;
+use std::ops::Range;
+use tilefuse::fusion::FusionOptions;
+use tilefuse::graph::{BinaryOp, ReduceOp, Subgraph, UnaryOp};
+use tilefuse::storage::HostBuffer;
+use tilefuse::{DType, Scalar};
+
+/// The seeds of a run: `TILEFUSE_FUZZ_SEED` (default 1) and the
+/// `TILEFUSE_FUZZ_GRAPHS` (default 5,000) that follow it.
+pub fn seeds() -> Range<u64> {
+    let var = |name: &str| std::env::var(name).ok().and_then(|s| s.parse::<u64>().ok());
+    let count = var("TILEFUSE_FUZZ_GRAPHS").unwrap_or(5000);
+    let start = var("TILEFUSE_FUZZ_SEED").unwrap_or(1);
+    start..start + count
+}
+
+/// The fusion options the fuzzer plans graph `seed` with: CPU and GPU
+/// alternately, and every fifth seed small row tiles (so row patterns also
+/// take the multi-kernel path), half of those non-deterministic.
+pub fn options(seed: u64) -> FusionOptions {
+    let opts = [FusionOptions::cpu(), FusionOptions::gpu()][(seed % 2) as usize];
+    if seed % 5 == 0 {
+        FusionOptions {
+            max_row_tile: 16,
+            deterministic: seed % 10 != 0,
+            ..opts
+        }
+    } else {
+        opts
+    }
+}
+
+/// Graph number `seed`: its last node is an output, with up to two more
+/// outputs picked at random.
+pub fn graph(seed: u64) -> Subgraph {
+    let mut gen = Gen {
+        g: G::default(),
+        rng: Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
+        leaf: vec![],
+    };
+    let dtype = gen.rng.pick(&DType::ALL);
+    let shape = gen.shape();
+    gen.data(dtype, &shape);
+    let ops = 1 + gen.rng.below(30);
+    while gen.g.nodes.len() < ops + 1 {
+        let d = if gen.rng.chance(80) {
+            dtype
+        } else {
+            gen.rng.pick(&DType::ALL)
+        };
+        if gen.operand(d).is_none() {
+            let s = gen.shape();
+            gen.data(d, &s);
+        }
+        gen.step(d);
+        gen.leaf.resize(gen.g.nodes.len(), false);
+    }
+    let n = gen.g.nodes.len();
+    let mut outputs = vec![n - 1];
+    for _ in 0..gen.rng.below(3) {
+        outputs.push(gen.rng.below(n));
+    }
+    gen.g.finish(&outputs)
+}
+
+/// A xorshift generator: small, seeded, reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len())]
+    }
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+}
+
+const EXTENTS: [usize; 12] = [1, 1, 2, 3, 4, 5, 7, 8, 13, 17, 33, 64];
+const FLOAT_UNARY: [UnaryOp; 8] = [
+    UnaryOp::Neg,
+    UnaryOp::Abs,
+    UnaryOp::Tanh,
+    UnaryOp::Sigmoid,
+    UnaryOp::Relu,
+    UnaryOp::Silu,
+    UnaryOp::GeluTanh,
+    UnaryOp::GeluErf,
+];
+
+/// A generator state: the graph so far and which nodes are data leaves
+/// (possibly viewed), which comparisons and rounding ops may take.
+struct Gen {
+    g: G,
+    rng: Rng,
+    leaf: Vec<bool>,
+}
+
+impl Gen {
+    fn push_leaf(&mut self, n: usize, leaf: bool) -> usize {
+        self.leaf.resize(self.g.nodes.len(), false);
+        self.leaf[n] = leaf;
+        n
+    }
+
+    fn shape(&mut self) -> Vec<usize> {
+        let rank = self.rng.below(4);
+        let mut s: Vec<usize> = (0..rank).map(|_| self.rng.pick(&EXTENTS)).collect();
+        if self.rng.chance(3) && rank > 0 {
+            let k = self.rng.below(rank);
+            s[k] = 0;
+        }
+        while s.iter().product::<usize>() > 3000 {
+            let k = self.rng.below(s.len());
+            s[k] = s[k].div_ceil(4);
+        }
+        s
+    }
+
+    fn data(&mut self, dtype: DType, shape: &[usize]) -> usize {
+        let n: usize = shape.iter().product();
+        let mut buf = HostBuffer::zeros(dtype, n);
+        for i in 0..n {
+            let r = self.rng.below(65) as i128 - 32;
+            let v = match dtype {
+                DType::Bool => Scalar::Bool(r & 1 == 1),
+                d if d.is_float() => Scalar::Float(r as f64 / 8.0, d),
+                DType::U8 | DType::U32 => Scalar::Int(r + 32 + if self.rng.chance(10) { 200 } else { 0 }, dtype),
+                d => Scalar::Int(r * if self.rng.chance(10) { 1 << 20 } else { 1 }, d),
+            };
+            buf.set(i, v);
+        }
+        let x = self.g.data_buf(buf, shape);
+        self.push_leaf(x, true)
+    }
+
+    /// A random node of `dtype`, preferring recent ones.
+    fn operand(&mut self, dtype: DType) -> Option<usize> {
+        let cands: Vec<usize> = (0..self.g.nodes.len()).filter(|&n| self.g.dtype(n) == dtype).collect();
+        if cands.is_empty() {
+            return None;
+        }
+        let k = cands.len() - 1 - self.rng.below(cands.len()).min(self.rng.below(cands.len()));
+        Some(cands[k])
+    }
+
+    /// A node of `dtype` whose shape broadcasts with `x`'s, or a new leaf.
+    fn partner(&mut self, x: usize, dtype: DType) -> usize {
+        let sx = self.g.shape(x);
+        let cands: Vec<usize> = (0..self.g.nodes.len())
+            .filter(|&n| {
+                self.g.dtype(n) == dtype
+                    && tilefuse::Shape::broadcast("fuzz", &self.g.nodes[x].shape, &self.g.nodes[n].shape).is_ok()
+            })
+            .collect();
+        if !cands.is_empty() && self.rng.chance(70) {
+            return self.rng.pick(&cands);
+        }
+        // A fresh leaf broadcasting against x: some axes of x set to 1, maybe a shorter rank.
+        let drop = self.rng.below(sx.len() + 1);
+        let shape: Vec<usize> = sx[drop..]
+            .iter()
+            .map(|&d| if self.rng.chance(30) { 1 } else { d })
+            .collect();
+        self.data(dtype, &shape)
+    }
+
+    fn step(&mut self, dtype: DType) {
+        let Some(x) = self.operand(dtype) else { return };
+        let float = dtype.is_float();
+        let rank = self.g.shape(x).len();
+        match self.rng.below(14) {
+            0 | 1 if float => {
+                let op = self.rng.pick(&FLOAT_UNARY);
+                self.g.unary(op, x);
+            }
+            2 if float => {
+                let t = self.g.unary(UnaryOp::Tanh, x);
+                let op = self.rng.pick(&[UnaryOp::Exp, UnaryOp::Sin, UnaryOp::Cos]);
+                self.g.unary(op, t);
+            }
+            3 if float => {
+                let a = self.g.unary(UnaryOp::Abs, x);
+                let one = self.g.scalar(1.0, x);
+                let a1 = self.g.add(a, one);
+                let op = self
+                    .rng
+                    .pick(&[UnaryOp::Log, UnaryOp::Sqrt, UnaryOp::Rsqrt, UnaryOp::Recip]);
+                self.g.unary(op, a1);
+            }
+            4 if float && self.leaf[x] => {
+                let op = self
+                    .rng
+                    .pick(&[UnaryOp::Floor, UnaryOp::Ceil, UnaryOp::Round, UnaryOp::Sign]);
+                self.g.unary(op, x);
+            }
+            0..=4 if !float => {
+                let ops: &[UnaryOp] = if dtype == DType::Bool {
+                    &[UnaryOp::Not]
+                } else {
+                    &[UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Not, UnaryOp::Relu, UnaryOp::Sign]
+                };
+                let op = self.rng.pick(ops);
+                self.g.unary(op, x);
+            }
+            5..=7 => {
+                let y = self.partner(x, dtype);
+                let op = match dtype {
+                    DType::Bool => self.rng.pick(&[BinaryOp::BitAnd, BinaryOp::BitOr, BinaryOp::BitXor]),
+                    d if d.is_float() => self.rng.pick(&[
+                        BinaryOp::Add,
+                        BinaryOp::Sub,
+                        BinaryOp::Mul,
+                        BinaryOp::Maximum,
+                        BinaryOp::Minimum,
+                        BinaryOp::Div,
+                    ]),
+                    _ => self.rng.pick(&[
+                        BinaryOp::Add,
+                        BinaryOp::Sub,
+                        BinaryOp::Mul,
+                        BinaryOp::Div,
+                        BinaryOp::Maximum,
+                        BinaryOp::BitXor,
+                        BinaryOp::BitAnd,
+                    ]),
+                };
+                // f16 overflows where the fused path's f32 does not: keep products small.
+                let (x, y) = if op == BinaryOp::Mul && dtype == DType::F16 {
+                    (self.g.unary(UnaryOp::Tanh, x), self.g.unary(UnaryOp::Tanh, y))
+                } else {
+                    (x, y)
+                };
+                let y = if op == BinaryOp::Div && float {
+                    let a = self.g.unary(UnaryOp::Abs, y);
+                    let one = self.g.scalar(1.0, y);
+                    self.g.add(a, one)
+                } else {
+                    y
+                };
+                self.g.binary(op, x, y);
+            }
+            8 if !float || self.leaf[x] => {
+                let y = self.partner(x, dtype);
+                if float && !self.leaf[y] {
+                    return;
+                }
+                let op = self
+                    .rng
+                    .pick(&[BinaryOp::Lt, BinaryOp::Le, BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Ge]);
+                let c = self.g.binary(op, x, y);
+                let c = self.push_leaf(c, true);
+                // Use it in a where with two operands of some dtype.
+                let d = self.rng.pick(&DType::ALL);
+                let Some(a) = self.operand(d) else { return };
+                let (sc, sa) = (self.g.nodes[c].shape.clone(), self.g.nodes[a].shape.clone());
+                let Ok(s) = tilefuse::Shape::broadcast("fuzz", &sc, &sa) else {
+                    return;
+                };
+                let b = self.partner(a, d);
+                let Ok(s) = tilefuse::Shape::broadcast("fuzz", &s, &self.g.nodes[b].shape.clone()) else {
+                    return;
+                };
+                let (c, a, b) = (
+                    self.g.broadcast_to(c, s.dims()),
+                    self.g.broadcast_to(a, s.dims()),
+                    self.g.broadcast_to(b, s.dims()),
+                );
+                self.g.where_(c, a, b);
+            }
+            9 => {
+                let to = self.rng.pick(&DType::ALL);
+                if float && !to.is_float() && !self.leaf[x] {
+                    return;
+                }
+                self.g.cast(x, to);
+            }
+            10 | 11 if rank > 0 => {
+                let shape = self.g.shape(x);
+                let axes: Vec<usize> = (0..rank).filter(|_| self.rng.chance(50)).collect();
+                let axes = if axes.is_empty() {
+                    vec![self.rng.below(rank)]
+                } else {
+                    axes
+                };
+                let count: usize = axes.iter().map(|&a| shape[a]).product();
+                let mut ops = vec![ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min];
+                if count <= 8 {
+                    ops.push(ReduceOp::Prod);
+                }
+                if axes.len() == 1 && count > 0 && (self.leaf[x] || !float) {
+                    ops.extend([ReduceOp::ArgMax, ReduceOp::ArgMin]);
+                }
+                if dtype == DType::F16 && count > 64 {
+                    ops.retain(|&o| o != ReduceOp::Sum);
+                }
+                let op = self.rng.pick(&ops);
+                // Products and f16 reductions take bounded operands (no overflow).
+                let x = if float && !self.leaf[x] && (op == ReduceOp::Prod || dtype == DType::F16) {
+                    self.g.unary(UnaryOp::Tanh, x)
+                } else {
+                    x
+                };
+                let axes = if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+                    &axes[..1]
+                } else {
+                    &axes[..]
+                };
+                let r = self.g.reduce(op, x, axes);
+                // Often broadcast the keepdim result back, as row patterns do.
+                if self.rng.chance(50) && !matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+                    let e = self.g.broadcast_to(r, &shape);
+                    let bop = if dtype == DType::Bool {
+                        BinaryOp::BitXor
+                    } else {
+                        BinaryOp::Sub
+                    };
+                    self.g.binary(bop, x, e);
+                }
+            }
+            _ => self.view(x),
+        }
+    }
+
+    fn view(&mut self, x: usize) {
+        let shape = self.g.shape(x);
+        let rank = shape.len();
+        let leaf = self.leaf[x];
+        let v = match self.rng.below(4) {
+            0 if rank > 1 => {
+                let mut perm: Vec<usize> = (0..rank).collect();
+                for i in (1..rank).rev() {
+                    perm.swap(i, self.rng.below(i + 1));
+                }
+                self.g.permute(x, &perm)
+            }
+            1 if rank > 0 => {
+                let axis = self.rng.below(rank);
+                let d = shape[axis];
+                let start = self.rng.below(d + 1);
+                let step = 1 + self.rng.below(3);
+                let len = (d - start).div_ceil(step);
+                let len = self.rng.below(len + 1).max(len.min(1));
+                self.g.slice(x, axis, start, step, len)
+            }
+            2 if shape.contains(&1) => {
+                let to: Vec<usize> = shape
+                    .iter()
+                    .map(|&d| if d == 1 { self.rng.pick(&[1, 3, 5, 8]) } else { d })
+                    .collect();
+                if to.iter().product::<usize>() > 4000 {
+                    return;
+                }
+                self.g.broadcast_to(x, &to)
+            }
+            _ => {
+                // Flatten, split one axis, or merge two neighbours.
+                let n: usize = shape.iter().product();
+                let to = match self.rng.below(3) {
+                    0 => vec![n],
+                    1 if rank > 0 => {
+                        let k = self.rng.below(rank);
+                        let f = self.rng.pick(&[1, 2, 3]);
+                        let mut t = shape.clone();
+                        if shape[k] % f == 0 {
+                            t[k] = shape[k] / f;
+                            t.insert(k + 1, f);
+                        }
+                        t
+                    }
+                    _ if rank > 1 => {
+                        let k = self.rng.below(rank - 1);
+                        let mut t = shape.clone();
+                        t[k] *= t[k + 1];
+                        t.remove(k + 1);
+                        t
+                    }
+                    _ => {
+                        let mut t = shape.clone();
+                        t.push(1);
+                        t
+                    }
+                };
+                self.g.reshape(x, &to)
+            }
+        };
+        self.push_leaf(v, leaf);
+    }
+}
