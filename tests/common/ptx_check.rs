@@ -7,6 +7,7 @@
 //! their `.version`/`.target` header and are concatenated into one module,
 //! each entry renamed by a numeric suffix so the names are unique. Labels,
 //! registers and spills are reported per kernel under its original name.
+//! `TILEFUSE_DUMP_PTX=dir` writes every distinct module to `dir`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -23,8 +24,8 @@ pub fn targets() -> [Target; 2] {
 
 /// Modules per `ptxas` run.
 const BATCH: usize = 48;
-/// `ptxas` processes at a time.
-const THREADS: usize = 2;
+/// The most `ptxas` processes at a time.
+const MAX_THREADS: usize = 4;
 
 /// One kernel as `ptxas -v` reported it.
 #[derive(Debug, Clone)]
@@ -69,7 +70,12 @@ impl Modules {
                 Err(e @ Error::UnsupportedDType { .. }) => {
                     *self.not_lowered.entry(format!("sm_{}: {e}", target.sm)).or_default() += 1;
                 }
-                Err(e) => return Err(format!("{label}: generating {} for sm_{}: {e}", program.name, target.sm)),
+                Err(e) => {
+                    return Err(format!(
+                        "{label}: generating {} for sm_{}: {e}",
+                        program.name, target.sm
+                    ))
+                }
             }
         }
         Ok(())
@@ -84,6 +90,12 @@ impl Modules {
     /// processes at a time. `Err` names the first module `ptxas` rejects,
     /// with its log and text.
     pub fn assemble(&self, ptxas: &Path) -> Result<Vec<Assembled>, String> {
+        if let Some(dir) = std::env::var_os("TILEFUSE_DUMP_PTX") {
+            for (i, (sm, _, m)) in self.distinct.iter().enumerate() {
+                let path = Path::new(&dir).join(format!("{i:05}_{}.sm_{sm}.ptx", m.entry));
+                std::fs::write(&path, &m.text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+            }
+        }
         let mut groups: BTreeMap<(u32, &str), Vec<usize>> = BTreeMap::new();
         for (i, (sm, _, m)) in self.distinct.iter().enumerate() {
             groups.entry((*sm, header(&m.text).0)).or_default().push(i);
@@ -93,8 +105,9 @@ impl Modules {
             .flat_map(|(&(sm, _), ids)| ids.chunks(BATCH).map(move |c| (sm, c)))
             .collect();
         let next = std::sync::atomic::AtomicUsize::new(0);
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS));
         let results: Vec<Result<Vec<Assembled>, String>> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..THREADS)
+            let workers: Vec<_> = (0..threads)
                 .map(|_| {
                     s.spawn(|| {
                         let mut out = vec![];
@@ -107,7 +120,10 @@ impl Modules {
                     })
                 })
                 .collect();
-            workers.into_iter().flat_map(|w| w.join().expect("ptxas worker")).collect()
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().expect("ptxas worker"))
+                .collect()
         });
         let mut all = vec![];
         for r in results {
@@ -131,7 +147,10 @@ impl Modules {
                 for &i in ids {
                     let (_, label, m) = &self.distinct[i];
                     if let Err(e) = assemble(ptxas, &m.text, sm) {
-                        return Err(format!("{label}: {} (sm_{sm}) failed to assemble:\n{e}\n{}", m.entry, m.text));
+                        return Err(format!(
+                            "{label}: {} (sm_{sm}) failed to assemble:\n{e}\n{}",
+                            m.entry, m.text
+                        ));
                     }
                 }
                 return Err(format!("a batch of {} modules failed, none alone:\n{log}", ids.len()));
@@ -162,7 +181,10 @@ impl Modules {
 /// `.address_size`): the header directives, and everything after them.
 fn header(text: &str) -> (&str, &str) {
     const END: &str = "\n.address_size 64\n";
-    let at = text.find(END).expect("every generated module declares .address_size 64") + END.len();
+    let at = text
+        .find(END)
+        .expect("every generated module declares .address_size 64")
+        + END.len();
     let start = text.find(".version").expect("every generated module declares .version");
     (&text[start..at], &text[at..])
 }
@@ -178,4 +200,36 @@ fn renamed(body: &str, from: &str, to: &str) -> String {
 fn canonical(m: &PtxModule) -> String {
     let (head, body) = header(&m.text);
     format!("{head}{}", renamed(body, &m.entry, "tf_kernel"))
+}
+
+/// The kernels that spill registers to local memory.
+pub fn spilling(all: &[Assembled]) -> Vec<&Assembled> {
+    all.iter()
+        .filter(|a| a.resources.spill_store_bytes + a.resources.spill_load_bytes > 0)
+        .collect()
+}
+
+impl std::fmt::Display for Assembled {
+    /// "label entry (sm_90): R registers, S bytes smem, A / B bytes spill stores / loads".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = &self.resources;
+        write!(
+            f,
+            "{} {} (sm_{}): {} registers, {} bytes smem, {} / {} bytes spill stores / loads",
+            self.label, r.name, self.sm, r.registers, r.shared_bytes, r.spill_store_bytes, r.spill_load_bytes
+        )
+    }
+}
+
+/// "assembled N modules for sm_80 and sm_90 (a for sm_80, b for sm_90)".
+pub fn summary(all: &[Assembled]) -> String {
+    let per: Vec<String> = targets()
+        .iter()
+        .map(|t| format!("{} for sm_{}", all.iter().filter(|a| a.sm == t.sm).count(), t.sm))
+        .collect();
+    format!(
+        "assembled {} modules for sm_80 and sm_90 ({})",
+        all.len(),
+        per.join(", ")
+    )
 }
