@@ -9,7 +9,7 @@
 //! registers and spills are reported per kernel under its original name.
 //! `TILEFUSE_DUMP_PTX=dir` writes every distinct module to `dir`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use tilefuse::kernels::ir::Program;
 use tilefuse::kernels::ptx_gen::ptxas::{assemble, KernelResources};
@@ -43,9 +43,10 @@ pub struct Assembled {
 /// Distinct generated modules, and the programs that could not be lowered.
 #[derive(Default)]
 pub struct Modules {
-    /// For each target: the module for each distinct canonical text, in insertion order.
+    /// `(sm, first label, module)` for each distinct canonical text, in the order added.
     distinct: Vec<(u32, String, PtxModule)>,
-    seen: HashMap<(u32, String), usize>,
+    /// The canonical texts of `distinct`, with their targets.
+    seen: HashSet<(u32, String)>,
     /// Modules generated in all, duplicates included.
     pub generated: usize,
     /// Programs `ptx_gen` rejected with `UnsupportedDType`, per target and reason.
@@ -61,9 +62,7 @@ impl Modules {
             match generate(program, &target) {
                 Ok(m) => {
                     self.generated += 1;
-                    let key = (target.sm, canonical(&m));
-                    if !self.seen.contains_key(&key) {
-                        self.seen.insert(key, self.distinct.len());
+                    if self.seen.insert((target.sm, canonical(&m))) {
                         self.distinct.push((target.sm, label.to_string(), m));
                     }
                 }
