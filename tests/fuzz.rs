@@ -24,24 +24,16 @@
 
 mod common;
 
-use common::fuzzgen::{check, vary_options};
+use common::fuzzgen::{check, options, seeds};
 use common::run_plan;
-use tilefuse::fusion::FusionOptions;
 
 #[test]
 fn fused_graphs_match_the_reference() {
-    let count: u64 = std::env::var("TILEFUSE_FUZZ_GRAPHS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5000);
-    let start: u64 = std::env::var("TILEFUSE_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
+    let seeds = seeds();
+    let (start, count) = (seeds.start, seeds.end - seeds.start);
     let mut failures = vec![];
-    for seed in start..start + count {
-        let options = vary_options(seed, [FusionOptions::cpu(), FusionOptions::gpu()][(seed % 2) as usize]);
-        let result = std::panic::catch_unwind(|| check(seed, options, run_plan).map_err(|f| f.to_string()))
+    for seed in seeds {
+        let result = std::panic::catch_unwind(|| check(seed, options(seed), run_plan).map_err(|f| f.to_string()))
             .unwrap_or_else(|_| Err("panicked".into()));
         if let Err(e) = result {
             if std::env::var_os("TILEFUSE_FUZZ_VERBOSE").is_some() {

@@ -413,3 +413,112 @@ fn version_is_the_targets_minimum_capped_by_the_driver() {
     };
     assert!(matches!(generate(&p, &old), Err(Error::InvalidProgram { .. })));
 }
+
+/// `c(k)`: a constant partition index.
+fn c(k: u64) -> IndexExpr {
+    IndexExpr::constant(k)
+}
+
+/// `times * iota` over a [2, 2] tile (the row-major flat index), as i32.
+fn iota_2x2(b: &mut Builder, times: i128) -> ValueId {
+    let rows = b.iota(&[2, 2], 0, c(0));
+    let cols = b.iota(&[2, 2], 1, c(0));
+    let two = b.constant(Scalar::Int(2, DType::I64), DType::I64, &[2, 2]);
+    let times = b.constant(Scalar::Int(times, DType::I64), DType::I64, &[2, 2]);
+    let flat = b.binary(BinaryOp::Mul, rows, two);
+    let flat = b.binary(BinaryOp::Add, flat, cols);
+    let a = b.binary(BinaryOp::Mul, flat, times);
+    b.cast(a, DType::I32)
+}
+
+/// The partition-view document's examples as kernel programs: the load of
+/// partition (1, 2) of a 4 × 8 i32 span in 2 × 2 partitions, the NaN-padded
+/// masked load of partition (0, 2) of a 4 × 11 f32 span in 2 × 4
+/// partitions, the store of `100 * iota` into partition (1, 3), and each
+/// atomic update on the 1-D span of 4 in partitions of 2 at [1] and masked
+/// on the 4 × 3 span in 2 × 2 partitions at (0, 1).
+#[test]
+fn partition_view_reference_examples() {
+    let mut b = Builder::new("pv_load", &[1]);
+    let x = b.param("x", DType::I32, 32, Access::Read);
+    let r = b.param("r", DType::I32, 4, Access::Write);
+    let vx = b.view_contiguous(x, &[4, 8], &[2, 2], Padding::Zero);
+    let vr = b.view_contiguous(r, &[2, 2], &[2, 2], Padding::Zero);
+    let t = b.load(vx, &[c(1), c(2)], false);
+    b.store(vr, &[c(0), c(0)], t, false);
+    check(&b.finish().unwrap());
+
+    let mut b = Builder::new("pv_load_masked_nan", &[1]);
+    let x = b.param("x", DType::F32, 44, Access::Read);
+    let r = b.param("r", DType::F32, 8, Access::Write);
+    let vx = b.view_contiguous(x, &[4, 11], &[2, 4], Padding::Nan);
+    let vr = b.view_contiguous(r, &[2, 4], &[2, 4], Padding::Zero);
+    let t = b.load(vx, &[c(0), c(2)], true);
+    b.store(vr, &[c(0), c(0)], t, false);
+    let m = check(&b.finish().unwrap());
+    assert!(
+        m.text.contains("0f7FFFFFFF") || m.text.contains("0f7FC00000"),
+        "NaN padding:\n{}",
+        m.text
+    );
+
+    let mut b = Builder::new("pv_store_iota", &[1]);
+    let x = b.param("x", DType::I32, 32, Access::ReadWrite);
+    let vx = b.view_contiguous(x, &[4, 8], &[2, 2], Padding::Zero);
+    let a = iota_2x2(&mut b, 100);
+    b.store(vx, &[c(1), c(3)], a, false);
+    check(&b.finish().unwrap());
+
+    // The document's element types and operands.
+    use AtomicOp::*;
+    let (int, uint) = (DType::I32, DType::U32);
+    for (op, d, operand) in [
+        (And, int, 0b1111),
+        (Or, int, 0b1111),
+        (Xor, int, 0b1111_1111),
+        (Max, uint, 4),
+        (Min, uint, 4),
+        (Add, uint, 10),
+        (Sub, uint, 3),
+    ] {
+        for (extents, tile, index) in [(&[4][..], &[2][..], &[c(1)][..]), (&[4, 3], &[2, 2], &[c(0), c(1)])] {
+            let masked = extents.len() == 2;
+            let mut b = Builder::new(format!("pv_atomic_{op:?}_{}d", extents.len()), &[1]);
+            let x = b.param("x", d, extents.iter().product(), Access::ReadWrite);
+            let vx = b.view_contiguous(x, extents, tile, Padding::Zero);
+            let a = b.constant(Scalar::Int(operand, d), d, tile);
+            b.atomic(op, vx, index, a, masked, ThreadScope::Device);
+            let m = check(&b.finish().unwrap());
+            assert!(m.text.contains("red.relaxed.gpu.global"), "{}", m.text);
+        }
+    }
+}
+
+/// The tile document's examples as kernel programs that store their tile:
+/// `iota` of a 2 × 2 i32 tile, `full(2)` of a 4 × 4 i32 tile converted to
+/// f32, and a 1 × 1 f32 tile of 2 converted to f64.
+#[test]
+fn tile_reference_examples() {
+    let mut b = Builder::new("tile_iota", &[1]);
+    let y = b.param("y", DType::I32, 4, Access::Write);
+    let vy = b.view_contiguous(y, &[2, 2], &[2, 2], Padding::Zero);
+    let a = iota_2x2(&mut b, 1);
+    b.store(vy, &[c(0), c(0)], a, false);
+    check(&b.finish().unwrap());
+
+    let mut b = Builder::new("tile_full_to_f32", &[1]);
+    let y = b.param("y", DType::F32, 16, Access::Write);
+    let vy = b.view_contiguous(y, &[4, 4], &[4, 4], Padding::Zero);
+    let two = b.constant(Scalar::Int(2, DType::I32), DType::I32, &[4, 4]);
+    let z = b.cast(two, DType::F32);
+    b.store(vy, &[c(0), c(0)], z, false);
+    check(&b.finish().unwrap());
+
+    let mut b = Builder::new("tile_singleton_to_f64", &[1]);
+    let y = b.param("y", DType::F64, 1, Access::Write);
+    let vy = b.view_contiguous(y, &[1, 1], &[1, 1], Padding::Zero);
+    let two = b.constant(float(2.0, DType::F32), DType::F32, &[1, 1]);
+    let z = b.cast(two, DType::F64);
+    b.store(vy, &[c(0), c(0)], z, false);
+    check(&b.finish().unwrap());
+}

@@ -362,3 +362,11 @@ fn creation_and_results() {
     assert_eq!(bytes, 9.0f32.to_ne_bytes());
     assert_eq!(s.reshape(&[1, 1]).with_slice(|v: &[f32]| v[0]).unwrap(), 9.0);
 }
+
+#[test]
+fn maximum_and_minimum_of_bools_are_or_and_and() {
+    let a = Tensor::from_vec(vec![true, true, false, false], &[4]);
+    let b = Tensor::from_vec(vec![true, false, true, false], &[4]);
+    assert_eq!(a.maximum(&b).to_vec::<bool>().unwrap(), [true, true, true, false]);
+    assert_eq!(a.minimum(&b).to_vec::<bool>().unwrap(), [true, false, false, false]);
+}

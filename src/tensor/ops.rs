@@ -97,6 +97,12 @@ impl Tensor {
         use BinaryOp::*;
         let (a, b) = (self.dtype(), rhs.dtype());
         let common = a.promote(b);
+        // On bools the larger of two values is their or, the smaller their and.
+        let op = match (op, common) {
+            (Maximum, DType::Bool) => BitOr,
+            (Minimum, DType::Bool) => BitAnd,
+            _ => op,
+        };
         let operand = match op {
             Add | Sub | Mul | Div if common == DType::Bool => {
                 return Err(unsupported(

@@ -379,6 +379,21 @@ pub fn generate(seed: u64) -> (Subgraph, Vec<usize>) {
     (gen.g.finish(&outputs), outputs)
 }
 
+/// The seeds of a run: `TILEFUSE_FUZZ_SEED` (default 1) and the
+/// `TILEFUSE_FUZZ_GRAPHS` (default 5,000) that follow it.
+pub fn seeds() -> std::ops::Range<u64> {
+    let var = |name: &str| std::env::var(name).ok().and_then(|s| s.parse::<u64>().ok());
+    let count = var("TILEFUSE_FUZZ_GRAPHS").unwrap_or(5000);
+    let start = var("TILEFUSE_FUZZ_SEED").unwrap_or(1);
+    start..start + count
+}
+
+/// The options the CPU fuzzer plans graph `seed` with: CPU and GPU tiling
+/// alternately, varied by [`vary_options`].
+pub fn options(seed: u64) -> FusionOptions {
+    vary_options(seed, [FusionOptions::cpu(), FusionOptions::gpu()][(seed % 2) as usize])
+}
+
 /// `base` varied by seed: small row tiles now and then, so row patterns
 /// also take the multi-kernel path, and non-deterministic reductions.
 pub fn vary_options(seed: u64, base: FusionOptions) -> FusionOptions {

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod ptx_check;
+
 use std::sync::Arc;
 use tilefuse::graph::{BinaryOp, Op, ReduceOp, SubNode, Subgraph, UnaryOp};
 use tilefuse::storage::{HostBuffer, Storage};
@@ -191,12 +193,38 @@ impl G {
 pub mod pipelines {
     use super::*;
 
+    /// How a pipeline's data leaves are made.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Inputs {
+        /// f32 test values (a pattern per input).
+        Values,
+        /// Zeros of a float dtype. `HostBuffer::zeros` is calloc-backed,
+        /// so this is cheap at any size; plans and PTX depend only on
+        /// shapes and dtypes.
+        Zeros(DType),
+    }
+
+    impl Inputs {
+        /// A data leaf of `shape`: values `f(i)`, or zeros.
+        fn leaf(self, g: &mut G, shape: &[usize], f: impl Fn(usize) -> f32) -> usize {
+            match self {
+                Inputs::Values => g.data_f32(shape, f),
+                Inputs::Zeros(dtype) => g.data(dtype, shape),
+            }
+        }
+    }
+
     /// `tanh(a*b + c) * sigmoid(a) - exp(-(b*b))` on `[n]`.
     pub fn chain(n: usize) -> Subgraph {
+        chain_of(Inputs::Values, n)
+    }
+
+    /// [`chain`] with its inputs made as `inputs` says.
+    pub fn chain_of(inputs: Inputs, n: usize) -> Subgraph {
         let mut g = G::default();
-        let a = g.data_f32(&[n], |i| (i % 97) as f32 / 50.0 - 1.0);
-        let b = g.data_f32(&[n], |i| (i % 89) as f32 / 40.0 - 1.0);
-        let c = g.data_f32(&[n], |i| (i % 13) as f32 / 7.0);
+        let a = inputs.leaf(&mut g, &[n], |i| (i % 97) as f32 / 50.0 - 1.0);
+        let b = inputs.leaf(&mut g, &[n], |i| (i % 89) as f32 / 40.0 - 1.0);
+        let c = inputs.leaf(&mut g, &[n], |i| (i % 13) as f32 / 7.0);
         let ab = g.mul(a, b);
         let t = g.add(ab, c);
         let t = g.unary(UnaryOp::Tanh, t);
@@ -211,9 +239,14 @@ pub mod pipelines {
 
     /// `gelu_tanh(x + bias)`, x `[rows, cols]`, bias `[cols]`.
     pub fn bias_gelu(rows: usize, cols: usize) -> Subgraph {
+        bias_gelu_of(Inputs::Values, rows, cols)
+    }
+
+    /// [`bias_gelu`] with its inputs made as `inputs` says.
+    pub fn bias_gelu_of(inputs: Inputs, rows: usize, cols: usize) -> Subgraph {
         let mut g = G::default();
-        let x = g.data_f32(&[rows, cols], |i| (i % 101) as f32 / 25.0 - 2.0);
-        let b = g.data_f32(&[cols], |i| (i % 7) as f32 / 10.0);
+        let x = inputs.leaf(&mut g, &[rows, cols], |i| (i % 101) as f32 / 25.0 - 2.0);
+        let b = inputs.leaf(&mut g, &[cols], |i| (i % 7) as f32 / 10.0);
         let y = g.add(x, b);
         let out = g.unary(UnaryOp::GeluTanh, y);
         g.finish(&[out])
@@ -221,9 +254,14 @@ pub mod pipelines {
 
     /// `mean((a - b)^2)` over `[n]`, as a scalar.
     pub fn mse(n: usize) -> Subgraph {
+        mse_of(Inputs::Values, n)
+    }
+
+    /// [`mse`] with its inputs made as `inputs` says.
+    pub fn mse_of(inputs: Inputs, n: usize) -> Subgraph {
         let mut g = G::default();
-        let a = g.data_f32(&[n], |i| (i % 31) as f32 / 10.0);
-        let b = g.data_f32(&[n], |i| (i % 17) as f32 / 10.0);
+        let a = inputs.leaf(&mut g, &[n], |i| (i % 31) as f32 / 10.0);
+        let b = inputs.leaf(&mut g, &[n], |i| (i % 17) as f32 / 10.0);
         let d = g.sub(a, b);
         let sq = g.mul(d, d);
         let m = g.mean(sq, &[0]);
@@ -233,8 +271,13 @@ pub mod pipelines {
 
     /// `x.sum()` over `[n]`, as a scalar.
     pub fn sum(n: usize) -> Subgraph {
+        sum_of(Inputs::Values, n)
+    }
+
+    /// [`sum`] with its inputs made as `inputs` says.
+    pub fn sum_of(inputs: Inputs, n: usize) -> Subgraph {
         let mut g = G::default();
-        let x = g.data_f32(&[n], |i| (i % 11) as f32 / 4.0 - 1.0);
+        let x = inputs.leaf(&mut g, &[n], |i| (i % 11) as f32 / 4.0 - 1.0);
         let s = g.reduce(ReduceOp::Sum, x, &[0]);
         let out = g.reshape(s, &[]);
         g.finish(&[out])
@@ -242,21 +285,31 @@ pub mod pipelines {
 
     /// `x.sum(axis 0)` of `[rows, cols]`, as `[cols]`.
     pub fn colsum(rows: usize, cols: usize) -> Subgraph {
+        colsum_of(Inputs::Values, rows, cols)
+    }
+
+    /// [`colsum`] with its inputs made as `inputs` says.
+    pub fn colsum_of(inputs: Inputs, rows: usize, cols: usize) -> Subgraph {
         let mut g = G::default();
-        let x = g.data_f32(&[rows, cols], |i| (i % 23) as f32 / 8.0 - 1.0);
+        let x = inputs.leaf(&mut g, &[rows, cols], |i| (i % 23) as f32 / 8.0 - 1.0);
         let s = g.reduce(ReduceOp::Sum, x, &[0]);
         let out = g.reshape(s, &[cols]);
         g.finish(&[out])
     }
 
-    fn rows_input(g: &mut G, rows: usize, cols: usize) -> usize {
-        g.data_f32(&[rows, cols], |i| ((i * 7919) % 1000) as f32 / 100.0 - 5.0)
+    fn rows_input(g: &mut G, inputs: Inputs, rows: usize, cols: usize) -> usize {
+        inputs.leaf(g, &[rows, cols], |i| ((i * 7919) % 1000) as f32 / 100.0 - 5.0)
     }
 
     /// Softmax over the last axis of `[rows, cols]`.
     pub fn softmax(rows: usize, cols: usize) -> Subgraph {
+        softmax_of(Inputs::Values, rows, cols)
+    }
+
+    /// [`softmax`] with its inputs made as `inputs` says.
+    pub fn softmax_of(inputs: Inputs, rows: usize, cols: usize) -> Subgraph {
         let mut g = G::default();
-        let x = rows_input(&mut g, rows, cols);
+        let x = rows_input(&mut g, inputs, rows, cols);
         let m = g.reduce(ReduceOp::Max, x, &[1]);
         let xm = g.sub(x, m);
         let e = g.unary(UnaryOp::Exp, xm);
@@ -267,8 +320,13 @@ pub mod pipelines {
 
     /// Log-softmax over the last axis of `[rows, cols]`.
     pub fn log_softmax(rows: usize, cols: usize) -> Subgraph {
+        log_softmax_of(Inputs::Values, rows, cols)
+    }
+
+    /// [`log_softmax`] with its inputs made as `inputs` says.
+    pub fn log_softmax_of(inputs: Inputs, rows: usize, cols: usize) -> Subgraph {
         let mut g = G::default();
-        let x = rows_input(&mut g, rows, cols);
+        let x = rows_input(&mut g, inputs, rows, cols);
         let m = g.reduce(ReduceOp::Max, x, &[1]);
         let xm = g.sub(x, m);
         let e = g.unary(UnaryOp::Exp, xm);
@@ -280,10 +338,15 @@ pub mod pipelines {
 
     /// Layer norm over the last axis of `[rows, cols]` with weight and bias.
     pub fn layer_norm(rows: usize, cols: usize) -> Subgraph {
+        layer_norm_of(Inputs::Values, rows, cols)
+    }
+
+    /// [`layer_norm`] with its inputs made as `inputs` says.
+    pub fn layer_norm_of(inputs: Inputs, rows: usize, cols: usize) -> Subgraph {
         let mut g = G::default();
-        let x = rows_input(&mut g, rows, cols);
-        let w = g.data_f32(&[cols], |i| 1.0 + (i % 5) as f32 / 10.0);
-        let b = g.data_f32(&[cols], |i| (i % 3) as f32 / 10.0);
+        let x = rows_input(&mut g, inputs, rows, cols);
+        let w = inputs.leaf(&mut g, &[cols], |i| 1.0 + (i % 5) as f32 / 10.0);
+        let b = inputs.leaf(&mut g, &[cols], |i| (i % 3) as f32 / 10.0);
         let mean = g.mean(x, &[1]);
         let xc = g.sub(x, mean);
         let sq = g.mul(xc, xc);
@@ -299,9 +362,14 @@ pub mod pipelines {
 
     /// RMS norm over the last axis of `[rows, cols]` with weight.
     pub fn rms_norm(rows: usize, cols: usize) -> Subgraph {
+        rms_norm_of(Inputs::Values, rows, cols)
+    }
+
+    /// [`rms_norm`] with its inputs made as `inputs` says.
+    pub fn rms_norm_of(inputs: Inputs, rows: usize, cols: usize) -> Subgraph {
         let mut g = G::default();
-        let x = rows_input(&mut g, rows, cols);
-        let w = g.data_f32(&[cols], |i| 1.0 + (i % 5) as f32 / 10.0);
+        let x = rows_input(&mut g, inputs, rows, cols);
+        let w = inputs.leaf(&mut g, &[cols], |i| 1.0 + (i % 5) as f32 / 10.0);
         let sq = g.mul(x, x);
         let ms = g.mean(sq, &[1]);
         let eps = g.scalar(1e-6, x);

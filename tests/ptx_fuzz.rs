@@ -1,0 +1,94 @@
+//! Every program of the differential fuzzer's run, generated as PTX for
+//! sm_80 and sm_90 and assembled by `ptxas -v`; kernels that spill to local
+//! memory are listed.
+//!
+//! The graphs are those of `tests/fuzz.rs` (the same generator and seeds,
+//! `TILEFUSE_FUZZ_GRAPHS` and `TILEFUSE_FUZZ_SEED` included). Each graph is
+//! planned for the GPU with `FusionOptions::gpu()` and, where the fuzzer
+//! plans it differently (small row tiles, non-deterministic reductions), with
+//! the fuzzer's options as well, on the GPU target. Identical modules are
+//! assembled once. Programs `ptx_gen` does not lower (`UnsupportedDType`:
+//! the f64 transcendentals) are counted and printed, grouped by reason; any
+//! other generation error fails the test. Skipped cleanly when `ptxas` is
+//! absent unless `TILEFUSE_REQUIRE_PTXAS=1`.
+
+mod common;
+
+use common::fuzzgen;
+use common::ptx_check::{spilling, summary, Modules};
+use std::time::Instant;
+use tilefuse::fusion::{plan, FusionOptions, Target};
+use tilefuse::kernels::ptx_gen::ptxas::ptxas_for_tests;
+
+/// The GPU options graph `seed` is planned with: `FusionOptions::gpu()`,
+/// and the fuzzer's own options moved to the GPU target where they differ.
+fn gpu_options(seed: u64) -> Vec<FusionOptions> {
+    let gpu = FusionOptions::gpu();
+    let fuzz = fuzzgen::options(seed);
+    let fuzz = FusionOptions {
+        target: Target::Gpu,
+        max_row_tile: fuzz.max_row_tile.min(gpu.max_row_tile),
+        ..fuzz
+    };
+    if fuzz == gpu {
+        vec![gpu]
+    } else {
+        vec![gpu, fuzz]
+    }
+}
+
+#[test]
+fn every_program_of_the_fuzzer_assembles() {
+    let Some(ptxas) = ptxas_for_tests("tests/ptx_fuzz.rs") else {
+        return;
+    };
+    let start = Instant::now();
+    let seeds = fuzzgen::seeds();
+    let (mut graphs, mut programs) = (0, 0);
+    let mut modules = Modules::default();
+    for seed in seeds.clone() {
+        let g = fuzzgen::generate(seed).0;
+        graphs += 1;
+        for opts in gpu_options(seed) {
+            let p = plan(&g, &opts).unwrap_or_else(|e| panic!("seed {seed}: plan failed with {opts:?}: {e}"));
+            for k in &p.kernels {
+                programs += 1;
+                let label = format!("seed {seed} ({opts:?})");
+                modules.add(&label, &k.program).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+    let generated = start.elapsed();
+    let all = modules.assemble(&ptxas).unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "ptx_fuzz: {graphs} graphs (seeds {}..{}), {programs} programs, {} modules generated, {} distinct",
+        seeds.start,
+        seeds.end,
+        modules.generated,
+        modules.len()
+    );
+    for (reason, n) in &modules.not_lowered {
+        println!("ptx_fuzz: not lowered: {n} programs, {reason}");
+    }
+    println!(
+        "ptx_fuzz: {} in {:.1} s ({:.1} s generating, the rest in ptxas)",
+        summary(&all),
+        start.elapsed().as_secs_f64(),
+        generated.as_secs_f64()
+    );
+    if let Some(a) = all.iter().max_by_key(|a| a.resources.registers) {
+        println!("ptx_fuzz: most registers: {a}");
+    }
+    // Spills are reported, not failed: the suite's own kernels are held to
+    // none (tests/ptx_pipelines.rs, tests/ptx.rs).
+    let spills = spilling(&all);
+    println!(
+        "ptx_fuzz: {} of {} kernels spill to local memory",
+        spills.len(),
+        all.len()
+    );
+    for a in &spills {
+        println!("ptx_fuzz: spills: {a}");
+    }
+    assert_eq!(all.len(), modules.len(), "every distinct module is assembled");
+}

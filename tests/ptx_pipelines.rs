@@ -1,0 +1,180 @@
+//! The GPU pipelines of the throughput suite, at their benchmark shapes,
+//! planned with `FusionOptions::gpu()` (deterministic and not), generated as
+//! PTX for sm_80 and sm_90 and assembled by `ptxas -v`: no kernel may spill
+//! to local memory but the one listed in `KNOWN_SPILLS`. Prints, for sm_90, each kernel's registers, shared
+//! memory and spills; `TILEFUSE_WRITE_NOTES=1` also writes that table into
+//! `benches/NOTES.md`. Skipped cleanly when `ptxas` is absent unless
+//! `TILEFUSE_REQUIRE_PTXAS=1`.
+
+mod common;
+
+use common::pipelines::{self, Inputs};
+use common::ptx_check::{spilling, summary, Assembled, Modules};
+use std::path::Path;
+use tilefuse::fusion::{plan, FusionOptions};
+use tilefuse::graph::Subgraph;
+use tilefuse::kernels::ptx_gen::ptxas::ptxas_for_tests;
+use tilefuse::DType;
+
+/// Rows and columns of the suite's matrices.
+const M: usize = 16384;
+const K: usize = 4096;
+/// Elements of the suite's vectors.
+const N: usize = 1 << 26;
+
+/// The GPU pipelines at their benchmark shapes, with zero inputs (plans
+/// depend only on shapes and dtypes; the zeros are never touched).
+fn suite() -> Vec<(&'static str, Subgraph)> {
+    let f32 = Inputs::Zeros(DType::F32);
+    vec![
+        ("chain", pipelines::chain_of(f32, N)),
+        ("bias_gelu", pipelines::bias_gelu_of(f32, M, K)),
+        (
+            "bias_gelu_bf16",
+            pipelines::bias_gelu_of(Inputs::Zeros(DType::BF16), M, K),
+        ),
+        ("softmax", pipelines::softmax_of(f32, M, K)),
+        ("rmsnorm", pipelines::rms_norm_of(f32, M, K)),
+        ("layernorm", pipelines::layer_norm_of(f32, M, K)),
+        ("mse", pipelines::mse_of(f32, N)),
+        ("sum", pipelines::sum_of(f32, N)),
+        ("colsum", pipelines::colsum_of(f32, M, K)),
+    ]
+}
+
+/// The one kernel of the suite that `ptxas` makes spill, in the form
+/// `Assembled` prints. Layer norm for sm_80: under `.maxntid 256` ptxas
+/// holds the kernel to 48 registers (five blocks per SM) and spills one
+/// word. The spill goes away without the calls into the slow paths of
+/// `sqrt.rn` and `rcp.rn` (its `rsqrt`), or with `.minnctapersm 1` (64
+/// registers). sm_90 does not spill.
+const KNOWN_SPILLS: &[&str] =
+    &["layernorm tf_k0_add (sm_80): 48 registers, 16416 bytes smem, 4 / 4 bytes spill stores / loads"];
+
+#[test]
+fn suite_kernels_assemble_without_new_spills() {
+    let Some(ptxas) = ptxas_for_tests("tests/ptx_pipelines.rs") else {
+        return;
+    };
+    let mut modules = Modules::default();
+    for (name, g) in suite() {
+        for deterministic in [true, false] {
+            let opts = FusionOptions {
+                deterministic,
+                ..FusionOptions::gpu()
+            };
+            let p = plan(&g, &opts).unwrap_or_else(|e| panic!("{name}: plan failed: {e}"));
+            assert!(!p.kernels.is_empty(), "{name}: no kernels");
+            // A kernel both plans share is listed once, under the deterministic plan.
+            let label = if deterministic {
+                name.to_string()
+            } else {
+                format!("{name} (non-deterministic)")
+            };
+            for k in &p.kernels {
+                modules.add(&label, &k.program).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+    assert!(
+        modules.not_lowered.is_empty(),
+        "the suite's programs all lower: {:?}",
+        modules.not_lowered
+    );
+    let all = modules.assemble(&ptxas).unwrap_or_else(|e| panic!("{e}"));
+    let table = table(&all, 90, &version(&ptxas));
+    println!("{table}");
+    println!("ptx_pipelines: {}", summary(&all));
+    assert_eq!(all.len(), modules.len(), "every distinct module is assembled");
+    assert!(
+        all.iter().all(|a| a.resources.registers > 0),
+        "ptxas -v reported registers"
+    );
+    let spills: Vec<String> = spilling(&all).iter().map(|a| a.to_string()).collect();
+    let known: Vec<String> = KNOWN_SPILLS.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        spills, known,
+        "spills to local memory differ from KNOWN_SPILLS (no new spill is allowed; a fixed one leaves the list)"
+    );
+    if std::env::var("TILEFUSE_WRITE_NOTES").is_ok_and(|v| v == "1") {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/NOTES.md");
+        write_section(&path, HEADING, &table).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        println!("ptx_pipelines: wrote the table to {}", path.display());
+    }
+}
+
+/// The heading of the table in `benches/NOTES.md`.
+const HEADING: &str = "## ptxas -v of the suite's kernels";
+
+/// The Markdown table of the kernels assembled for `sm_<sm>`, and a line
+/// on the spills of the other target.
+fn table(all: &[Assembled], sm: u32, ptxas_version: &str) -> String {
+    let mut out = format!(
+        "The GPU pipelines of BENCHMARKS.md at their benchmark shapes, planned with \
+         `FusionOptions::gpu()` (deterministic; a kernel only the non-deterministic plan has is \
+         marked), as `ptxas -v` ({ptxas_version}) reports them for sm_{sm}. Regenerate with \
+         `TILEFUSE_WRITE_NOTES=1 cargo test --test ptx_pipelines`.\n\n\
+         | pipeline | kernel | threads | blocks | registers | shared bytes | spill bytes (stores / loads) |\n\
+         | --- | --- | --- | --- | --- | --- | --- |\n"
+    );
+    for a in all.iter().filter(|a| a.sm == sm) {
+        let r = &a.resources;
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} / {} |\n",
+            a.label,
+            r.name,
+            a.module.block_threads,
+            a.module.grid_blocks,
+            r.registers,
+            r.shared_bytes,
+            r.spill_store_bytes,
+            r.spill_load_bytes
+        ));
+    }
+    let others: Vec<String> = spilling(all)
+        .iter()
+        .filter(|a| a.sm != sm)
+        .map(|a| format!("`{a}`"))
+        .collect();
+    out.push_str(&format!(
+        "\nSpills on the other targets: {}.\n",
+        if others.is_empty() {
+            "none".to_string()
+        } else {
+            others.join("; ")
+        }
+    ));
+    out
+}
+
+/// The last line of `ptxas --version` ("Build cuda_13.0.r13.0/...").
+fn version(ptxas: &Path) -> String {
+    let out = std::process::Command::new(ptxas)
+        .arg("--version")
+        .output()
+        .unwrap_or_else(|e| panic!("running {} --version: {e}", ptxas.display()));
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines().last().unwrap_or("unknown version").trim().to_string()
+}
+
+/// Writes `body` under `heading` in the Markdown file `path`, replacing the
+/// section's old text (up to the next `## ` heading), or appending the
+/// section, or creating the file.
+fn write_section(path: &Path, heading: &str, body: &str) -> std::io::Result<()> {
+    let old = match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "# Benchmark notes\n".to_string(),
+        Err(e) => return Err(e),
+    };
+    let section = format!("{heading}\n\n{body}");
+    let new = match old.find(&format!("{heading}\n")) {
+        Some(at) => {
+            let after = at + heading.len();
+            let end = old[after..].find("\n## ").map_or(old.len(), |e| after + e + 1);
+            let gap = if end < old.len() { "\n" } else { "" };
+            format!("{}{section}{gap}{}", &old[..at], &old[end..])
+        }
+        None => format!("{}\n\n{section}", old.trim_end()),
+    };
+    std::fs::write(path, new)
+}
