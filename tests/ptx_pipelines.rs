@@ -178,3 +178,35 @@ fn write_section(path: &Path, heading: &str, body: &str) -> std::io::Result<()> 
     };
     std::fs::write(path, new)
 }
+
+/// The PTX of the chain, softmax and mse pipelines (at their benchmark
+/// shapes, for sm_90 with a CUDA 13.0 driver) against the snapshots in
+/// `tests/snapshots/*.ptx`; `TILEFUSE_BLESS=1` rewrites them. Needs no ptxas.
+#[test]
+fn suite_ptx_matches_snapshots() {
+    let target = tilefuse::kernels::ptx_gen::Target::for_driver(90, 13000);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    let bless = std::env::var("TILEFUSE_BLESS").is_ok_and(|v| v == "1");
+    for (name, graph) in suite()
+        .into_iter()
+        .filter(|(n, _)| ["chain", "softmax", "mse"].contains(n))
+    {
+        let p = plan(&graph, &FusionOptions::gpu()).unwrap();
+        let text: String = p
+            .kernels
+            .iter()
+            .map(|k| tilefuse::kernels::ptx_gen::generate(&k.program, &target).unwrap().text)
+            .collect::<Vec<_>>()
+            .join("\n");
+        let path = dir.join(format!("{name}.ptx"));
+        if bless {
+            std::fs::write(&path, &text).unwrap();
+        }
+        let want = std::fs::read_to_string(&path).expect("snapshot missing: run with TILEFUSE_BLESS=1");
+        assert!(
+            text == want,
+            "PTX of {name} differs from {}; rerun with TILEFUSE_BLESS=1 if intended",
+            path.display()
+        );
+    }
+}
