@@ -367,3 +367,28 @@ fn argmax_of_rows_longer_than_a_tile_loops_twice() {
     assert!(p.kernels[0].program.to_string().matches("loop").count() == 2);
     assert_eq!(run(&g, &FusionOptions::gpu())[0].to_vec::<i64>(), vec![9000, 19999]);
 }
+
+#[test]
+fn large_gpu_column_reductions_split_the_rows_and_match_the_reference() {
+    // Ragged columns, a fused operand, and max as well as sum.
+    for (rows, cols, op) in [
+        (4096, 300, ReduceOp::Sum),
+        (2048, 1000, ReduceOp::Max),
+        (6000, 257, ReduceOp::Sum),
+    ] {
+        let mut g = G::default();
+        let a = g.data_f32(&[rows, cols], |i| ((i * 7919) % 1009) as f32 / 256.0 - 2.0);
+        let b = g.data_f32(&[rows, cols], |i| ((i * 104_729) % 997) as f32 / 512.0);
+        let x = g.binary(tilefuse::graph::BinaryOp::Mul, a, b);
+        let r = g.reduce(op, x, &[0]);
+        let out = g.reshape(r, &[cols]);
+        let g = g.finish(&[out]);
+        let p = plan(&g, &FusionOptions::gpu()).unwrap();
+        assert_eq!(p.kernels.len(), 2, "{}", explain(&g, &FusionOptions::gpu()).unwrap());
+        assert!(p.kernels[0].program.grid.iter().product::<u64>() >= 128);
+        let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+        common::compare(&run(&g, &FusionOptions::gpu())[0], &want[0]).unwrap();
+        // The CPU keeps one kernel.
+        assert_eq!(plan(&g, &FusionOptions::cpu()).unwrap().kernels.len(), 1);
+    }
+}

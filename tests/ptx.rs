@@ -522,3 +522,40 @@ fn tile_reference_examples() {
     b.store(vy, &[c(0), c(0)], z, false);
     check(&b.finish().unwrap());
 }
+#[test]
+fn large_gpu_reductions_of_every_dtype_fit_shared_memory() {
+    // Full and column reductions big enough to loop, split and use whole-tile
+    // accumulators, planned for the GPU and assembled.
+    use tilefuse::fusion::{plan, FusionOptions};
+    use tilefuse::Tensor;
+    for dtype in [
+        DType::Bool,
+        DType::U8,
+        DType::I32,
+        DType::I64,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ] {
+        let x = Tensor::full_scalar(&[2048, 1024], Scalar::Int(1, DType::I64), DType::I64)
+            .cast(dtype)
+            .realize_and_keep();
+        for y in [x.sum_all(), x.max_all(), x.sum(&[0], false), x.max(&[0], false)] {
+            for k in &plan(&y.subgraph(), &FusionOptions::gpu()).unwrap().kernels {
+                check(&k.program);
+            }
+        }
+    }
+}
+
+/// A tensor realized on the host, so expressions over it see a data leaf.
+trait RealizeAndKeep {
+    fn realize_and_keep(self) -> Self;
+}
+
+impl RealizeAndKeep for tilefuse::Tensor {
+    fn realize_and_keep(self) -> Self {
+        self.realize().unwrap();
+        self
+    }
+}

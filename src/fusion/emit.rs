@@ -7,6 +7,7 @@ use super::group::{Group, Space};
 use super::lower::{in_group, internal, use_space, Ctx};
 use super::reduction::{acc_dtype, acc_op, effective, identity, tile_op};
 use super::tiling::Axis;
+use super::Target;
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::graph::{BinaryOp, Op, ReduceOp};
@@ -190,12 +191,17 @@ impl<'a> Lowerer<'a> {
             return Ok(());
         }
         // Looped: full-space nodes and reduction updates inside the loops,
-        // reduced-space nodes after them.
+        // reduced-space nodes after them. On a GPU the accumulators are
+        // whole tiles, updated elementwise in registers, and reduced across
+        // the block once after the loops; elsewhere each tile is reduced
+        // before it is accumulated.
+        let wide = self.cx.opts.target == Target::Gpu;
+        let acc_space = if wide { Space::Full } else { Space::Reduced };
         let mut accs: HashMap<usize, AccId> = HashMap::new();
         for &n in &nodes {
             if let Op::Reduce { op, .. } = &g.nodes[n].op {
                 let dt = acc_dtype(g.nodes[n].dtype);
-                let ty = ValueType::new(dt, &self.tile(Space::Reduced));
+                let ty = ValueType::new(dt, &self.tile(acc_space));
                 accs.insert(n, b.acc(ty, identity(effective(*op, g.nodes[n].dtype), dt)));
             }
         }
@@ -204,8 +210,13 @@ impl<'a> Lowerer<'a> {
             for &n in &nodes {
                 let r = match &g.nodes[n].op {
                     Op::Reduce { op, .. } => lw.operand(b, n, 0).map(|x| {
-                        let r = lw.reduce_tile(b, x, *op, g.nodes[n].dtype);
-                        b.acc_update(accs[&n], acc_op(effective(*op, g.nodes[n].dtype)), r);
+                        let dtype = g.nodes[n].dtype;
+                        let r = if wide {
+                            lw.reducible(b, x, *op, dtype)
+                        } else {
+                            lw.reduce_tile(b, x, *op, dtype)
+                        };
+                        b.acc_update(accs[&n], acc_op(effective(*op, dtype)), r);
                     }),
                     _ if lw.space(n) == Space::Full => lw.node(b, n).map(|v| lw.define(b, n, v)),
                     _ => Ok(()),
@@ -218,8 +229,11 @@ impl<'a> Lowerer<'a> {
         failure?;
         if let Some(split) = self.split {
             // Each grid point hands its partial on; the consumers run later.
-            let acc = *accs.values().next().expect("a split group has one reduction");
-            let r = b.acc_read(acc);
+            let (&n, &acc) = accs.iter().next().expect("a split group has one reduction");
+            let mut r = b.acc_read(acc);
+            if wide {
+                r = self.reduce_axes(b, r, n);
+            }
             match split.out {
                 SplitOut::Partials(v) => b.store(v, &[IndexExpr::grid(0)], r, false),
                 SplitOut::Atomic(v) => b.atomic(
@@ -235,7 +249,10 @@ impl<'a> Lowerer<'a> {
         }
         for &n in &nodes {
             if let Some(&acc) = accs.get(&n) {
-                let r = b.acc_read(acc);
+                let mut r = b.acc_read(acc);
+                if wide {
+                    r = self.reduce_axes(b, r, n);
+                }
                 let v = self.finish_reduce(b, n, r);
                 self.define(b, n, v);
             } else if self.space(n) == Space::Reduced {
@@ -463,6 +480,13 @@ impl<'a> Lowerer<'a> {
     /// Reduces full tile `x` over the reduced axes for a node of `dtype`,
     /// in the accumulation dtype; out-of-bounds elements count as the identity.
     fn reduce_tile(&mut self, b: &mut Builder, x: ValueId, op: ReduceOp, dtype: DType) -> ValueId {
+        let v = self.reducible(b, x, op, dtype);
+        self.reduce_over(b, v, effective(op, dtype))
+    }
+
+    /// Full tile `x` of a node of `dtype` ready to be reduced by `op`: in the
+    /// accumulation dtype, with out-of-bounds elements set to the identity.
+    fn reducible(&mut self, b: &mut Builder, x: ValueId, op: ReduceOp, dtype: DType) -> ValueId {
         let op = effective(op, dtype);
         let acc = acc_dtype(dtype);
         let mut v = self.coerce(b, x, dtype.compute_type());
@@ -472,10 +496,24 @@ impl<'a> Lowerer<'a> {
             let id = b.constant(identity(op, acc), acc, &shape);
             v = b.select(m, v, id);
         }
+        v
+    }
+
+    /// Reduces `v` by `op` (already effective) over the reduced axes.
+    fn reduce_over(&mut self, b: &mut Builder, mut v: ValueId, op: ReduceOp) -> ValueId {
         for k in self.reduced_axes() {
             v = b.reduce(tile_op(op), v, k as u8);
         }
         v
+    }
+
+    /// Reduces the whole-tile accumulator value `v` of reduction node `n`
+    /// over the reduced axes.
+    fn reduce_axes(&mut self, b: &mut Builder, v: ValueId, n: usize) -> ValueId {
+        let Op::Reduce { op, .. } = self.cx.g.nodes[n].op else {
+            unreachable!("accumulators belong to reductions")
+        };
+        self.reduce_over(b, v, effective(op, self.cx.g.nodes[n].dtype))
     }
 
     /// A reduction result in the accumulation dtype as node `n`'s value.

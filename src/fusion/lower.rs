@@ -15,12 +15,13 @@
 //! starts at zero: one kernel, but the order of the additions varies.
 
 use super::analysis::{ChainKind, Source};
+use super::column_split::{column_split, column_split_of};
 use super::emit::{Lowerer, Split, SplitOut};
 use super::group::{Group, Space};
 use super::layout::{map_onto, Layout};
 use super::plan::{BufferDecl, BufferRef};
 use super::tiling::{choose_tiles, coalesce, Axis};
-use super::{FusionOptions, Target};
+use super::FusionOptions;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::graph::{Op, ReduceOp, Subgraph};
@@ -42,11 +43,12 @@ pub(crate) struct Ctx<'a> {
 
 /// A load or store of the kernel: the buffer of `node` addressed by `layout`.
 #[derive(Debug, Clone, PartialEq)]
-struct MemAccess {
+pub(crate) struct MemAccess {
     node: usize,
     layout: Layout,
     space: Space,
-    write: bool,
+    /// Whether the access stores.
+    pub write: bool,
 }
 
 /// The fewest tiles a full reduction needs before it is split.
@@ -128,7 +130,25 @@ pub(crate) fn lower(
             tile: 1,
         })
         .collect();
-    choose_tiles(&mut axes, cx.opts.tile_elements() as u64, gs.broadcast);
+    // On a GPU the budget is bytes: narrower elements get longer tiles, so
+    // each thread still moves several 16-byte vectors.
+    let narrowest = accesses
+        .iter()
+        .map(|a| cx.g.nodes[a.node].dtype.size_in_bytes() as u64)
+        .min()
+        .unwrap_or(4);
+    // A reduction's whole-tile accumulators (up to 8 bytes an element) are
+    // exchanged through shared memory once, so its tiles stay at the
+    // element budget.
+    let reduces = group
+        .nodes
+        .iter()
+        .any(|&n| matches!(cx.g.nodes[n].op, Op::Reduce { .. }));
+    let budget = match cx.opts.target {
+        super::Target::Gpu if !reduces => cx.opts.tile_elements() as u64 * 4 / narrowest.clamp(1, 4),
+        _ => cx.opts.tile_elements() as u64,
+    };
+    choose_tiles(&mut axes, budget, gs.broadcast);
     if axes.iter().any(|a| !a.reduced && a.extent == 0) {
         return Ok(vec![]);
     }
@@ -170,6 +190,9 @@ pub(crate) fn lower(
             grid_axis[k] = Some(grid.len() as u8);
             grid.push(a.count());
         }
+    }
+    if let Some(cs) = column_split_of(cx, group, stores, &axes) {
+        return column_split(cx, group, name, buffers, &accesses, &views, load_of, store_of, cs);
     }
     let split = split_of(cx, group, stores, &axes);
     let mut out = vec![];
@@ -247,17 +270,22 @@ pub(crate) fn lower(
 }
 
 /// The coalesced view of one access.
-struct ViewSpec {
-    extents: Vec<u64>,
-    strides: Vec<i64>,
-    tile: Vec<u32>,
-    offset: u64,
+#[derive(Debug, Clone)]
+pub(crate) struct ViewSpec {
+    /// Extents of the coalesced axes.
+    pub extents: Vec<u64>,
+    /// Element strides of the coalesced axes.
+    pub strides: Vec<i64>,
+    /// The tile shape.
+    pub tile: Vec<u32>,
+    /// The first element.
+    pub offset: u64,
 }
 
 /// Declares the parameters and views of the accesses `which` in `b`; the
 /// parameter of `init`'s node starts at its value. Returns the view and
 /// masking of each access, and the buffer of each parameter.
-fn declare(
+pub(crate) fn declare(
     cx: &Ctx,
     b: &mut Builder,
     accesses: &[MemAccess],
@@ -329,10 +357,7 @@ fn split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &[Axis]) -> Option<
     if !axis.reduced || tiles < MIN_SPLIT_TILES {
         return None;
     }
-    let target = match cx.opts.target {
-        Target::Cpu => 16,
-        Target::Gpu => 256,
-    };
+    let target = cx.opts.split_parts();
     let most = tiles.div_ceil(target);
     let per = (1..=most).rev().find(|d| tiles % d == 0).unwrap_or(1);
     let only_result = group.shape.space.iter().all(|(&n, &s)| s == Space::Full || n == r) && stores == [r];

@@ -57,6 +57,7 @@
 
 mod analysis;
 mod cache;
+mod column_split;
 mod emit;
 mod explain;
 mod group;
@@ -83,7 +84,7 @@ pub enum Target {
     /// The CPU executor: tiles of about 8K elements.
     #[default]
     Cpu,
-    /// A CUDA GPU: tiles of about 2K elements per CTA, rows up to 8192 elements.
+    /// A CUDA GPU: tiles of about 16 KiB per CTA (4K f32 elements), rows up to 8192 elements.
     Gpu,
 }
 
@@ -117,7 +118,7 @@ impl FusionOptions {
         FusionOptions {
             target: Target::Gpu,
             deterministic: true,
-            math: MathMode::Precise,
+            math: gpu_tuning().math,
             max_row_tile: 8192,
         }
     }
@@ -126,9 +127,48 @@ impl FusionOptions {
     pub fn tile_elements(&self) -> usize {
         match self.target {
             Target::Cpu => 8192,
-            Target::Gpu => 2048,
+            Target::Gpu => gpu_tuning().tile_elements,
         }
     }
+
+    /// The number of grid points a reduction split across the grid aims at.
+    pub fn split_parts(&self) -> u64 {
+        match self.target {
+            Target::Cpu => 16,
+            Target::Gpu => gpu_tuning().split_parts,
+        }
+    }
+}
+
+/// The GPU tiling choices, with their defaults overridable for tuning runs
+/// through `TILEFUSE_GPU_TILE` (elements per tile), `TILEFUSE_GPU_PARTS`
+/// (grid points of a split reduction) and `TILEFUSE_GPU_MATH=fast` (the
+/// default math mode of [`FusionOptions::gpu`]), read once per process.
+#[derive(Debug, Clone, Copy)]
+struct GpuTuning {
+    tile_elements: usize,
+    split_parts: u64,
+    math: MathMode,
+}
+
+fn gpu_tuning() -> GpuTuning {
+    static TUNING: std::sync::OnceLock<GpuTuning> = std::sync::OnceLock::new();
+    *TUNING.get_or_init(|| {
+        let var = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .filter(|&v| v > 0)
+        };
+        GpuTuning {
+            tile_elements: var("TILEFUSE_GPU_TILE").map_or(4096, |v| v.next_power_of_two() as usize),
+            split_parts: var("TILEFUSE_GPU_PARTS").unwrap_or(1024),
+            math: match std::env::var("TILEFUSE_GPU_MATH").as_deref() {
+                Ok("fast") => MathMode::Fast,
+                _ => MathMode::Precise,
+            },
+        }
+    })
 }
 
 impl Default for FusionOptions {

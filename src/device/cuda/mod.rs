@@ -13,6 +13,7 @@
 //! | `memory.rs` | [`DeviceBuffer`] and the caching allocator behind it; [`MemoryStats`] |
 //! | `transfer.rs` | host ↔ device copies through reused pinned staging buffers |
 //! | `stream.rs` | [`Stream`], [`Event`], [`launch`] |
+//! | `measure.rs` | [`CudaDevice::copy_bandwidth`], [`CudaDevice::hold_streams`] ([`StreamHold`]), [`DeviceBuffer::fill_words_on`]: measuring the device |
 //! | `schedule.rs` | [`Scheduler`]: assigns launches to streams and places the event waits between them |
 //!
 //! **Invariant:** tilefuse orders GPU work itself. A buffer remembers the
@@ -37,6 +38,7 @@
 //! ```
 
 mod context;
+mod measure;
 mod memory;
 mod module;
 mod program;
@@ -45,6 +47,7 @@ mod stream;
 mod transfer;
 
 pub use context::{device_count, probe, probe_ordinal, CudaDevice, DeviceInfo, MIN_DRIVER_VERSION};
+pub use measure::StreamHold;
 pub use memory::{size_class, DeviceBuffer, MemoryStats};
 pub use module::{Kernel, ModuleStats};
 pub use program::{run_program, CompiledProgram};

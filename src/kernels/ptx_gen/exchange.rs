@@ -162,6 +162,13 @@ impl Emitter<'_> {
             )));
         };
         let regs = self.val(src)?;
+        if len == 1 {
+            // Reducing an axis of length 1 keeps the shape, and so the
+            // layout: every thread already holds its results.
+            self.comment(format!("reduce {op:?} axis {axis} of length 1: no exchange"));
+            self.vals.insert(dst, regs);
+            return Ok(());
+        }
         let (bin, identity) = match op {
             TileReduce::Sum => (BinaryOp::Add, Scalar::Int(0, d)),
             TileReduce::Prod => (BinaryOp::Mul, Scalar::Int(1, d)),

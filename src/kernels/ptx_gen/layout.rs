@@ -83,7 +83,7 @@ fn memory_dtypes(program: &Program, body: &[Inst], out: &mut Vec<DType>) {
 
 /// Chooses the block for a program: the atom from its narrowest memory
 /// dtype, and the threads from its largest tile so that every thread has at
-/// least one atom (up to 256 threads, preferring a count that divides the
+/// least one atom (up to 256 threads by default, preferring a count that divides the
 /// atoms evenly), doubled up to 1024 while a thread would hold more than 32
 /// elements.
 pub(super) fn choose_block(program: &Program) -> BlockShape {
@@ -100,13 +100,30 @@ pub(super) fn choose_block(program: &Program) -> BlockShape {
         .unwrap_or_default();
     let probe = layout(BlockShape { threads: 1, max_atom }, &largest);
     let atoms = probe.numel / probe.atom;
-    let candidates = [256u32, 128, 64, 32];
-    let fitting: Vec<u32> = candidates.into_iter().filter(|&t| t <= atoms.max(32)).collect();
+    let most = max_threads();
+    let candidates = [1024u32, 512, 256, 128, 64, 32];
+    let fitting: Vec<u32> = candidates
+        .into_iter()
+        .filter(|&t| t <= most && t <= atoms.max(32))
+        .collect();
     let mut threads = fitting.iter().copied().find(|t| atoms % t == 0).unwrap_or(fitting[0]);
     while threads < 1024 && layout(BlockShape { threads, max_atom }, &largest).slots() > 32 {
         threads *= 2;
     }
     BlockShape { threads, max_atom }
+}
+
+/// The most threads a block starts from: 256, or `TILEFUSE_GPU_THREADS`
+/// (a power of two from 32 to 1024) for tuning runs, read once.
+fn max_threads() -> u32 {
+    static MOST: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *MOST.get_or_init(|| {
+        std::env::var("TILEFUSE_GPU_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|v| v.is_power_of_two() && (32..=1024).contains(v))
+            .unwrap_or(256)
+    })
 }
 
 #[cfg(test)]

@@ -209,10 +209,14 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
     for line in mapping.lines() {
         header.push_str(&format!("// mapping: {line}\n"));
     }
+    // `.minnctapersm` asks for 512 resident threads per SM, which gives ptxas
+    // a budget of 128 registers a thread. Left to `.maxntid` alone it may
+    // aim at more resident blocks and spill to local memory to get there.
     header.push_str(&format!(
-        ".visible .entry {entry}(\n{}\n)\n.maxntid {}, 1, 1\n",
+        ".visible .entry {entry}(\n{}\n)\n.maxntid {}, 1, 1\n.minnctapersm {}\n",
         params.join(",\n"),
-        block.threads
+        block.threads,
+        (512 / block.threads).max(1)
     ));
     Ok(PtxModule {
         text: e.finish(&header),

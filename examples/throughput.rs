@@ -1,0 +1,347 @@
+//! The throughput report of BENCHMARKS.md: every pipeline of the suite on
+//! the default device, as a share of the device's copy bandwidth measured in
+//! the same run.
+//!
+//! ```text
+//! cargo run --release --example throughput -- [--json PATH] [--reps N] [--only a,b] [--cpu] [--ptx DIR]
+//! ```
+//!
+//! On a GPU (`Device::best()`), for each pipeline of the GPU suite:
+//! 1. the first call: graph → fusion → PTX → module load → result on the
+//!    device, wall time, with the fusion and compile parts;
+//! 2. the full result checked against the CPU executor on the same inputs,
+//!    and the same pipeline on a small random input checked against the
+//!    reference evaluator (the output memory is poisoned with NaNs first);
+//! 3. `--reps` calls (default 100) after warm-up, each a freshly recorded
+//!    expression, queued while the stream pool is held
+//!    ([`CudaDevice::hold_streams`]) and timed with CUDA events around every
+//!    launch on its stream; a call's time runs from its first launch's start
+//!    to its last launch's end, and the median is reported.
+//!
+//! Then the host overhead of a cached pipeline on 4096 elements (the chain):
+//! the wall time per call of recording + realizing + dropping, without the
+//! device work (the calls are only queued), and end to end with a
+//! synchronisation per call. `--json PATH` writes the figures in the schema
+//! of `benches/compare_torch.py`.
+//!
+//! On the CPU it runs the CPU suite (chain and mse on [2^24], softmax and
+//! layernorm on [4096, 1024]) timed with `Instant`, against a host memcpy.
+//!
+//! `--ptx DIR` needs no GPU: it writes the PTX of every kernel of the GPU
+//! suite for sm_90 into `DIR` and prints each kernel's thread mapping.
+
+#[path = "../benches/common/suite.rs"]
+mod suite;
+
+use std::time::{Duration, Instant};
+use suite::{relative_error, tolerance, values, Pipeline};
+use tilefuse::graph::reference;
+use tilefuse::{Device, Error, Result, Tensor};
+
+#[cfg(feature = "cuda")]
+#[path = "throughput/gpu.rs"]
+mod gpu;
+
+/// Options from the command line.
+#[derive(Debug, Default)]
+struct Args {
+    json: Option<String>,
+    reps: usize,
+    only: Vec<String>,
+    cpu: bool,
+    ptx: Option<String>,
+}
+
+fn parse_args() -> std::result::Result<Args, String> {
+    let mut args = Args {
+        reps: 100,
+        ..Args::default()
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--json" => args.json = Some(value()?),
+            "--reps" => args.reps = value()?.parse().map_err(|e| format!("--reps: {e}"))?,
+            "--only" => args.only = value()?.split(',').map(str::to_string).collect(),
+            "--ptx" => args.ptx = Some(value()?),
+            "--cpu" => args.cpu = true,
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if args.reps < 1 {
+        return Err("--reps must be at least 1".into());
+    }
+    Ok(args)
+}
+
+/// One pipeline's figures.
+#[derive(Debug, Clone)]
+struct Row {
+    pipeline: Pipeline,
+    /// Median time of a cached call.
+    time: Duration,
+    /// Kernels launched per call.
+    kernels: usize,
+    /// Graph → result on the device, first call of the pipeline.
+    first_call: Duration,
+    /// The fusion and compile parts of the first call.
+    first_fuse: Duration,
+    first_compile: Duration,
+    /// Relative errors against the CPU executor and the reference.
+    err_cpu: f64,
+    err_ref: f64,
+}
+
+impl Row {
+    fn gbps(&self) -> f64 {
+        self.pipeline.bytes() as f64 / self.time.as_secs_f64() / 1e9
+    }
+}
+
+/// Host overhead of a cached small pipeline, medians per call.
+#[derive(Debug, Clone, Copy)]
+struct Overhead {
+    /// Recording the expression.
+    record: Duration,
+    /// `realize()` alone (the work is queued, not waited for).
+    realize: Duration,
+    /// Recording + realizing + dropping the result.
+    host: Duration,
+    /// The same plus waiting for the device.
+    end_to_end: Duration,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The reference evaluator's value of an unrealized tensor.
+fn reference_values(t: &Tensor) -> Result<Vec<f64>> {
+    let out = reference::evaluate(&t.subgraph())?.remove(0);
+    Ok((0..out.len()).map(|i| out.get(i).to_f64()).collect())
+}
+
+/// Checks `got` against `want` under the pipeline's tolerance.
+fn check(p: &Pipeline, against: &str, got: &[f64], want: &[f64]) -> Result<f64> {
+    let err = relative_error(got, want);
+    if err <= tolerance(p.dtype) && want.iter().all(|w| w.is_finite()) {
+        return Ok(err);
+    }
+    Err(Error::InvalidProgram {
+        program: p.id.to_string(),
+        reason: format!(
+            "result differs from the {against}: relative error {err:.3e} (tolerance {:.0e})",
+            tolerance(p.dtype)
+        ),
+    })
+}
+
+/// Runs `p` on `small_rows` rows of fresh random input on `device` and
+/// checks it against the reference evaluator; returns the relative error.
+fn check_small(p: &Pipeline, small_rows: usize, device: Device) -> Result<f64> {
+    let small = p.resized(small_rows);
+    let host = small.host_inputs(7);
+    let on_device: Vec<Tensor> = host.iter().map(|t| t.to(device)).collect();
+    let y = small.build(&on_device);
+    y.realize()?;
+    check(
+        p,
+        "reference evaluator",
+        &values(&y)?,
+        &reference_values(&small.build(&host))?,
+    )
+}
+
+/// The CPU suite, timed with `Instant`.
+fn run_cpu(args: &Args) -> Result<(f64, Vec<Row>)> {
+    let bytes = 256 << 20;
+    let src = vec![0x5au8; bytes];
+    let mut dst = vec![0u8; bytes];
+    let mut copies = vec![];
+    for _ in 0..5 {
+        let t = Instant::now();
+        dst.copy_from_slice(std::hint::black_box(&src));
+        copies.push(t.elapsed().as_secs_f64());
+    }
+    std::hint::black_box(&dst);
+    let copy_gbps = 2.0 * bytes as f64 / median(copies) / 1e9;
+    let mut rows = vec![];
+    for p in suite::cpu_suite().into_iter().filter(|p| selected(args, p)) {
+        let inputs = p.host_inputs(1);
+        let started = Instant::now();
+        let y = p.build(&inputs);
+        let stats = y.realize_with_stats()?;
+        let first_call = started.elapsed();
+        drop(y);
+        let err_ref = check_small(&p, if p.shape.len() == 1 { 65_539 } else { 64 }, Device::Cpu)?;
+        let mut times = vec![];
+        for _ in 0..args.reps.min(7) {
+            let t = Instant::now();
+            let y = p.build(&inputs);
+            y.realize()?;
+            times.push(t.elapsed().as_secs_f64());
+        }
+        rows.push(Row {
+            pipeline: p,
+            time: Duration::from_secs_f64(median(times)),
+            kernels: stats.kernels_launched,
+            first_call,
+            first_fuse: stats.fuse_time,
+            first_compile: stats.compile_time,
+            err_cpu: 0.0,
+            err_ref,
+        });
+    }
+    Ok((copy_gbps, rows))
+}
+
+fn selected(args: &Args, p: &Pipeline) -> bool {
+    args.only.is_empty() || args.only.iter().any(|o| o == p.id)
+}
+
+fn print_table(device: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhead>) {
+    println!("\ntilefuse throughput on {device}; copy bandwidth {copy_gbps:.0} GB/s (r + w)\n");
+    println!(
+        "| pipeline | dtype | shape | minimal bytes | time (ms) | GB/s | % of copy | kernels | first call (ms) | fuse + compile (ms) | err vs CPU | err vs ref |"
+    );
+    println!("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for r in rows {
+        println!(
+            "| {} | {} | {} | {} | {:.4} | {:.0} | {:.1} % | {} | {:.1} | {:.1} + {:.1} | {:.1e} | {:.1e} |",
+            r.pipeline.id,
+            r.pipeline.dtype,
+            r.pipeline.shape_text(),
+            r.pipeline.bytes(),
+            ms(r.time),
+            r.gbps(),
+            100.0 * r.gbps() / copy_gbps,
+            r.kernels,
+            ms(r.first_call),
+            ms(r.first_fuse),
+            ms(r.first_compile),
+            r.err_cpu,
+            r.err_ref,
+        );
+    }
+    if let Some(o) = overhead {
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        println!(
+            "\nhost overhead, cached chain on [4096], median per call: record {:.1} µs + realize {:.1} µs; \
+             host per call (record + realize + drop) {:.1} µs; end to end (with synchronize) {:.1} µs",
+            us(o.record),
+            us(o.realize),
+            us(o.host),
+            us(o.end_to_end)
+        );
+    }
+}
+
+fn write_json(path: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhead>) -> Result<()> {
+    let mut entries = vec![];
+    for r in rows {
+        entries.push(format!(
+            "    {{\"pipeline\": \"{}\", \"dtype\": \"{}\", \"shape\": \"{}\", \"bytes\": {}, \"time_ms\": {:.6}, \
+             \"gbps\": {:.3}, \"pct_copy\": {:.3}, \"kernels\": {}, \"first_call_ms\": {:.3}}}",
+            r.pipeline.id,
+            r.pipeline.dtype,
+            r.pipeline.shape_text(),
+            r.pipeline.bytes(),
+            ms(r.time),
+            r.gbps(),
+            100.0 * r.gbps() / copy_gbps,
+            r.kernels,
+            ms(r.first_call)
+        ));
+    }
+    let extra = overhead.map_or(String::new(), |o| {
+        format!(
+            "  \"host_overhead_us\": {{\"record\": {:.3}, \"realize\": {:.3}, \"host_per_call\": {:.3}, \"end_to_end\": {:.3}}},\n",
+            o.record.as_secs_f64() * 1e6,
+            o.realize.as_secs_f64() * 1e6,
+            o.host.as_secs_f64() * 1e6,
+            o.end_to_end.as_secs_f64() * 1e6
+        )
+    });
+    let text = format!(
+        "{{\n  \"copy_gbps\": {copy_gbps:.3},\n{extra}  \"pipelines\": [\n{}\n  ]\n}}\n",
+        entries.join(",\n")
+    );
+    std::fs::write(path, text).map_err(|e| Error::InvalidProgram {
+        program: "throughput".into(),
+        reason: format!("could not write {path}: {e}"),
+    })
+}
+
+/// Writes the PTX of every kernel of the GPU suite for sm_90 into `dir`.
+fn dump_ptx(args: &Args, dir: &str) -> Result<()> {
+    use tilefuse::fusion::{plan, FusionOptions};
+    use tilefuse::kernels::ptx_gen::{generate, Target};
+    std::fs::create_dir_all(dir).map_err(|e| Error::InvalidProgram {
+        program: "throughput".into(),
+        reason: format!("could not create {dir}: {e}"),
+    })?;
+    for p in suite::gpu_suite().into_iter().filter(|p| selected(args, p)) {
+        let y = p.build(&p.host_inputs(1));
+        for k in &plan(&y.subgraph(), &FusionOptions::gpu())?.kernels {
+            let m = generate(&k.program, &Target::for_driver(90, 13000))?;
+            let path = format!("{dir}/{}__{}.ptx", p.id, m.entry);
+            std::fs::write(&path, &m.text).map_err(|e| Error::InvalidProgram {
+                program: p.id.into(),
+                reason: format!("could not write {path}: {e}"),
+            })?;
+            println!(
+                "{}: {} ({} bytes of PTX)\n  {}",
+                p.id,
+                m.entry,
+                m.text.len(),
+                m.mapping.replace('\n', "\n  ")
+            );
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("throughput: {e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&args) {
+        eprintln!("throughput: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &Args) -> Result<()> {
+    if let Some(dir) = &args.ptx {
+        return dump_ptx(args, dir);
+    }
+    let device = if args.cpu { Device::Cpu } else { Device::best() };
+    println!("device: {}", Device::best_reason());
+    let (copy_gbps, rows, overhead) = match device {
+        #[cfg(feature = "cuda")]
+        Device::Cuda(_) => {
+            let (copy, rows, overhead) = gpu::run(args, device)?;
+            (copy, rows, Some(overhead))
+        }
+        _ => {
+            let (copy, rows) = run_cpu(args)?;
+            (copy, rows, None)
+        }
+    };
+    print_table(&device.to_string(), copy_gbps, &rows, overhead);
+    if let Some(path) = &args.json {
+        write_json(path, copy_gbps, &rows, overhead)?;
+        println!("\nwrote {path}");
+    }
+    Ok(())
+}

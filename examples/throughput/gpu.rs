@@ -1,0 +1,192 @@
+//! The GPU half of the throughput report: copy bandwidth, each pipeline's
+//! first call, checks and event-timed median, and the host overhead of a
+//! cached small pipeline.
+
+use super::{check, check_small, median, selected, suite, Args, Overhead, Row};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use suite::{values, Pipeline};
+use tilefuse::device::cuda::CudaDevice;
+use tilefuse::runtime::{launch_times, time_launches};
+use tilefuse::{DType, Device, Error, Result, Tensor};
+
+/// Bytes of the copy that measures the bandwidth.
+const COPY_BYTES: usize = 1 << 30;
+/// Calls queued under one hold of the streams.
+const BATCH: usize = 20;
+/// Untimed calls before the timed ones.
+const WARMUP: usize = 3;
+/// Calls of the host-overhead measurement.
+const OVERHEAD_CALLS: usize = 2000;
+
+/// Copy bandwidth (GB/s), the pipelines' rows, and the host overhead.
+pub(super) fn run(args: &Args, device: Device) -> Result<(f64, Vec<Row>, Overhead)> {
+    let Device::Cuda(ordinal) = device else {
+        unreachable!("called for CUDA devices only")
+    };
+    let dev = CudaDevice::open(ordinal)?;
+    let copy_gbps = dev.copy_bandwidth(COPY_BYTES)?;
+    println!("copy bandwidth: {copy_gbps:.0} GB/s ({} MiB, r + w)", COPY_BYTES >> 20);
+    let mut rows = vec![];
+    for p in suite::gpu_suite().into_iter().filter(|p| selected(args, p)) {
+        let row = measure(&p, &dev, device, args.reps)?;
+        println!(
+            "{:<15} {:>9.4} ms {:>6.1} % of copy, first call {:>7.1} ms (fuse {:.1}, compile {:.1}), errors {:.1e} / {:.1e}",
+            p.id,
+            super::ms(row.time),
+            100.0 * row.gbps() / copy_gbps,
+            super::ms(row.first_call),
+            super::ms(row.first_fuse),
+            super::ms(row.first_compile),
+            row.err_cpu,
+            row.err_ref
+        );
+        rows.push(row);
+    }
+    let overhead = host_overhead(&dev, device)?;
+    Ok((copy_gbps, rows, overhead))
+}
+
+/// Fills a block of the output's size with NaNs and gives it back to the
+/// allocator, so the next output of that size likely lands on it: an
+/// element a kernel fails to write then shows as a NaN.
+fn poison(dev: &Arc<CudaDevice>, p: &Pipeline) -> Result<()> {
+    let len = p.output_shape().iter().product::<usize>().max(1);
+    let words = (len * p.dtype.size_in_bytes()).div_ceil(4);
+    for s in 0..dev.streams().len() {
+        let b = dev.alloc_on(DType::U32, words, dev.stream(s))?;
+        b.fill_words_on(0x7fc0_7fc0, dev.stream(s))?;
+    }
+    dev.synchronize()
+}
+
+fn measure(p: &Pipeline, dev: &Arc<CudaDevice>, device: Device, reps: usize) -> Result<Row> {
+    let host = p.host_inputs(1);
+    let inputs: Vec<Tensor> = host.iter().map(|t| t.to(device)).collect();
+    Tensor::realize_all(&inputs.iter().collect::<Vec<_>>())?;
+    poison(dev, p)?;
+
+    // The first call: nothing of this pipeline is cached yet.
+    let started = Instant::now();
+    let y = p.build(&inputs);
+    let stats = y.realize_with_stats()?;
+    let queued = started.elapsed();
+    dev.synchronize()?;
+    let first_call = started.elapsed();
+    println!(
+        "{}: first call queued after {:.1} ms (fuse {:.1}, compile {:.1}), result after {:.1} ms",
+        p.id,
+        super::ms(queued),
+        super::ms(stats.fuse_time),
+        super::ms(stats.compile_time),
+        super::ms(first_call)
+    );
+
+    let want = p.build(&host);
+    want.realize()?;
+    let err_cpu = check(p, "CPU executor", &values(&y)?, &values(&want)?)?;
+    drop((y, want));
+    let err_ref = check_small(p, if p.shape.len() == 1 { 65_539 } else { 64 }, device)?;
+
+    let kernels = stats.kernels_launched;
+    for _ in 0..WARMUP {
+        p.build(&inputs).realize()?;
+    }
+    dev.synchronize()?;
+    let mut samples = Vec::with_capacity(reps);
+    time_launches(true);
+    let timed = (|| {
+        while samples.len() < reps {
+            let hold = dev.hold_streams()?;
+            for _ in 0..BATCH.min(reps - samples.len()) {
+                let y = p.build(&inputs);
+                if y.is_realized() {
+                    return Err(recomputed(p, "the expression was already computed"));
+                }
+                if y.realize_with_stats()?.kernels_launched != kernels {
+                    return Err(recomputed(p, "a call launched a different number of kernels"));
+                }
+            }
+            hold.release();
+            let times = launch_times()?;
+            for call in times.chunks(kernels) {
+                let start = call.iter().map(|t| t.start_ms).fold(f32::INFINITY, f32::min);
+                let end = call.iter().map(|t| t.end_ms).fold(f32::NEG_INFINITY, f32::max);
+                samples.push(f64::from(end - start) * 1e-3);
+            }
+        }
+        Ok(())
+    })();
+    time_launches(false);
+    timed?;
+    Ok(Row {
+        pipeline: p.clone(),
+        time: Duration::from_secs_f64(median(samples)),
+        kernels,
+        first_call,
+        first_fuse: stats.fuse_time,
+        first_compile: stats.compile_time,
+        err_cpu,
+        err_ref,
+    })
+}
+
+fn recomputed(p: &Pipeline, reason: &str) -> Error {
+    Error::InvalidProgram {
+        program: p.id.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// The host overhead of the chain on 4096 elements, once cached.
+fn host_overhead(dev: &Arc<CudaDevice>, device: Device) -> Result<Overhead> {
+    let p = suite::gpu_suite()
+        .into_iter()
+        .find(|p| p.id == "chain")
+        .expect("the suite has a chain")
+        .resized(4096);
+    let host = p.host_inputs(3);
+    let inputs: Vec<Tensor> = host.iter().map(|t| t.to(device)).collect();
+    Tensor::realize_all(&inputs.iter().collect::<Vec<_>>())?;
+    let y = p.build(&inputs);
+    y.realize()?;
+    let want = p.build(&host);
+    check(&p, "CPU executor", &values(&y)?, &values(&want)?)?;
+    drop((y, want));
+    for _ in 0..200 {
+        p.build(&inputs).realize()?;
+    }
+    dev.synchronize()?;
+    let (mut record, mut realize, mut total) = (vec![], vec![], vec![]);
+    for i in 0..OVERHEAD_CALLS {
+        let t0 = Instant::now();
+        let y = p.build(&inputs);
+        let t1 = Instant::now();
+        y.realize()?;
+        let t2 = Instant::now();
+        drop(y);
+        let t3 = Instant::now();
+        record.push((t1 - t0).as_secs_f64());
+        realize.push((t2 - t1).as_secs_f64());
+        total.push((t3 - t0).as_secs_f64());
+        if i % 64 == 63 {
+            dev.synchronize()?;
+        }
+    }
+    let mut end_to_end = vec![];
+    for _ in 0..OVERHEAD_CALLS / 4 {
+        let t0 = Instant::now();
+        let y = p.build(&inputs);
+        y.realize()?;
+        dev.synchronize()?;
+        drop(y);
+        end_to_end.push(t0.elapsed().as_secs_f64());
+    }
+    let d = |v: Vec<f64>| Duration::from_secs_f64(median(v));
+    Ok(Overhead {
+        record: d(record),
+        realize: d(realize),
+        host: d(total),
+        end_to_end: d(end_to_end),
+    })
+}
