@@ -2,8 +2,9 @@
 //!
 //! The passes of one run, in order:
 //!
-//! 1. **Compile** every kernel's program for the device (cached per device
-//!    and program, so a pipeline seen before costs a hash lookup).
+//! 1. **Compile** every kernel's program for the device and plan the stream
+//!    schedule, once per (device, cached plan): a pipeline seen before
+//!    costs one lookup by the plan's address.
 //! 2. **Inputs**: data leaves already on the device are used as they are;
 //!    host data (or data of another device) is uploaded once and kept in the
 //!    upload table below, so running a pipeline again on the same inputs
@@ -35,7 +36,9 @@
 //! entry whose storage was dropped is removed at the start of the next run
 //! on that device, which returns its memory to the allocator.
 
-use crate::device::cuda::{BufferId, CudaDevice, DeviceBuffer, ScheduledLaunch, Scheduler, STREAM_COUNT};
+use crate::device::cuda::{
+    BufferId, CompiledProgram, CudaDevice, DeviceBuffer, LaunchPlan, ScheduledLaunch, Scheduler, STREAM_COUNT,
+};
 use crate::error::{Error, Result};
 use crate::fusion::{BufferRef, Plan};
 use crate::graph::{Op, Subgraph};
@@ -60,14 +63,14 @@ use super::{timing, RealizeStats};
 /// cached block and upload was freed; other device failures.
 pub fn run_plan(plan: &Plan, sub: &Subgraph, ordinal: usize) -> Result<Vec<Arc<Storage>>> {
     let device = CudaDevice::open(ordinal)?;
-    run(plan, sub, &device, &mut RealizeStats::default())
+    run(&Arc::new(plan.clone()), sub, &device, &mut RealizeStats::default())
 }
 
 /// [`run_plan`] on an open device, adding what it did to `stats`. Out of
 /// memory once, it frees the cached blocks and the uploads no live run
 /// holds, and tries again.
 pub(super) fn run(
-    plan: &Plan,
+    plan: &Arc<Plan>,
     sub: &Subgraph,
     device: &Arc<CudaDevice>,
     stats: &mut RealizeStats,
@@ -83,40 +86,31 @@ pub(super) fn run(
 }
 
 fn run_once(
-    plan: &Plan,
+    plan: &Arc<Plan>,
     sub: &Subgraph,
     device: &Arc<CudaDevice>,
     stats: &mut RealizeStats,
 ) -> Result<Vec<Arc<Storage>>> {
     sweep_uploads(device.ordinal());
 
-    let started = Instant::now();
-    let compiled = plan
-        .kernels
-        .iter()
-        .map(|k| device.compile(&k.program))
-        .collect::<Result<Vec<_>>>()?;
-    stats.compile_time += started.elapsed();
-
     let leaves = data_leaves(sub);
+    let started = Instant::now();
+    let prepared = prepared(device, plan, leaves.len())?;
+    stats.compile_time += started.elapsed();
+    let Prepared {
+        compiled,
+        schedule,
+        first_stream,
+        ..
+    } = &*prepared;
+
     let inputs = leaves
         .iter()
         .map(|s| Input::on(device, s, stats))
         .collect::<Result<Vec<_>>>()?;
 
-    let scheduler = Scheduler::new(STREAM_COUNT);
-    let schedule = scheduler.plan(&scheduled_launches(plan, inputs.len()))?;
-
-    let mut first_stream: Vec<Option<usize>> = vec![None; plan.buffers.len()];
-    for (kernel, step) in plan.kernels.iter().zip(&schedule.launches) {
-        for arg in &kernel.args {
-            if let BufferRef::Temp(t) = *arg {
-                first_stream[t].get_or_insert(step.stream);
-            }
-        }
-    }
     let mut temps = Vec::with_capacity(plan.buffers.len());
-    for (decl, stream) in plan.buffers.iter().zip(&first_stream) {
+    for (decl, stream) in plan.buffers.iter().zip(first_stream) {
         let len = usize::try_from(decl.len).map_err(|_| Error::OutOfMemory {
             bytes: usize::MAX,
             in_use: device.memory_stats().bytes_in_use,
@@ -131,7 +125,7 @@ fn run_once(
 
     let launch_streams: Vec<usize> = schedule.launches.iter().map(|l| l.stream).collect();
     wait_for_inputs(device, &inputs, &launch_streams)?;
-    scheduler.run(device, &schedule, |i, stream| {
+    Scheduler::new(STREAM_COUNT).run(device, schedule, |i, stream| {
         let kernel = &plan.kernels[i];
         let args = kernel
             .args
@@ -175,6 +169,66 @@ fn run_once(
             }
         })
         .collect()
+}
+
+/// What a run of one plan on one device needs beyond its data: the
+/// compiled kernels, the stream schedule, and the stream on which each
+/// buffer is first used. It depends only on the plan, so it is computed once
+/// per (device, plan) and kept while the plan lives.
+struct Prepared {
+    /// The plan it was made for; a dead plan's entry is replaced.
+    plan: Weak<Plan>,
+    compiled: Vec<Arc<CompiledProgram>>,
+    schedule: LaunchPlan,
+    first_stream: Vec<Option<usize>>,
+}
+
+type PreparedTable = HashMap<(usize, usize, usize), Arc<Prepared>>;
+
+/// The prepared run of `plan` on `device` with `inputs` data leaves: from
+/// the table when this plan (the same allocation, still alive) ran there
+/// before; otherwise compiled and scheduled now, and kept if someone else
+/// (the plan cache) holds the plan too.
+fn prepared(device: &Arc<CudaDevice>, plan: &Arc<Plan>, inputs: usize) -> Result<Arc<Prepared>> {
+    static TABLE: OnceLock<Mutex<PreparedTable>> = OnceLock::new();
+    let table = || {
+        TABLE
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    };
+    let key = (device.ordinal(), Arc::as_ptr(plan) as usize, inputs);
+    if let Some(p) = table().get(&key) {
+        if p.plan.upgrade().is_some_and(|live| Arc::ptr_eq(&live, plan)) {
+            return Ok(p.clone());
+        }
+    }
+    let compiled = plan
+        .kernels
+        .iter()
+        .map(|k| device.compile(&k.program))
+        .collect::<Result<Vec<_>>>()?;
+    let schedule = Scheduler::new(STREAM_COUNT).plan(&scheduled_launches(plan, inputs))?;
+    let mut first_stream: Vec<Option<usize>> = vec![None; plan.buffers.len()];
+    for (kernel, step) in plan.kernels.iter().zip(&schedule.launches) {
+        for arg in &kernel.args {
+            if let BufferRef::Temp(t) = *arg {
+                first_stream[t].get_or_insert(step.stream);
+            }
+        }
+    }
+    let prepared = Arc::new(Prepared {
+        plan: Arc::downgrade(plan),
+        compiled,
+        schedule,
+        first_stream,
+    });
+    if Arc::strong_count(plan) > 1 {
+        let mut table = table();
+        table.retain(|_, p| p.plan.strong_count() > 0);
+        table.insert(key, prepared.clone());
+    }
+    Ok(prepared)
 }
 
 /// The storages of the subgraph's data leaves, in node order.

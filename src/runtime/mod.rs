@@ -160,7 +160,7 @@ fn fuse(sub: &Subgraph, device: Device, stats: &mut RealizeStats) -> Result<Arc<
 }
 
 /// Runs the plan's kernels on `device`; one storage per output of `sub`.
-fn run(plan: &Plan, sub: &Subgraph, device: Device, stats: &mut RealizeStats) -> Result<Vec<Arc<Storage>>> {
+fn run(plan: &Arc<Plan>, sub: &Subgraph, device: Device, stats: &mut RealizeStats) -> Result<Vec<Arc<Storage>>> {
     match device {
         Device::Cpu => {
             let buffers = host::run_plan(plan, sub)?;
