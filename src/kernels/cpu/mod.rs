@@ -65,13 +65,14 @@
 
 mod buffer;
 mod elementwise;
+mod forward;
 mod memory;
 mod shape_ops;
 #[cfg(test)]
 mod tests;
 
 use crate::error::{Error, Result};
-use crate::kernels::ir::{verify, IndexExpr, Inst, PartitionIndex, Program};
+use crate::kernels::ir::{verify, IndexExpr, Inst, PartitionIndex, Program, ValueId};
 use crate::storage::HostBuffer;
 use buffer::{malformed, typed_mut, Buf, ScalarBits};
 use memory::{SharedMem, ViewPlan};
@@ -225,6 +226,8 @@ struct Context<'p> {
     acc_init: Vec<ScalarBits>,
     /// Tile elements touched per grid point, loops counted (a cost estimate).
     work_per_point: u64,
+    /// For each value, the store it is computed into when possible.
+    forward: Vec<Option<forward::Forward>>,
 }
 
 impl<'p> Context<'p> {
@@ -258,6 +261,7 @@ impl<'p> Context<'p> {
             consts,
             acc_init,
             work_per_point: work(program, &program.body),
+            forward: forward::forwarded_stores(program),
         })
     }
 
@@ -347,21 +351,33 @@ impl<'p> Context<'p> {
                     let i = frame.eval(index);
                     shape_ops::iota(shape(dst), *axis as usize, i, &mut frame.values[dst.index()])?;
                 }
-                Inst::Unary { dst, op, src } => frame.with_dst(dst.index(), |d, v| {
-                    elementwise::unary(*op, dtype(src), d, &v[src.index()])
-                })?,
-                Inst::Binary { dst, op, lhs, rhs } => frame.with_dst(dst.index(), |d, v| {
-                    elementwise::binary(*op, dtype(lhs), d, Some(&v[lhs.index()]), &v[rhs.index()])
-                })?,
+                Inst::Unary { dst, op, src } => {
+                    self.place(frame, *dst);
+                    frame.with_dst(dst.index(), |d, v| {
+                        elementwise::unary(*op, dtype(src), d, &v[src.index()])
+                    })?
+                }
+                Inst::Binary { dst, op, lhs, rhs } => {
+                    self.place(frame, *dst);
+                    frame.with_dst(dst.index(), |d, v| {
+                        elementwise::binary(*op, dtype(lhs), d, Some(&v[lhs.index()]), &v[rhs.index()])
+                    })?
+                }
                 Inst::Select {
                     dst,
                     cond,
                     on_true,
                     on_false,
-                } => frame.with_dst(dst.index(), |d, v| {
-                    elementwise::select(d, &v[cond.index()], &v[on_true.index()], &v[on_false.index()])
-                })?,
-                Inst::Cast { dst, src } => frame.with_dst(dst.index(), |d, v| elementwise::cast(d, &v[src.index()]))?,
+                } => {
+                    self.place(frame, *dst);
+                    frame.with_dst(dst.index(), |d, v| {
+                        elementwise::select(d, &v[cond.index()], &v[on_true.index()], &v[on_false.index()])
+                    })?
+                }
+                Inst::Cast { dst, src } => {
+                    self.place(frame, *dst);
+                    frame.with_dst(dst.index(), |d, v| elementwise::cast(d, &v[src.index()]))?
+                }
                 Inst::Broadcast { dst, src } => frame.with_dst(dst.index(), |d, v| {
                     shape_ops::broadcast(shape(dst), shape(src), d, &v[src.index()])
                 })?,
@@ -402,6 +418,26 @@ impl<'p> Context<'p> {
             }
         }
         Ok(())
+    }
+}
+
+impl Context<'_> {
+    /// Points the tile of `dst` at the memory it will be stored to, if its
+    /// store is forwarded and that partition can be written in place here;
+    /// otherwise at its own buffer.
+    fn place(&self, frame: &mut Frame, dst: ValueId) {
+        let Some(f) = &self.forward[dst.index()] else { return };
+        let part = frame.partition(&f.index);
+        let tile = &mut frame.values[dst.index()];
+        match self.views[f.view.index()].store_in_place(&part, f.masked, tile) {
+            // SAFETY: the partition lies in writable memory that only this
+            // grid point stores to (plain stores of different points do not
+            // overlap), nothing reads or writes it before the forwarded store
+            // (`forward::forwarded_stores`), and the tile is only written by
+            // its defining instruction and read by that store.
+            Some(ptr) => unsafe { tile.borrow(ptr, true) },
+            None => tile.release(),
+        }
     }
 }
 
