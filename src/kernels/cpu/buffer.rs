@@ -38,16 +38,15 @@ impl<T> Slab<T> {
         Slab { owned, borrowed: None }
     }
 
-    /// Makes the slab use the tile's length of elements at `ptr`: read-only
-    /// until it is next written, or `writable` until the next borrow or
-    /// [`Slab::release`].
+    /// Makes the slab use `len` elements at `ptr`: read-only until it is
+    /// next written, or `writable` until the next borrow or [`Slab::release`].
     ///
     /// # Safety
     /// `ptr` must be valid and aligned for reading (and if `writable`,
-    /// writing) as many elements as `owned` holds; while the slab may use it,
-    /// no one else may write that memory, nor (if `writable`) read it.
-    unsafe fn borrow(&mut self, ptr: *mut T, writable: bool) {
-        self.borrowed = Some((ptr, self.owned.len(), writable));
+    /// writing) `len` elements; while the slab may use them, no one else may
+    /// write that memory, nor (if `writable`) read it.
+    unsafe fn borrow(&mut self, ptr: *mut T, len: usize, writable: bool) {
+        self.borrowed = Some((ptr, len, writable));
     }
 
     fn release(&mut self) {
@@ -121,22 +120,22 @@ impl Buf {
         Buf::Bool(Slab::new(Vec::new()))
     }
 
-    /// Makes the tile use memory at `ptr` for its elements instead of its
+    /// Makes the tile use `len` elements of memory at `ptr` instead of its
     /// own buffer: read-only until it is next written, or `writable` until
     /// the next borrow or [`Buf::release`].
     ///
     /// # Safety
     /// As [`Slab::borrow`], for elements of the tile's dtype.
-    pub unsafe fn borrow(&mut self, ptr: *mut u8, writable: bool) {
+    pub unsafe fn borrow(&mut self, ptr: *mut u8, len: usize, writable: bool) {
         match self {
-            Buf::Bool(v) | Buf::U8(v) => v.borrow(ptr, writable),
-            Buf::I32(v) => v.borrow(ptr.cast(), writable),
-            Buf::I64(v) => v.borrow(ptr.cast(), writable),
-            Buf::U32(v) => v.borrow(ptr.cast(), writable),
-            Buf::F16(v) => v.borrow(ptr.cast(), writable),
-            Buf::BF16(v) => v.borrow(ptr.cast(), writable),
-            Buf::F32(v) => v.borrow(ptr.cast(), writable),
-            Buf::F64(v) => v.borrow(ptr.cast(), writable),
+            Buf::Bool(v) | Buf::U8(v) => v.borrow(ptr, len, writable),
+            Buf::I32(v) => v.borrow(ptr.cast(), len, writable),
+            Buf::I64(v) => v.borrow(ptr.cast(), len, writable),
+            Buf::U32(v) => v.borrow(ptr.cast(), len, writable),
+            Buf::F16(v) => v.borrow(ptr.cast(), len, writable),
+            Buf::BF16(v) => v.borrow(ptr.cast(), len, writable),
+            Buf::F32(v) => v.borrow(ptr.cast(), len, writable),
+            Buf::F64(v) => v.borrow(ptr.cast(), len, writable),
         }
     }
 

@@ -251,16 +251,42 @@ impl ViewPlan {
         self.contiguous(&region).filter(|_| self.mem.writable)
     }
 
+    /// Loads partition `part` into `dst`, or, if the partition is whole
+    /// and in read-only memory and its leading axes have stride 0 over one
+    /// contiguous run of `period` elements, makes `dst` read that run in
+    /// place and returns `Some(period)`.
+    pub fn load_period(&self, part: &[u64], masked: bool, dst: &mut Buf) -> Result<Option<usize>> {
+        let region = self.region(part, masked, "kernel load")?;
+        // The tile is overwritten whole, so a borrow from the last load ends here.
+        dst.release();
+        self.check_tile(dst, "load")?;
+        let [(_, 0, outer), (period, 1, 1)] = region.axes[..region.rank] else {
+            return self.load(part, masked, dst).map(|()| None);
+        };
+        if !region.full || self.mem.writable || outer != period as i64 {
+            return self.load(part, masked, dst).map(|()| None);
+        }
+        // SAFETY: as for the zero-copy load in `load`: the run lies in the
+        // buffer, which nothing writes while frames live.
+        unsafe {
+            let ptr = self.mem.ptr.add(region.base as usize * self.mem.dtype.size_in_bytes());
+            dst.borrow(ptr, period, false);
+        }
+        Ok(Some(period))
+    }
+
     /// Loads partition `part` into `dst`.
     pub fn load(&self, part: &[u64], masked: bool, dst: &mut Buf) -> Result<()> {
         let region = self.region(part, masked, "kernel load")?;
+        // The tile is overwritten whole, so a borrow from the last load ends here.
+        dst.release();
         self.check_tile(dst, "load")?;
         if let (Some(ptr), false) = (self.contiguous(&region), self.mem.writable) {
             // A whole contiguous partition of read-only memory: the tile reads
             // it in place. SAFETY: the partition lies in the buffer, which is
             // borrowed immutably for the whole execution, so nothing writes it
             // while frames live.
-            unsafe { dst.borrow(ptr, false) };
+            unsafe { dst.borrow(ptr, self.numel, false) };
             return Ok(());
         }
         match dst.bits_mut() {

@@ -63,9 +63,9 @@
 //! # Ok::<(), tilefuse::Error>(())
 //! ```
 
+mod analysis;
 mod buffer;
 mod elementwise;
-mod forward;
 mod memory;
 mod shape_ops;
 #[cfg(test)]
@@ -74,7 +74,9 @@ mod tests;
 use crate::error::{Error, Result};
 use crate::kernels::ir::{verify, IndexExpr, Inst, PartitionIndex, Program, ValueId};
 use crate::storage::HostBuffer;
+use analysis::Form;
 use buffer::{malformed, typed_mut, Buf, ScalarBits};
+use elementwise::Spread;
 use memory::{SharedMem, ViewPlan};
 use rayon::prelude::*;
 
@@ -227,7 +229,11 @@ struct Context<'p> {
     /// Tile elements touched per grid point, loops counted (a cost estimate).
     work_per_point: u64,
     /// For each value, the store it is computed into when possible.
-    forward: Vec<Option<forward::Forward>>,
+    forward: Vec<Option<analysis::Forward>>,
+    /// For each value, its form when it is a broadcast never materialised.
+    forms: Vec<Form>,
+    /// For each value, whether it is a load that may read one period.
+    cycle_loads: Vec<bool>,
 }
 
 impl<'p> Context<'p> {
@@ -255,13 +261,16 @@ impl<'p> Context<'p> {
             .iter()
             .map(|a| ScalarBits::new(a.init.0, a.ty.dtype))
             .collect();
+        let (forms, cycle_loads) = analysis::spread_operands(program);
         Ok(Context {
             program,
             views,
             consts,
             acc_init,
             work_per_point: work(program, &program.body),
-            forward: forward::forwarded_stores(program),
+            forward: analysis::forwarded_stores(program),
+            forms,
+            cycle_loads,
         })
     }
 
@@ -326,7 +335,19 @@ impl<'p> Context<'p> {
                     masked,
                 } => {
                     let part = frame.partition(index);
-                    self.views[view.index()].load(&part, *masked, &mut frame.values[dst.index()])?;
+                    let (plan, tile) = (&self.views[view.index()], &mut frame.values[dst.index()]);
+                    frame.forms[dst.index()] = if self.cycle_loads[dst.index()] {
+                        match plan.load_period(&part, *masked, tile)? {
+                            Some(period) => Form::Cycle {
+                                src: dst.index(),
+                                period,
+                            },
+                            None => Form::Dense,
+                        }
+                    } else {
+                        plan.load(&part, *masked, tile)?;
+                        Form::Dense
+                    };
                 }
                 Inst::Store {
                     view,
@@ -359,8 +380,12 @@ impl<'p> Context<'p> {
                 }
                 Inst::Binary { dst, op, lhs, rhs } => {
                     self.place(frame, *dst);
-                    frame.with_dst(dst.index(), |d, v| {
-                        elementwise::binary(*op, dtype(lhs), d, Some(&v[lhs.index()]), &v[rhs.index()])
+                    let (l, r) = (frame.operand(*lhs), frame.operand(*rhs));
+                    frame.with_dst(dst.index(), |d, v| match (l, r) {
+                        ((l, Spread::Dense), (r, Spread::Dense)) => {
+                            elementwise::binary(*op, dtype(lhs), d, Some(&v[l]), &v[r])
+                        }
+                        ((l, ls), (r, rs)) => elementwise::arith_spread(*op, dtype(lhs), d, (&v[l], ls), (&v[r], rs)),
                     })?
                 }
                 Inst::Select {
@@ -378,6 +403,8 @@ impl<'p> Context<'p> {
                     self.place(frame, *dst);
                     frame.with_dst(dst.index(), |d, v| elementwise::cast(d, &v[src.index()]))?
                 }
+                // A spread broadcast is read through its source by its users.
+                Inst::Broadcast { dst, .. } if self.forms[dst.index()] != Form::Dense => {}
                 Inst::Broadcast { dst, src } => frame.with_dst(dst.index(), |d, v| {
                     shape_ops::broadcast(shape(dst), shape(src), d, &v[src.index()])
                 })?,
@@ -435,7 +462,7 @@ impl Context<'_> {
             // overlap), nothing reads or writes it before the forwarded store
             // (`forward::forwarded_stores`), and the tile is only written by
             // its defining instruction and read by that store.
-            Some(ptr) => unsafe { tile.borrow(ptr, true) },
+            Some(ptr) => unsafe { tile.borrow(ptr, self.program.values[dst.index()].numel() as usize, true) },
             None => tile.release(),
         }
     }
@@ -468,6 +495,9 @@ fn work(program: &Program, body: &[Inst]) -> u64 {
 /// grid point it runs, and the current grid point and loop variables.
 struct Frame {
     values: Vec<Buf>,
+    /// How each value is held: spread broadcasts and period loads refer to
+    /// another value's elements or to fewer elements of their own.
+    forms: Vec<Form>,
     accs: Vec<Buf>,
     grid: Vec<u64>,
     loops: Vec<u64>,
@@ -486,6 +516,7 @@ impl Frame {
         }
         Frame {
             values,
+            forms: context.forms.clone(),
             accs: program
                 .accs
                 .iter()
@@ -511,6 +542,15 @@ impl Frame {
 
     fn partition(&self, index: &PartitionIndex) -> crate::kernels::ir::Dims<u64> {
         index.iter().map(|e| self.eval(e)).collect()
+    }
+
+    /// Where the elements of operand `v` are: a value and how it spreads.
+    fn operand(&self, v: ValueId) -> (usize, Spread) {
+        match self.forms[v.index()] {
+            Form::Dense => (v.index(), Spread::Dense),
+            Form::Repeat { src, rep } => (src, Spread::Repeat(rep)),
+            Form::Cycle { src, period } => (src, Spread::Cycle(period)),
+        }
     }
 
     /// Runs `f` with value `dst` taken out of the table (mutable) and the
