@@ -21,6 +21,13 @@
 //!   memory, so a contiguous partition is one `memcpy`, a broadcast axis
 //!   (stride 0) is a fill, and only truly strided rows take an element loop.
 //!   Padding is written only for partitions at ragged edges.
+//! - **No copies where none are needed** (worked out per program in
+//!   `analysis`): a whole contiguous partition of read-only memory is read
+//!   in place (a zero-copy load); an elementwise result whose only use is a
+//!   store of a whole contiguous partition is computed straight into that
+//!   memory; a broadcast used only by arithmetic is never materialised (the
+//!   op spreads its source itself), nor is a row read through a stride-0
+//!   view (a bias) copied once per tile row.
 //! - **Reductions** along a contiguous axis keep 16 independent partial
 //!   results (vectorised, and more accurate for float sums than one running
 //!   sum); along an outer axis they add whole rows elementwise.
