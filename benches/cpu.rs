@@ -1,7 +1,7 @@
 //! CPU throughput of the suite's pipelines (BENCHMARKS.md, "CPU pipelines"):
 //! chain and mse on [2^24] f32, softmax and layer norm on [4096, 1024] f32.
 //!
-//! Each pipeline is measured three ways, as criterion groups named
+//! Each pipeline is measured four ways, as criterion groups named
 //! `PIPELINE/VARIANT`:
 //! - `tilefuse`: the expression built from realized inputs and realized, every
 //!   iteration, through the `Tensor` API, so it measures whatever realization
@@ -10,18 +10,22 @@
 //!   rayon over chunks of the output (a map-reduce for mse), in f32;
 //! - `unfused`: the same math as an eager library runs it, one full pass per
 //!   op that materialises its result (broadcast operands are read in place,
-//!   not expanded), each pass parallel on the same rayon threads.
+//!   not expanded), each pass parallel on the same rayon threads;
+//! - `unfused_ndarray`: plain single-threaded `ndarray` expressions, one
+//!   materialised array per op, the "ndarray, unfused" baseline of
+//!   BENCHMARKS.md that the CPU targets are stated against.
 //!
 //! Every variant returns a freshly allocated result, as realization must.
 //! Throughput is the pipeline's minimal bytes (every input read once, every
 //! output written once), so criterion reports GB/s. Before timing, each
-//! pipeline checks that the tilefuse and unfused results match the hand-fused
-//! loop, and panics if they do not.
+//! pipeline checks that the tilefuse and both unfused results match the
+//! hand-fused loop, and panics if they do not.
 //!
 //! Run with `cargo bench --bench cpu`; add `-- --quick` for a short check.
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
+use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
 use std::time::Duration;
 use tilefuse::{DType, Tensor};
@@ -267,6 +271,57 @@ fn layer_norm_unfused(x: &[f32], w: &[f32], b: &[f32]) -> Vec<f32> {
     cols_map(&scaled, b, |u, v| u + v)
 }
 
+// ---- Unfused ndarray: one materialised array per op, one thread. ----
+
+/// The chain as ndarray expressions.
+fn chain_ndarray(a: &Array1<f32>, b: &Array1<f32>, c: &Array1<f32>) -> Array1<f32> {
+    let abc = &(a * b) + c;
+    let ts = &abc.mapv(f32::tanh) * &a.mapv(sigmoid);
+    let e = (-(b * b)).mapv(f32::exp);
+    &ts - &e
+}
+
+/// mse as ndarray expressions. A plain f32 `sum()` of 2^24 squares is off
+/// by about 1e-3 relative, so the squares are summed in rows of [`COLS`]
+/// (f32, as ndarray vectorises them) and the row sums in f64.
+fn mse_ndarray(a: &Array1<f32>, b: &Array1<f32>) -> f32 {
+    let d = a - b;
+    let rows = (&d * &d)
+        .into_shape_with_order((a.len() / COLS, COLS))
+        .expect("a length divisible by COLS")
+        .sum_axis(Axis(1));
+    (rows.mapv(f64::from).sum() / a.len() as f64) as f32
+}
+
+/// Softmax as ndarray expressions.
+fn softmax_ndarray(x: &Array2<f32>) -> Array2<f32> {
+    let m = x.map_axis(Axis(1), |row| row.fold(f32::NEG_INFINITY, |m, &v| m.max(v)));
+    let e = (x - &m.insert_axis(Axis(1))).mapv(f32::exp);
+    let s = e.sum_axis(Axis(1));
+    &e / &s.insert_axis(Axis(1))
+}
+
+/// Layer norm as ndarray expressions.
+fn layer_norm_ndarray(x: &Array2<f32>, w: &Array1<f32>, b: &Array1<f32>) -> Array2<f32> {
+    let n = x.ncols() as f32;
+    let mean = x.sum_axis(Axis(1)) / n;
+    let d = x - &mean.insert_axis(Axis(1));
+    let var = (&d * &d).sum_axis(Axis(1)) / n;
+    let rstd = var.mapv(|v| 1.0 / (v + EPS as f32).sqrt());
+    let norm = &d * &rstd.insert_axis(Axis(1));
+    &(&norm * w) + b
+}
+
+/// A row-major `[ROWS, COLS]` ndarray of `x`.
+fn matrix(x: &[f32]) -> Array2<f32> {
+    Array2::from_shape_vec((ROWS, COLS), x.to_vec()).expect("a [ROWS, COLS] input")
+}
+
+/// The elements of an ndarray result in row-major order.
+fn elements<D: ndarray::Dimension>(x: &ndarray::Array<f32, D>) -> Vec<f32> {
+    x.iter().copied().collect()
+}
+
 // ---- The groups. ----
 
 /// The chain expression on tensors.
@@ -290,12 +345,19 @@ fn bench_chain(c: &mut Criterion) {
         .expect("reading chain");
     assert_close("chain/tilefuse", &got, &want);
     assert_close("chain/unfused", &chain_unfused(&a, &b, &cv), &want);
+    let (na, nb, nc) = (
+        Array1::from(a.clone()),
+        Array1::from(b.clone()),
+        Array1::from(cv.clone()),
+    );
+    assert_close("chain/unfused_ndarray", &elements(&chain_ndarray(&na, &nb, &nc)), &want);
     drop((got, want));
 
     let mut g = group(c, "chain", 16 * FLAT_LEN);
     g.bench_function("tilefuse", |it| it.iter(|| realize(|| chain_tilefuse(&ta, &tb, &tc))));
     g.bench_function("hand_fused", |it| it.iter(|| chain_hand_fused(&a, &b, &cv)));
     g.bench_function("unfused", |it| it.iter(|| chain_unfused(&a, &b, &cv)));
+    g.bench_function("unfused_ndarray", |it| it.iter(|| chain_ndarray(&na, &nb, &nc)));
     g.finish();
 }
 
@@ -308,11 +370,14 @@ fn bench_mse(c: &mut Criterion) {
         .expect("reading mse");
     assert_close("mse/tilefuse", &[got], &[want]);
     assert_close("mse/unfused", &[mse_unfused(&a, &b)], &[want]);
+    let (na, nb) = (Array1::from(a.clone()), Array1::from(b.clone()));
+    assert_close("mse/unfused_ndarray", &[mse_ndarray(&na, &nb)], &[want]);
 
     let mut g = group(c, "mse", 8 * FLAT_LEN);
     g.bench_function("tilefuse", |it| it.iter(|| realize(|| mse_tilefuse(&ta, &tb))));
     g.bench_function("hand_fused", |it| it.iter(|| mse_hand_fused(&a, &b)));
     g.bench_function("unfused", |it| it.iter(|| mse_unfused(&a, &b)));
+    g.bench_function("unfused_ndarray", |it| it.iter(|| mse_ndarray(&na, &nb)));
     g.finish();
 }
 
@@ -322,11 +387,14 @@ fn bench_softmax(c: &mut Criterion) {
     let got = realize(|| tx.softmax(-1)).to_vec::<f32>().expect("reading softmax");
     assert_close("softmax/tilefuse", &got, &want);
     assert_close("softmax/unfused", &softmax_unfused(&x, COLS), &want);
+    let nx = matrix(&x);
+    assert_close("softmax/unfused_ndarray", &elements(&softmax_ndarray(&nx)), &want);
 
     let mut g = group(c, "softmax", 8 * ROWS * COLS);
     g.bench_function("tilefuse", |it| it.iter(|| realize(|| tx.softmax(-1))));
     g.bench_function("hand_fused", |it| it.iter(|| softmax_hand_fused(&x, COLS)));
     g.bench_function("unfused", |it| it.iter(|| softmax_unfused(&x, COLS)));
+    g.bench_function("unfused_ndarray", |it| it.iter(|| softmax_ndarray(&nx)));
     g.finish();
 }
 
@@ -339,11 +407,18 @@ fn bench_layer_norm(c: &mut Criterion) {
     let got = realize(tilefuse).to_vec::<f32>().expect("reading layer_norm");
     assert_close("layer_norm/tilefuse", &got, &want);
     assert_close("layer_norm/unfused", &layer_norm_unfused(&x, &w, &b), &want);
+    let (nx, nw, nb) = (matrix(&x), Array1::from(w.clone()), Array1::from(b.clone()));
+    assert_close(
+        "layer_norm/unfused_ndarray",
+        &elements(&layer_norm_ndarray(&nx, &nw, &nb)),
+        &want,
+    );
 
     let mut g = group(c, "layer_norm", 8 * ROWS * COLS + 8 * COLS);
     g.bench_function("tilefuse", |it| it.iter(|| realize(tilefuse)));
     g.bench_function("hand_fused", |it| it.iter(|| layer_norm_hand_fused(&x, &w, &b)));
     g.bench_function("unfused", |it| it.iter(|| layer_norm_unfused(&x, &w, &b)));
+    g.bench_function("unfused_ndarray", |it| it.iter(|| layer_norm_ndarray(&nx, &nw, &nb)));
     g.finish();
 }
 

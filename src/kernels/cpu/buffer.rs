@@ -5,46 +5,166 @@
 //! instruction, and copy-only instructions (loads, stores, selects,
 //! broadcasts) go through the element's bit pattern ([`Bits`]), so they are
 //! compiled once per element size rather than once per dtype.
+//!
+//! A tile's elements live in a [`Slab`]: normally the buffer's own vector,
+//! but a load of a whole contiguous partition of read-only memory makes the
+//! slab point at that memory instead of copying it (a *zero-copy load*), and
+//! a tile whose only use is a store of a whole contiguous partition is
+//! computed straight into that memory (a *forwarded store*). Writing through
+//! a read-only slab ([`DerefMut`]) drops its borrow and hands out the slab's
+//! own vector, so every instruction that writes a tile must write all of it,
+//! as they all do.
 
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::storage::HostBuffer;
 use bytemuck::Pod;
 use half::{bf16, f16};
+use std::ops::{Deref, DerefMut};
+
+/// The storage of one tile's elements: its own vector, or borrowed
+/// parameter memory (read-only after a zero-copy load, writable when the
+/// tile's only use is a store to that memory).
+#[derive(Debug, Clone)]
+pub(crate) struct Slab<T> {
+    owned: Vec<T>,
+    /// The borrowed elements (pointer, length, writable), used instead of
+    /// `owned` while set.
+    borrowed: Option<(*mut T, usize, bool)>,
+}
+
+impl<T> Slab<T> {
+    fn new(owned: Vec<T>) -> Slab<T> {
+        Slab { owned, borrowed: None }
+    }
+
+    /// Makes the slab use `len` elements at `ptr`: read-only until it is
+    /// next written, or `writable` until the next borrow or [`Slab::release`].
+    ///
+    /// # Safety
+    /// `ptr` must be valid and aligned for reading (and if `writable`,
+    /// writing) `len` elements; while the slab may use them, no one else may
+    /// write that memory, nor (if `writable`) read it.
+    unsafe fn borrow(&mut self, ptr: *mut T, len: usize, writable: bool) {
+        self.borrowed = Some((ptr, len, writable));
+    }
+
+    fn release(&mut self) {
+        self.borrowed = None;
+    }
+
+    fn borrowed_ptr(&self) -> Option<*mut T> {
+        self.borrowed.map(|b| b.0)
+    }
+}
+
+impl<T> Deref for Slab<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        match self.borrowed {
+            // SAFETY: guaranteed by the caller of `Slab::borrow`.
+            Some((ptr, len, _)) => unsafe { std::slice::from_raw_parts(ptr, len) },
+            None => &self.owned,
+        }
+    }
+}
+
+impl<T> DerefMut for Slab<T> {
+    /// The elements to overwrite: the writable borrowed memory, or else the
+    /// slab's own vector (dropping a read-only borrow).
+    fn deref_mut(&mut self) -> &mut [T] {
+        match self.borrowed {
+            // SAFETY: guaranteed by the caller of `Slab::borrow`.
+            Some((ptr, len, true)) => unsafe { std::slice::from_raw_parts_mut(ptr, len) },
+            _ => {
+                self.borrowed = None;
+                &mut self.owned
+            }
+        }
+    }
+}
 
 /// The elements of one tile.
 #[derive(Debug, Clone)]
 pub(crate) enum Buf {
-    Bool(Vec<u8>),
-    U8(Vec<u8>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    U32(Vec<u32>),
-    F16(Vec<f16>),
-    BF16(Vec<bf16>),
-    F32(Vec<f32>),
-    F64(Vec<f64>),
+    Bool(Slab<u8>),
+    U8(Slab<u8>),
+    I32(Slab<i32>),
+    I64(Slab<i64>),
+    U32(Slab<u32>),
+    F16(Slab<f16>),
+    BF16(Slab<bf16>),
+    F32(Slab<f32>),
+    F64(Slab<f64>),
 }
 
 impl Buf {
     /// A tile of `len` elements of `dtype`, all bits zero.
     pub fn zeros(dtype: DType, len: usize) -> Buf {
         match dtype {
-            DType::Bool => Buf::Bool(vec![0; len]),
-            DType::U8 => Buf::U8(vec![0; len]),
-            DType::I32 => Buf::I32(vec![0; len]),
-            DType::I64 => Buf::I64(vec![0; len]),
-            DType::U32 => Buf::U32(vec![0; len]),
-            DType::F16 => Buf::F16(vec![f16::ZERO; len]),
-            DType::BF16 => Buf::BF16(vec![bf16::ZERO; len]),
-            DType::F32 => Buf::F32(vec![0.0; len]),
-            DType::F64 => Buf::F64(vec![0.0; len]),
+            DType::Bool => Buf::Bool(Slab::new(vec![0; len])),
+            DType::U8 => Buf::U8(Slab::new(vec![0; len])),
+            DType::I32 => Buf::I32(Slab::new(vec![0; len])),
+            DType::I64 => Buf::I64(Slab::new(vec![0; len])),
+            DType::U32 => Buf::U32(Slab::new(vec![0; len])),
+            DType::F16 => Buf::F16(Slab::new(vec![f16::ZERO; len])),
+            DType::BF16 => Buf::BF16(Slab::new(vec![bf16::ZERO; len])),
+            DType::F32 => Buf::F32(Slab::new(vec![0.0; len])),
+            DType::F64 => Buf::F64(Slab::new(vec![0.0; len])),
         }
     }
 
     /// An empty placeholder, left in a slot while its buffer is borrowed out.
     pub fn placeholder() -> Buf {
-        Buf::Bool(Vec::new())
+        Buf::Bool(Slab::new(Vec::new()))
+    }
+
+    /// Makes the tile use `len` elements of memory at `ptr` instead of its
+    /// own buffer: read-only until it is next written, or `writable` until
+    /// the next borrow or [`Buf::release`].
+    ///
+    /// # Safety
+    /// As [`Slab::borrow`], for elements of the tile's dtype.
+    pub unsafe fn borrow(&mut self, ptr: *mut u8, len: usize, writable: bool) {
+        match self {
+            Buf::Bool(v) | Buf::U8(v) => v.borrow(ptr, len, writable),
+            Buf::I32(v) => v.borrow(ptr.cast(), len, writable),
+            Buf::I64(v) => v.borrow(ptr.cast(), len, writable),
+            Buf::U32(v) => v.borrow(ptr.cast(), len, writable),
+            Buf::F16(v) => v.borrow(ptr.cast(), len, writable),
+            Buf::BF16(v) => v.borrow(ptr.cast(), len, writable),
+            Buf::F32(v) => v.borrow(ptr.cast(), len, writable),
+            Buf::F64(v) => v.borrow(ptr.cast(), len, writable),
+        }
+    }
+
+    /// Makes the tile use its own buffer again.
+    pub fn release(&mut self) {
+        match self {
+            Buf::Bool(v) | Buf::U8(v) => v.release(),
+            Buf::I32(v) => v.release(),
+            Buf::I64(v) => v.release(),
+            Buf::U32(v) => v.release(),
+            Buf::F16(v) => v.release(),
+            Buf::BF16(v) => v.release(),
+            Buf::F32(v) => v.release(),
+            Buf::F64(v) => v.release(),
+        }
+    }
+
+    /// The memory the tile borrows, if any.
+    pub fn borrowed_ptr(&self) -> Option<*mut u8> {
+        match self {
+            Buf::Bool(v) | Buf::U8(v) => v.borrowed_ptr(),
+            Buf::I32(v) => v.borrowed_ptr().map(<*mut i32>::cast),
+            Buf::I64(v) => v.borrowed_ptr().map(<*mut i64>::cast),
+            Buf::U32(v) => v.borrowed_ptr().map(<*mut u32>::cast),
+            Buf::F16(v) => v.borrowed_ptr().map(<*mut f16>::cast),
+            Buf::BF16(v) => v.borrowed_ptr().map(<*mut bf16>::cast),
+            Buf::F32(v) => v.borrowed_ptr().map(<*mut f32>::cast),
+            Buf::F64(v) => v.borrowed_ptr().map(<*mut f64>::cast),
+        }
     }
 
     /// The dtype of the elements.
@@ -66,13 +186,13 @@ impl Buf {
     pub fn bits(&self) -> Bits<'_> {
         match self {
             Buf::Bool(v) | Buf::U8(v) => Bits::B1(v),
-            Buf::I32(v) => Bits::B4(bytemuck::cast_slice(v)),
-            Buf::I64(v) => Bits::B8(bytemuck::cast_slice(v)),
+            Buf::I32(v) => Bits::B4(bytemuck::cast_slice(&v[..])),
+            Buf::I64(v) => Bits::B8(bytemuck::cast_slice(&v[..])),
             Buf::U32(v) => Bits::B4(v),
-            Buf::F16(v) => Bits::B2(bytemuck::cast_slice(v)),
-            Buf::BF16(v) => Bits::B2(bytemuck::cast_slice(v)),
-            Buf::F32(v) => Bits::B4(bytemuck::cast_slice(v)),
-            Buf::F64(v) => Bits::B8(bytemuck::cast_slice(v)),
+            Buf::F16(v) => Bits::B2(bytemuck::cast_slice(&v[..])),
+            Buf::BF16(v) => Bits::B2(bytemuck::cast_slice(&v[..])),
+            Buf::F32(v) => Bits::B4(bytemuck::cast_slice(&v[..])),
+            Buf::F64(v) => Bits::B8(bytemuck::cast_slice(&v[..])),
         }
     }
 
@@ -80,13 +200,13 @@ impl Buf {
     pub fn bits_mut(&mut self) -> BitsMut<'_> {
         match self {
             Buf::Bool(v) | Buf::U8(v) => BitsMut::B1(v),
-            Buf::I32(v) => BitsMut::B4(bytemuck::cast_slice_mut(v)),
-            Buf::I64(v) => BitsMut::B8(bytemuck::cast_slice_mut(v)),
+            Buf::I32(v) => BitsMut::B4(bytemuck::cast_slice_mut(&mut v[..])),
+            Buf::I64(v) => BitsMut::B8(bytemuck::cast_slice_mut(&mut v[..])),
             Buf::U32(v) => BitsMut::B4(v),
-            Buf::F16(v) => BitsMut::B2(bytemuck::cast_slice_mut(v)),
-            Buf::BF16(v) => BitsMut::B2(bytemuck::cast_slice_mut(v)),
-            Buf::F32(v) => BitsMut::B4(bytemuck::cast_slice_mut(v)),
-            Buf::F64(v) => BitsMut::B8(bytemuck::cast_slice_mut(v)),
+            Buf::F16(v) => BitsMut::B2(bytemuck::cast_slice_mut(&mut v[..])),
+            Buf::BF16(v) => BitsMut::B2(bytemuck::cast_slice_mut(&mut v[..])),
+            Buf::F32(v) => BitsMut::B4(bytemuck::cast_slice_mut(&mut v[..])),
+            Buf::F64(v) => BitsMut::B8(bytemuck::cast_slice_mut(&mut v[..])),
         }
     }
 
@@ -173,7 +293,8 @@ impl ScalarBits {
 pub(crate) trait Elem: Pod + Send + Sync + 'static {
     /// The elements of `buf`, if it holds this type (`u8` also reads bool tiles).
     fn of(buf: &Buf) -> Option<&[Self]>;
-    /// The elements of `buf`, mutable, if it holds this type.
+    /// The elements of `buf`, mutable, if it holds this type (see
+    /// [`Slab`]'s `DerefMut`: the caller overwrites them all).
     fn of_mut(buf: &mut Buf) -> Option<&mut [Self]>;
 }
 
@@ -182,13 +303,13 @@ macro_rules! elem {
         impl Elem for $t {
             fn of(buf: &Buf) -> Option<&[$t]> {
                 match buf {
-                    $(Buf::$variant(v))|+ => Some(v),
+                    $(Buf::$variant(v))|+ => Some(&**v),
                     _ => None,
                 }
             }
             fn of_mut(buf: &mut Buf) -> Option<&mut [$t]> {
                 match buf {
-                    $(Buf::$variant(v))|+ => Some(v),
+                    $(Buf::$variant(v))|+ => Some(&mut **v),
                     _ => None,
                 }
             }

@@ -306,6 +306,96 @@ fn arith<T: Num>(op: BinaryOp, d: &mut [T], a: Option<&[T]>, b: &[T]) -> Result<
     }
 }
 
+/// How an operand's elements map onto the result's elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spread {
+    /// One to one.
+    Dense,
+    /// Each operand element covers a run of this many result elements.
+    Repeat(usize),
+    /// The operand's first this many elements repeat along the result.
+    Cycle(usize),
+}
+
+/// `dst = op(lhs, rhs)` for an arithmetic op (add, sub, mul, div, maximum,
+/// minimum) of which at most one operand is spread.
+pub(crate) fn arith_spread(
+    op: BinaryOp,
+    dtype: DType,
+    dst: &mut Buf,
+    lhs: (&Buf, Spread),
+    rhs: (&Buf, Spread),
+) -> Result<()> {
+    macro_rules! run {
+        ($($d:ident => $t:ty),*) => {
+            match dtype {
+                $(DType::$d => arith_spread_typed::<$t>(
+                    op,
+                    typed_mut(dst)?,
+                    (typed(lhs.0)?, lhs.1),
+                    (typed(rhs.0)?, rhs.1),
+                ),)*
+                _ => Err(unsupported("tile binary op", dtype, "the op does not take this dtype")),
+            }
+        };
+    }
+    run!(U8 => u8, I32 => i32, I64 => i64, U32 => u32, F32 => f32, F64 => f64)
+}
+
+fn arith_spread_typed<T: Num>(op: BinaryOp, d: &mut [T], a: (&[T], Spread), b: (&[T], Spread)) -> Result<()> {
+    match op {
+        BinaryOp::Add => spread2(d, a, b, T::add),
+        BinaryOp::Sub => spread2(d, a, b, T::sub),
+        BinaryOp::Mul => spread2(d, a, b, T::mul),
+        BinaryOp::Div => spread2(d, a, b, T::div),
+        BinaryOp::Maximum => spread2(d, a, b, T::maximum),
+        BinaryOp::Minimum => spread2(d, a, b, T::minimum),
+        _ => Err(malformed(format!("{op:?} with a spread operand"))),
+    }
+}
+
+/// `d[i] = f(a[i], b[i])` with `a` and `b` read through their spreads.
+#[inline(always)]
+fn spread2<T: Copy>(d: &mut [T], a: (&[T], Spread), b: (&[T], Spread), f: impl Fn(T, T) -> T) -> Result<()> {
+    match (a.1, b.1) {
+        (Spread::Dense, spread) => spread_into(d, a.0, b.0, spread, f),
+        (spread, Spread::Dense) => spread_into(d, b.0, a.0, spread, |y, x| f(x, y)),
+        _ => Err(malformed("a binary op with two spread operands".into())),
+    }
+}
+
+/// `d[i] = f(x[i], s[spread(i)])`.
+#[inline(always)]
+fn spread_into<T: Copy>(d: &mut [T], x: &[T], s: &[T], spread: Spread, f: impl Fn(T, T) -> T) -> Result<()> {
+    same_len(d.len(), x.len())?;
+    let bad = || malformed(format!("{spread:?} of {} elements onto {}", s.len(), d.len()));
+    match spread {
+        Spread::Dense => map2(d, Some(x), s, f)?,
+        Spread::Repeat(rep) => {
+            if rep == 0 || s.len() * rep != d.len() {
+                return Err(bad());
+            }
+            for ((dr, xr), &y) in d.chunks_exact_mut(rep).zip(x.chunks_exact(rep)).zip(s) {
+                for (d, &x) in dr.iter_mut().zip(xr) {
+                    *d = f(x, y);
+                }
+            }
+        }
+        Spread::Cycle(period) => {
+            if period == 0 || d.len() % period != 0 || s.len() < period {
+                return Err(bad());
+            }
+            let s = &s[..period];
+            for (dr, xr) in d.chunks_exact_mut(period).zip(x.chunks_exact(period)) {
+                for ((d, &x), &y) in dr.iter_mut().zip(xr).zip(s) {
+                    *d = f(x, y);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn pow<T: Float>(_: BinaryOp, d: &mut [T], a: Option<&[T]>, b: &[T]) -> Result<()> {
     map2(d, a, b, T::powf)
 }

@@ -233,10 +233,62 @@ impl ViewPlan {
         Ok(())
     }
 
+    /// The address of the partition's first element if the partition is
+    /// whole and one contiguous run of memory in tile order.
+    fn contiguous(&self, region: &Region) -> Option<*mut u8> {
+        let whole_run = region.full && region.rank == 1 && region.axes[0] == (self.numel, 1, 1);
+        // SAFETY: the region lies in the buffer (checked in `ViewPlan::new`).
+        whole_run.then(|| unsafe { self.mem.ptr.add(region.base as usize * self.mem.dtype.size_in_bytes()) })
+    }
+
+    /// Where a tile to be stored to partition `part` can be computed in
+    /// place: the partition's memory if it is whole, contiguous, writable and
+    /// of the tile's dtype and length. Bad partitions give `None` and are
+    /// reported by the store itself.
+    pub fn store_in_place(&self, part: &[u64], masked: bool, tile: &Buf) -> Option<*mut u8> {
+        let region = self.region(part, masked, "kernel store").ok()?;
+        self.check_tile(tile, "store").ok()?;
+        self.contiguous(&region).filter(|_| self.mem.writable)
+    }
+
+    /// Loads partition `part` into `dst`, or, if the partition is whole
+    /// and in read-only memory and its leading axes have stride 0 over one
+    /// contiguous run of `period` elements, makes `dst` read that run in
+    /// place and returns `Some(period)`.
+    pub fn load_period(&self, part: &[u64], masked: bool, dst: &mut Buf) -> Result<Option<usize>> {
+        let region = self.region(part, masked, "kernel load")?;
+        // The tile is overwritten whole, so a borrow from the last load ends here.
+        dst.release();
+        self.check_tile(dst, "load")?;
+        let [(_, 0, outer), (period, 1, 1)] = region.axes[..region.rank] else {
+            return self.load(part, masked, dst).map(|()| None);
+        };
+        if !region.full || self.mem.writable || outer != period as i64 {
+            return self.load(part, masked, dst).map(|()| None);
+        }
+        // SAFETY: as for the zero-copy load in `load`: the run lies in the
+        // buffer, which nothing writes while frames live.
+        unsafe {
+            let ptr = self.mem.ptr.add(region.base as usize * self.mem.dtype.size_in_bytes());
+            dst.borrow(ptr, period, false);
+        }
+        Ok(Some(period))
+    }
+
     /// Loads partition `part` into `dst`.
     pub fn load(&self, part: &[u64], masked: bool, dst: &mut Buf) -> Result<()> {
         let region = self.region(part, masked, "kernel load")?;
+        // The tile is overwritten whole, so a borrow from the last load ends here.
+        dst.release();
         self.check_tile(dst, "load")?;
+        if let (Some(ptr), false) = (self.contiguous(&region), self.mem.writable) {
+            // A whole contiguous partition of read-only memory: the tile reads
+            // it in place. SAFETY: the partition lies in the buffer, which is
+            // borrowed immutably for the whole execution, so nothing writes it
+            // while frames live.
+            unsafe { dst.borrow(ptr, self.numel, false) };
+            return Ok(());
+        }
         match dst.bits_mut() {
             BitsMut::B1(d) => self.load_typed(&region, d),
             BitsMut::B2(d) => self.load_typed(&region, d),
@@ -276,6 +328,10 @@ impl ViewPlan {
         self.check_tile(src, "store")?;
         if !self.mem.writable {
             return Err(malformed("store to a read-only parameter".into()));
+        }
+        if src.borrowed_ptr().is_some() && src.borrowed_ptr() == self.contiguous(&region) {
+            // The tile was computed in place (`store_in_place`).
+            return Ok(());
         }
         match src.bits() {
             Bits::B1(s) => self.store_typed(&region, s),

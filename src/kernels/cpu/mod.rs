@@ -21,6 +21,13 @@
 //!   memory, so a contiguous partition is one `memcpy`, a broadcast axis
 //!   (stride 0) is a fill, and only truly strided rows take an element loop.
 //!   Padding is written only for partitions at ragged edges.
+//! - **No copies where none are needed** (worked out per program in
+//!   `analysis`): a whole contiguous partition of read-only memory is read
+//!   in place (a zero-copy load); an elementwise result whose only use is a
+//!   store of a whole contiguous partition is computed straight into that
+//!   memory; a broadcast used only by arithmetic is never materialised (the
+//!   op spreads its source itself), nor is a row read through a stride-0
+//!   view (a bias) copied once per tile row.
 //! - **Reductions** along a contiguous axis keep 16 independent partial
 //!   results (vectorised, and more accurate for float sums than one running
 //!   sum); along an outer axis they add whole rows elementwise.
@@ -63,6 +70,7 @@
 //! # Ok::<(), tilefuse::Error>(())
 //! ```
 
+mod analysis;
 mod buffer;
 mod elementwise;
 mod memory;
@@ -71,9 +79,11 @@ mod shape_ops;
 mod tests;
 
 use crate::error::{Error, Result};
-use crate::kernels::ir::{verify, IndexExpr, Inst, PartitionIndex, Program};
+use crate::kernels::ir::{verify, IndexExpr, Inst, PartitionIndex, Program, ValueId};
 use crate::storage::HostBuffer;
+use analysis::Form;
 use buffer::{malformed, typed_mut, Buf, ScalarBits};
+use elementwise::Spread;
 use memory::{SharedMem, ViewPlan};
 use rayon::prelude::*;
 
@@ -225,6 +235,12 @@ struct Context<'p> {
     acc_init: Vec<ScalarBits>,
     /// Tile elements touched per grid point, loops counted (a cost estimate).
     work_per_point: u64,
+    /// For each value, the store it is computed into when possible.
+    forward: Vec<Option<analysis::Forward>>,
+    /// For each value, its form when it is a broadcast never materialised.
+    forms: Vec<Form>,
+    /// For each value, whether it is a load that may read one period.
+    cycle_loads: Vec<bool>,
 }
 
 impl<'p> Context<'p> {
@@ -252,12 +268,16 @@ impl<'p> Context<'p> {
             .iter()
             .map(|a| ScalarBits::new(a.init.0, a.ty.dtype))
             .collect();
+        let (forms, cycle_loads) = analysis::spread_operands(program);
         Ok(Context {
             program,
             views,
             consts,
             acc_init,
             work_per_point: work(program, &program.body),
+            forward: analysis::forwarded_stores(program),
+            forms,
+            cycle_loads,
         })
     }
 
@@ -322,7 +342,19 @@ impl<'p> Context<'p> {
                     masked,
                 } => {
                     let part = frame.partition(index);
-                    self.views[view.index()].load(&part, *masked, &mut frame.values[dst.index()])?;
+                    let (plan, tile) = (&self.views[view.index()], &mut frame.values[dst.index()]);
+                    frame.forms[dst.index()] = if self.cycle_loads[dst.index()] {
+                        match plan.load_period(&part, *masked, tile)? {
+                            Some(period) => Form::Cycle {
+                                src: dst.index(),
+                                period,
+                            },
+                            None => Form::Dense,
+                        }
+                    } else {
+                        plan.load(&part, *masked, tile)?;
+                        Form::Dense
+                    };
                 }
                 Inst::Store {
                     view,
@@ -347,21 +379,39 @@ impl<'p> Context<'p> {
                     let i = frame.eval(index);
                     shape_ops::iota(shape(dst), *axis as usize, i, &mut frame.values[dst.index()])?;
                 }
-                Inst::Unary { dst, op, src } => frame.with_dst(dst.index(), |d, v| {
-                    elementwise::unary(*op, dtype(src), d, &v[src.index()])
-                })?,
-                Inst::Binary { dst, op, lhs, rhs } => frame.with_dst(dst.index(), |d, v| {
-                    elementwise::binary(*op, dtype(lhs), d, Some(&v[lhs.index()]), &v[rhs.index()])
-                })?,
+                Inst::Unary { dst, op, src } => {
+                    self.place(frame, *dst);
+                    frame.with_dst(dst.index(), |d, v| {
+                        elementwise::unary(*op, dtype(src), d, &v[src.index()])
+                    })?
+                }
+                Inst::Binary { dst, op, lhs, rhs } => {
+                    self.place(frame, *dst);
+                    let (l, r) = (frame.operand(*lhs), frame.operand(*rhs));
+                    frame.with_dst(dst.index(), |d, v| match (l, r) {
+                        ((l, Spread::Dense), (r, Spread::Dense)) => {
+                            elementwise::binary(*op, dtype(lhs), d, Some(&v[l]), &v[r])
+                        }
+                        ((l, ls), (r, rs)) => elementwise::arith_spread(*op, dtype(lhs), d, (&v[l], ls), (&v[r], rs)),
+                    })?
+                }
                 Inst::Select {
                     dst,
                     cond,
                     on_true,
                     on_false,
-                } => frame.with_dst(dst.index(), |d, v| {
-                    elementwise::select(d, &v[cond.index()], &v[on_true.index()], &v[on_false.index()])
-                })?,
-                Inst::Cast { dst, src } => frame.with_dst(dst.index(), |d, v| elementwise::cast(d, &v[src.index()]))?,
+                } => {
+                    self.place(frame, *dst);
+                    frame.with_dst(dst.index(), |d, v| {
+                        elementwise::select(d, &v[cond.index()], &v[on_true.index()], &v[on_false.index()])
+                    })?
+                }
+                Inst::Cast { dst, src } => {
+                    self.place(frame, *dst);
+                    frame.with_dst(dst.index(), |d, v| elementwise::cast(d, &v[src.index()]))?
+                }
+                // A spread broadcast is read through its source by its users.
+                Inst::Broadcast { dst, .. } if self.forms[dst.index()] != Form::Dense => {}
                 Inst::Broadcast { dst, src } => frame.with_dst(dst.index(), |d, v| {
                     shape_ops::broadcast(shape(dst), shape(src), d, &v[src.index()])
                 })?,
@@ -405,6 +455,26 @@ impl<'p> Context<'p> {
     }
 }
 
+impl Context<'_> {
+    /// Points the tile of `dst` at the memory it will be stored to, if its
+    /// store is forwarded and that partition can be written in place here;
+    /// otherwise at its own buffer.
+    fn place(&self, frame: &mut Frame, dst: ValueId) {
+        let Some(f) = &self.forward[dst.index()] else { return };
+        let part = frame.partition(&f.index);
+        let tile = &mut frame.values[dst.index()];
+        match self.views[f.view.index()].store_in_place(&part, f.masked, tile) {
+            // SAFETY: the partition lies in writable memory that only this
+            // grid point stores to (plain stores of different points do not
+            // overlap), nothing reads or writes it before the forwarded store
+            // (`forward::forwarded_stores`), and the tile is only written by
+            // its defining instruction and read by that store.
+            Some(ptr) => unsafe { tile.borrow(ptr, self.program.values[dst.index()].numel() as usize, true) },
+            None => tile.release(),
+        }
+    }
+}
+
 /// Tile elements an instruction list touches, loop trip counts multiplied in.
 fn work(program: &Program, body: &[Inst]) -> u64 {
     body.iter()
@@ -432,6 +502,9 @@ fn work(program: &Program, body: &[Inst]) -> u64 {
 /// grid point it runs, and the current grid point and loop variables.
 struct Frame {
     values: Vec<Buf>,
+    /// How each value is held: spread broadcasts and period loads refer to
+    /// another value's elements or to fewer elements of their own.
+    forms: Vec<Form>,
     accs: Vec<Buf>,
     grid: Vec<u64>,
     loops: Vec<u64>,
@@ -450,6 +523,7 @@ impl Frame {
         }
         Frame {
             values,
+            forms: context.forms.clone(),
             accs: program
                 .accs
                 .iter()
@@ -475,6 +549,15 @@ impl Frame {
 
     fn partition(&self, index: &PartitionIndex) -> crate::kernels::ir::Dims<u64> {
         index.iter().map(|e| self.eval(e)).collect()
+    }
+
+    /// Where the elements of operand `v` are: a value and how it spreads.
+    fn operand(&self, v: ValueId) -> (usize, Spread) {
+        match self.forms[v.index()] {
+            Form::Dense => (v.index(), Spread::Dense),
+            Form::Repeat { src, rep } => (src, Spread::Repeat(rep)),
+            Form::Cycle { src, period } => (src, Spread::Cycle(period)),
+        }
     }
 
     /// Runs `f` with value `dst` taken out of the table (mutable) and the

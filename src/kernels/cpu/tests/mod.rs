@@ -1,5 +1,6 @@
 //! Tests of the CPU executor, on programs made with the IR's `Builder`.
 
+mod in_place;
 mod memory;
 mod ops;
 mod programs;

@@ -1,0 +1,77 @@
+//! Tiles read and written in place: zero-copy loads, spread broadcast
+//! operands and forwarded stores, at whole and ragged partitions.
+
+use super::*;
+
+/// `y = (x - max(x, row)) * w + x` over an [R, C] matrix with R ragged for
+/// the [4, C] tiles, `w` a row read through a stride-0 view: the max is a
+/// spread broadcast, `w` a period load, `y` stored in place except at the
+/// ragged last partition.
+#[test]
+fn row_program_with_spread_operands_matches_a_plain_loop() {
+    let (r, cols) = (10u64, 16u64);
+    let mut p = Builder::new("test", &[r.div_ceil(4)]);
+    let x = p.param("x", DType::F32, r * cols, Access::Read);
+    let w = p.param("w", DType::F32, cols, Access::Read);
+    let y = p.param("y", DType::F32, r * cols, Access::Write);
+    let vx = dense(&mut p, x, &[r, cols], &[4, 16]);
+    let vw = p.view(w, &[r, cols], &[0, 1], 0, &[4, 16], Padding::Zero);
+    let vy = dense(&mut p, y, &[r, cols], &[4, 16]);
+    let tx = p.load(vx, &[g(0), c(0)], true);
+    let m = p.reduce(TileReduce::Max, tx, 1);
+    let mb = p.broadcast(m, &[4, 16]);
+    let d = p.binary(BinaryOp::Sub, tx, mb);
+    let tw = p.load(vw, &[g(0), c(0)], true);
+    let scaled = p.binary(BinaryOp::Mul, tw, d);
+    let out = p.binary(BinaryOp::Add, scaled, tx);
+    p.store(vy, &[g(0), c(0)], out, true);
+    let (xs, ws) = (
+        sample_f32((r * cols) as usize, 4.0, 3),
+        sample_f32(cols as usize, 2.0, 4),
+    );
+    let mut o = HostBuffer::zeros(DType::F32, (r * cols) as usize);
+    let inputs = [&HostBuffer::from_elements(&xs), &HostBuffer::from_elements(&ws)];
+    run(&p.finish().unwrap(), &inputs, &mut [&mut o]).unwrap();
+    let got = o.to_vec::<f32>();
+    for (row, x) in xs.chunks(cols as usize).enumerate() {
+        let m = x.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+        for (k, (&x, &w)) in x.iter().zip(&ws).enumerate() {
+            let want = w * (x - m) + x;
+            assert_eq!(got[row * cols as usize + k], want, "row {row} column {k}");
+        }
+    }
+}
+
+/// A load of the stored parameter between a result and its store must see
+/// the old values, so that store is not computed in place.
+#[test]
+fn a_load_between_a_result_and_its_store_reads_the_old_values() {
+    let n = 64u64;
+    let mut p = Builder::new("test", &[n / 16]);
+    let x = p.param("x", DType::F32, n, Access::Read);
+    let y = p.param("y", DType::F32, n, Access::ReadWrite);
+    let old = p.param("old", DType::F32, n, Access::Write);
+    let (vx, vy, vo) = (
+        dense(&mut p, x, &[n], &[16]),
+        dense(&mut p, y, &[n], &[16]),
+        dense(&mut p, old, &[n], &[16]),
+    );
+    let tx = p.load(vx, &[g(0)], false);
+    let doubled = p.binary(BinaryOp::Add, tx, tx);
+    let before = p.load(vy, &[g(0)], false);
+    p.store(vy, &[g(0)], doubled, false);
+    p.store(vo, &[g(0)], before, false);
+    let xs = sample_f32(n as usize, 3.0, 5);
+    let ys = sample_f32(n as usize, 3.0, 6);
+    let mut ybuf = HostBuffer::from_elements(&ys);
+    let mut obuf = HostBuffer::zeros(DType::F32, n as usize);
+    run(
+        &p.finish().unwrap(),
+        &[&HostBuffer::from_elements(&xs)],
+        &mut [&mut ybuf, &mut obuf],
+    )
+    .unwrap();
+    assert_eq!(obuf.to_vec::<f32>(), ys);
+    let doubled: Vec<f32> = xs.iter().map(|&v| v + v).collect();
+    assert_eq!(ybuf.to_vec::<f32>(), doubled);
+}
