@@ -2,24 +2,34 @@
 //!
 //! The same code emits PTX (the generator's implementation of `MathOps`
 //! appends one instruction per call) and runs on the CPU with `f32`
-//! arithmetic (the tests' implementation), so the errors the tests measure
-//! are the errors of the generated instruction sequences, bit for bit: every
-//! operation is IEEE round-to-nearest (`add.rn`, `mul.rn`, `fma.rn`,
-//! `div.rn`), and none uses a hardware approximation.
+//! arithmetic (the tests' implementation). Every operation but two is IEEE
+//! round-to-nearest (`add.rn`, `mul.rn`, `fma.rn`, `div.rn`), so the CPU
+//! reproduces the generated sequences bit for bit; the two hardware
+//! approximations, `ex2.approx.f32` (within 2 ulp) and `rcp.approx.f32`
+//! (within 1 ulp), are modelled in the tests by the exact value and by the
+//! farthest values their documented bounds allow on either side, and the
+//! measured errors are the worst over those models.
 //!
-//! Methods: `exp` and `exp2` reduce by `k = rint(x·log2 e)` with a two-part
-//! `ln 2` (Cody–Waite) and evaluate a degree-7 Taylor polynomial; `log`
-//! splits off the exponent, keeps the mantissa in `[√½, √2)` and uses the
-//! fdlibm form `f − f²/2 + s(f²/2 + R(s²))`; `sin`/`cos` reduce by π/2 with a
+//! Methods: `exp(x)` is `ex2(t)·(1 + τ ln 2)` for `t = x·log2 e` rounded and
+//! its rest `τ` (from an fma and a two-part `log2 e`); `exp2` is `ex2`;
+//! `tanh` is `x P(x²)` below `|x| = 1` and `1 − 2e/(1 + e)`, `e = e^{−2|x|}`
+//! through the corrected `ex2`, above; `sigmoid`, `silu` and `gelu_tanh` are
+//! `n / (1 + e)` with `e = e^{−|z|}` and `n = num` or `num · e` by the sign
+//! of `z` (`gelu_tanh(x) = x σ(2u)`, which avoids the cancellation of
+//! `1 + tanh u`); their `e` comes from `exp_ieee` (IEEE operations only: a
+//! reduction by `k = rint(x·log2 e)` with a two-part `ln 2`, a degree-7
+//! Taylor polynomial and a two-step `ldexp`), because the hardware `ex2`'s
+//! relative error, 2 ulp at the bottom of a binade, reaches about 4 ulp of a
+//! result at the top of the next one; the quotient is `rcp.approx`, one
+//! Newton step and one residual correction. `log` splits off the exponent,
+//! keeps the mantissa in `[√½, √2)` and uses the fdlibm form
+//! `f − f²/2 + s(f²/2 + R(s²))`; `sin`/`cos` reduce by π/2 with a
 //! three-part constant (accurate for `|x| ≤ 10⁴`; larger arguments lose
-//! accuracy) and evaluate Taylor polynomials on `[−π/4, π/4]`; `tanh` uses
-//! its Taylor series below `|x| = 0.55` and `1 − 2/(e^{2|x|} + 1)` above;
-//! `sigmoid`, `silu` and `gelu_tanh` are quotients with one `exp`
-//! (`gelu_tanh(x) = x / (1 + e^{−2u})`, which avoids the cancellation of
-//! `1 + tanh u`); `gelu_erf` uses `erfc` from Numerical Recipes' Chebyshev
-//! fit (relative error below 1.2e-7) with an exactly split `z²`; `pow` is
-//! `exp2(b · log2 |a|)` with the sign and special cases of IEEE `pow`, and
-//! its error grows with `|b · log2 a|`.
+//! accuracy) and evaluate Taylor polynomials on `[−π/4, π/4]`; `gelu_erf`
+//! uses `erfc` from Numerical Recipes' Chebyshev fit (relative error below
+//! 1.2e-7) with an exactly split `z²`; `pow` is `2^(b · log2 |a|)` through
+//! the corrected `ex2` (so the product is not rounded) with the sign and
+//! special cases of IEEE `pow`, and its error grows with `|b · log2 a|`.
 //!
 //! Measured worst errors against f64 (`tests::worst_errors` prints them):
 //! see the table in the parent module's documentation.
@@ -48,10 +58,10 @@ pub(crate) trait MathOps {
     fn rint(&mut self, a: &Self::V) -> Self::V;
     /// Round toward negative infinity.
     fn floor(&mut self, a: &Self::V) -> Self::V;
-    /// `2^n` for an integral `n` in `[-126, 127]`.
-    fn pow2i(&mut self, n: &Self::V) -> Self::V;
     /// The unbiased exponent field of a positive normal `a`, as a float.
     fn exponent(&mut self, a: &Self::V) -> Self::V;
+    /// `2^n` for an integral `n` in `[-126, 127]`.
+    fn pow2i(&mut self, n: &Self::V) -> Self::V;
     /// `a` with its exponent field set to 0 (a value in `[1, 2)`).
     fn mantissa(&mut self, a: &Self::V) -> Self::V;
     /// `a < b` (false for NaN).
@@ -60,6 +70,17 @@ pub(crate) trait MathOps {
     fn eq(&mut self, a: &Self::V, b: &Self::V) -> Self::P;
     /// `p ? a : b`.
     fn select(&mut self, p: &Self::P, a: &Self::V, b: &Self::V) -> Self::V;
+    /// `-a`, exactly.
+    fn neg(&mut self, a: &Self::V) -> Self::V;
+    /// The magnitude of `a` with the sign of `b`.
+    fn copysign(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
+    /// The hardware `2^a` (`ex2.approx.f32`, subnormal results kept): within
+    /// 2 ulp of the exact value over the whole range, with
+    /// `2^-inf = 0`, `2^inf = inf` and NaN for NaN.
+    fn ex2(&mut self, a: &Self::V) -> Self::V;
+    /// The hardware `1/a` (`rcp.approx.f32`, subnormal results kept): within
+    /// 1 ulp of the exact value, with `1/inf = 0`.
+    fn rcp(&mut self, a: &Self::V) -> Self::V;
 }
 
 /// Evaluates the polynomial `coeffs[0] + x (coeffs[1] + x (...))` by Horner's rule with fma.
@@ -105,9 +126,13 @@ const EXP_TAYLOR: [f32; 8] = [
 ];
 const LN2_HI: f32 = 0.693_145_75;
 const LN2_LO: f32 = 1.428_606_8e-6;
+/// `log2 e` as an f32 and the f32 nearest to the rest.
+const LOG2E_HI: f32 = std::f32::consts::LOG2_E;
+const LOG2E_LO: f32 = 1.925_963e-8;
 
-/// `e^x`.
-pub(crate) fn exp<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
+/// `e^x` from IEEE operations only, for the functions whose result carries
+/// the relative error of `e^x` unattenuated into another binade.
+fn exp_ieee<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
     let log2e = m.c(std::f32::consts::LOG2_E);
     let t = m.mul(x, &log2e);
     let k = m.rint(&t);
@@ -125,20 +150,53 @@ pub(crate) fn exp<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
     clamp_to(m, x, y, -104.0, true, 0.0)
 }
 
-/// `2^x`.
+/// `2^(x · (k_hi + k_lo))` for a constant `k_hi + k_lo` known to about 48
+/// bits: the hardware `ex2` of the rounded product `t = x · k_hi`, times
+/// `1 + τ ln 2` for the rest `τ = x · (k_hi + k_lo) − t` (below `2^-17 |t|`,
+/// so the first-order correction is exact to f32 precision). Where the
+/// correction is NaN (`x` infinite, or `t` rounded up to the overflow
+/// threshold) the result is the hardware value alone: `0`, `inf` or NaN.
+fn ex2_of_product<M: MathOps>(m: &mut M, x: &M::V, k_hi: f32, k_lo: f32) -> M::V {
+    let hi = m.c(k_hi);
+    let lo = m.c(k_lo);
+    ex2_of_product_v(m, x, &hi, Some(&lo))
+}
+
+/// [`ex2_of_product`] for a multiplier `k_hi` held in a register, with an
+/// optional low part.
+fn ex2_of_product_v<M: MathOps>(m: &mut M, x: &M::V, k_hi: &M::V, k_lo: Option<&M::V>) -> M::V {
+    let t = m.mul(x, k_hi);
+    let neg_t = m.neg(&t);
+    let mut tau = m.fma(x, k_hi, &neg_t);
+    if let Some(lo) = k_lo {
+        tau = m.fma(x, lo, &tau);
+    }
+    let e = m.ex2(&t);
+    let ln2 = m.c(std::f32::consts::LN_2);
+    let c = m.mul(&tau, &ln2);
+    let y = m.fma(&e, &c, &e);
+    let ok = m.eq(&y, &y);
+    m.select(&ok, &y, &e)
+}
+
+/// `e^x`.
+pub(crate) fn exp<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
+    ex2_of_product(m, x, LOG2E_HI, LOG2E_LO)
+}
+
+/// `2^x`: the hardware `ex2` of the exact argument.
 pub(crate) fn exp2<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
-    let k = m.rint(x);
-    let f = m.sub(x, &k);
-    let ln2 = std::f32::consts::LN_2;
-    let coeffs: Vec<f32> = EXP_TAYLOR
-        .iter()
-        .enumerate()
-        .map(|(n, c)| c * ln2.powi(n as i32))
-        .collect();
-    let p = horner(m, &f, &coeffs);
-    let y = ldexp(m, &p, &k);
-    let y = clamp_to(m, x, y, 128.0, false, f32::INFINITY);
-    clamp_to(m, x, y, -150.0, true, 0.0)
+    m.ex2(x)
+}
+
+/// `1 / d` for `d` in `[1, 2]`, from the hardware reciprocal and one Newton
+/// step, `r + r (1 − d r)`.
+fn recip<M: MathOps>(m: &mut M, d: &M::V) -> M::V {
+    let r = m.rcp(d);
+    let one = m.c(1.0);
+    let nd = m.neg(d);
+    let err = m.fma(&nd, &r, &one);
+    m.fma(&r, &err, &r)
 }
 
 /// `(e, log(m))` for `x = m · 2^e`, `m` in `[√½, √2)`, as `(e, hi, lo)` pieces
@@ -264,61 +322,72 @@ pub(crate) fn sin_cos<M: MathOps>(m: &mut M, x: &M::V, cos_shift: f32) -> M::V {
     m.select(&is3, &neg_cos, &y)
 }
 
-/// Hyperbolic tangent.
+/// `tanh(x) / x` as a polynomial in `x²` on `|x| ≤ 1` (a Chebyshev fit,
+/// relative error below `2^-26`).
+const TANH_SMALL: [f32; 8] = [
+    1.0,
+    -0.333_332_78,
+    0.133_321_39,
+    -0.053_869_706,
+    0.021_461_41,
+    -0.007_912_485,
+    0.002_278_647_6,
+    -0.000_352_328_1,
+];
+
+/// Hyperbolic tangent: `x P(x²)` below `|x| = 1`, and above
+/// `1 − 2e/(1 + e)` with `e = e^{−2|x|}` (in `(0, 0.14)`, so neither the
+/// reciprocal nor the hardware `ex2` meets an infinity), signed like `x`.
 pub(crate) fn tanh<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
     let a = m.abs(x);
     let x2 = m.mul(x, x);
-    let series = horner(
-        m,
-        &x2,
-        &[
-            1.0,
-            -1.0 / 3.0,
-            2.0 / 15.0,
-            -17.0 / 315.0,
-            62.0 / 2835.0,
-            -1382.0 / 155_925.0,
-            21844.0 / 6_081_075.0,
-            -929_569.0 / 638_512_875.0,
-            6_404_582.0 / 10_854_718_875.0,
-        ],
-    );
-    let small = m.mul(&series, x);
-    let two = m.c(2.0);
-    let a2 = m.mul(&a, &two);
-    let e = exp(m, &a2);
+    let p = horner(m, &x2, &TANH_SMALL);
+    let small = m.mul(&p, x);
+    let e = ex2_of_product(m, &a, -2.0 * LOG2E_HI, -2.0 * LOG2E_LO);
     let one = m.c(1.0);
-    let d = m.add(&e, &one);
-    let q = m.div(&two, &d);
-    let big = m.sub(&one, &q);
-    let zero = m.c(0.0);
-    let neg_big = m.sub(&zero, &big);
-    let is_neg = m.lt(x, &zero);
-    let big = m.select(&is_neg, &neg_big, &big);
-    let limit = m.c(0.55);
-    let is_small = m.lt(&a, &limit);
+    let d = m.add(&one, &e);
+    let r = recip(m, &d);
+    let minus_two = m.c(-2.0);
+    let ne = m.mul(&e, &minus_two);
+    let big = m.fma(&ne, &r, &one);
+    let big = m.copysign(&big, x);
+    let is_small = m.lt(&a, &one);
     m.select(&is_small, &small, &big)
 }
 
-/// `num / (1 + e^(-x))`: the logistic function times `num`.
-fn over_one_plus_exp_neg<M: MathOps>(m: &mut M, num: &M::V, x: &M::V) -> M::V {
-    let zero = m.c(0.0);
-    let nx = m.sub(&zero, x);
-    let e = exp(m, &nx);
+/// `num · σ(z)`, `σ(z) = 1 / (1 + e^{−z})`, through `e = e^{−|z|}` (in
+/// `[0, 1]`): `num / (1 + e)` for `z ≥ 0` and `num e / (1 + e)` below, so
+/// neither the reciprocal nor the result meets an overflow. The quotient is
+/// `q = n r` for `r ≈ 1/(1 + e)`, refined once by its residual; where the
+/// refinement is NaN (an infinite `num`) it is `q`.
+fn times_logistic<M: MathOps>(m: &mut M, num: &M::V, z: &M::V) -> M::V {
+    let a = m.abs(z);
+    let na = m.neg(&a);
+    let e = exp_ieee(m, &na);
     let one = m.c(1.0);
     let d = m.add(&one, &e);
-    m.div(num, &d)
+    let r = recip(m, &d);
+    let zero = m.c(0.0);
+    let is_neg = m.lt(z, &zero);
+    let ne = m.mul(num, &e);
+    let n = m.select(&is_neg, &ne, num);
+    let q = m.mul(&n, &r);
+    let nd = m.neg(&d);
+    let res = m.fma(&nd, &q, &n);
+    let y = m.fma(&r, &res, &q);
+    let ok = m.eq(&y, &y);
+    m.select(&ok, &y, &q)
 }
 
 /// `1 / (1 + e^-x)`.
 pub(crate) fn sigmoid<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
     let one = m.c(1.0);
-    over_one_plus_exp_neg(m, &one, x)
+    times_logistic(m, &one, x)
 }
 
 /// `x / (1 + e^-x)`.
 pub(crate) fn silu<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
-    over_one_plus_exp_neg(m, x, x)
+    times_logistic(m, x, x)
 }
 
 /// `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`, computed as `x / (1 + e^{-2u})`.
@@ -332,7 +401,7 @@ pub(crate) fn gelu_tanh<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
     let two = m.c(2.0);
     let u = m.mul(&inner, &k0);
     let u2 = m.mul(&u, &two);
-    over_one_plus_exp_neg(m, x, &u2)
+    times_logistic(m, x, &u2)
 }
 
 /// `erfc(z)` for `z ≥ 0` (Numerical Recipes' `erfcc`, with `z²` split exactly).
@@ -364,7 +433,7 @@ fn erfc_nonneg<M: MathOps>(m: &mut M, z: &M::V) -> M::V {
     };
     let lo = m.fma(z, z, &neg_hi);
     let arg = m.add(&neg_hi, &poly);
-    let e = exp(m, &arg);
+    let e = exp_ieee(m, &arg);
     // e^(arg - lo) ≈ e^arg (1 - lo).
     let corr = m.sub(&one, &lo);
     let e = m.mul(&e, &corr);
@@ -395,8 +464,8 @@ pub(crate) fn gelu_erf<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
 pub(crate) fn pow<M: MathOps>(m: &mut M, a: &M::V, b: &M::V) -> M::V {
     let abs_a = m.abs(a);
     let l = log2(m, &abs_a);
-    let t = m.mul(b, &l);
-    let r = exp2(m, &t);
+    // `2^(b l)` with the rounding error of the product `b l` corrected.
+    let r = ex2_of_product_v(m, b, &l, None);
     let zero = m.c(0.0);
     // `-1 · r`, not `0 − r`, so that a zero result keeps its sign flip.
     let minus_one = m.c(-1.0);

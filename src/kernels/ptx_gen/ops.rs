@@ -115,10 +115,13 @@ impl MathOps for Ptx<'_, '_> {
         self.op(|r| format!("cvt.rmi.f32.f32 {r}, {a}"))
     }
     fn pow2i(&mut self, n: &String) -> String {
+        // `1.5 · 2^23 + n` holds `n` in its low mantissa bits (exactly, for
+        // `|n| < 2^22`); shifted into the exponent field and biased, it is `2^n`.
+        let t = self.op(|r| format!("add.rn.f32 {r}, {n}, 0f4B400000"));
         let i = self.0.reg(Class::B32);
-        self.0.ins(format!("cvt.rni.s32.f32 {i}, {n}"));
-        self.0.ins(format!("add.s32 {i}, {i}, 127"));
+        self.0.ins(format!("mov.b32 {i}, {t}"));
         self.0.ins(format!("shl.b32 {i}, {i}, 23"));
+        self.0.ins(format!("add.s32 {i}, {i}, 0x3F800000"));
         self.op(|r| format!("mov.b32 {r}, {i}"))
     }
     fn exponent(&mut self, a: &String) -> String {
@@ -143,6 +146,19 @@ impl MathOps for Ptx<'_, '_> {
     }
     fn select(&mut self, p: &String, a: &String, b: &String) -> String {
         self.op(|r| format!("selp.f32 {r}, {a}, {b}, {p}"))
+    }
+    fn neg(&mut self, a: &String) -> String {
+        self.op(|r| format!("neg.f32 {r}, {a}"))
+    }
+    fn copysign(&mut self, a: &String, b: &String) -> String {
+        // PTX's operand order is (sign source, magnitude source).
+        self.op(|r| format!("copysign.f32 {r}, {b}, {a}"))
+    }
+    fn ex2(&mut self, a: &String) -> String {
+        self.op(|r| format!("ex2.approx.f32 {r}, {a}"))
+    }
+    fn rcp(&mut self, a: &String) -> String {
+        self.op(|r| format!("rcp.approx.f32 {r}, {a}"))
     }
 }
 
