@@ -97,7 +97,61 @@ pub enum BinaryOp {
     BitXor,
 }
 
+impl UnaryOp {
+    /// The lower-case name used in messages and printed programs (`gelu_tanh`).
+    pub fn name(self) -> &'static str {
+        use UnaryOp::*;
+        match self {
+            Neg => "neg",
+            Abs => "abs",
+            Exp => "exp",
+            Exp2 => "exp2",
+            Log => "log",
+            Log2 => "log2",
+            Sqrt => "sqrt",
+            Rsqrt => "rsqrt",
+            Recip => "recip",
+            Sin => "sin",
+            Cos => "cos",
+            Tanh => "tanh",
+            Sigmoid => "sigmoid",
+            Relu => "relu",
+            GeluTanh => "gelu_tanh",
+            GeluErf => "gelu_erf",
+            Silu => "silu",
+            Floor => "floor",
+            Ceil => "ceil",
+            Round => "round",
+            Sign => "sign",
+            Not => "not",
+        }
+    }
+}
+
 impl BinaryOp {
+    /// The lower-case name used in messages and printed programs (`bitand`).
+    pub fn name(self) -> &'static str {
+        use BinaryOp::*;
+        match self {
+            Add => "add",
+            Sub => "sub",
+            Mul => "mul",
+            Div => "div",
+            Pow => "pow",
+            Maximum => "maximum",
+            Minimum => "minimum",
+            Eq => "eq",
+            Ne => "ne",
+            Lt => "lt",
+            Le => "le",
+            Gt => "gt",
+            Ge => "ge",
+            BitAnd => "bitand",
+            BitOr => "bitor",
+            BitXor => "bitxor",
+        }
+    }
+
     /// Whether the op yields bool whatever its operands.
     pub fn is_comparison(self) -> bool {
         matches!(

@@ -458,53 +458,11 @@ fn op_name(op: &Op) -> &'static str {
 }
 
 fn unary_name(op: UnaryOp) -> &'static str {
-    use UnaryOp::*;
-    match op {
-        Neg => "neg",
-        Abs => "abs",
-        Exp => "exp",
-        Exp2 => "exp2",
-        Log => "log",
-        Log2 => "log2",
-        Sqrt => "sqrt",
-        Rsqrt => "rsqrt",
-        Recip => "recip",
-        Sin => "sin",
-        Cos => "cos",
-        Tanh => "tanh",
-        Sigmoid => "sigmoid",
-        Relu => "relu",
-        GeluTanh => "gelu_tanh",
-        GeluErf => "gelu_erf",
-        Silu => "silu",
-        Floor => "floor",
-        Ceil => "ceil",
-        Round => "round",
-        Sign => "sign",
-        Not => "not",
-    }
+    op.name()
 }
 
 fn binary_name(op: BinaryOp) -> &'static str {
-    use BinaryOp::*;
-    match op {
-        Add => "add",
-        Sub => "sub",
-        Mul => "mul",
-        Div => "div",
-        Pow => "pow",
-        Maximum => "maximum",
-        Minimum => "minimum",
-        Eq => "eq",
-        Ne => "ne",
-        Lt => "lt",
-        Le => "le",
-        Gt => "gt",
-        Ge => "ge",
-        BitAnd => "bitand",
-        BitOr => "bitor",
-        BitXor => "bitxor",
-    }
+    op.name()
 }
 
 fn reduce_name(op: ReduceOp) -> &'static str {

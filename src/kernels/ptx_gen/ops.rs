@@ -289,30 +289,7 @@ impl Emitter<'_> {
     pub fn unary(&mut self, op: UnaryOp, d: DType, a: &str) -> Result<String> {
         use UnaryOp::*;
         let t = arith(d);
-        let name: &'static str = match op {
-            Neg => "neg",
-            Abs => "abs",
-            Exp => "exp",
-            Exp2 => "exp2",
-            Log => "log",
-            Log2 => "log2",
-            Sqrt => "sqrt",
-            Rsqrt => "rsqrt",
-            Recip => "recip",
-            Sin => "sin",
-            Cos => "cos",
-            Tanh => "tanh",
-            Sigmoid => "sigmoid",
-            Relu => "relu",
-            GeluTanh => "gelu_tanh",
-            GeluErf => "gelu_erf",
-            Silu => "silu",
-            Floor => "floor",
-            Ceil => "ceil",
-            Round => "round",
-            Sign => "sign",
-            Not => "not",
-        };
+        let name = op.name();
         if matches!(d, DType::F16 | DType::BF16) {
             return Err(self.unsupported(name, d, "cast 16-bit floats to f32 before arithmetic"));
         }
