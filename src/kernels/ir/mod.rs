@@ -29,6 +29,9 @@
 
 use crate::dtype::{DType, Scalar};
 use crate::graph::{BinaryOp, UnaryOp};
+/// Read-modify-write operations of an atomic partition update (always
+/// relaxed order): the host tile API's own set.
+pub use crate::tile::AtomicOp;
 use crate::tile::{Padding, ThreadScope};
 use smallvec::SmallVec;
 
@@ -280,26 +283,6 @@ pub enum TileReduce {
     Min,
     /// Product.
     Prod,
-}
-
-/// Read-modify-write operations of an atomic partition update (always
-/// relaxed order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AtomicOp {
-    /// Bitwise and (32/64-bit integers).
-    And,
-    /// Bitwise or (32/64-bit integers).
-    Or,
-    /// Bitwise xor (32/64-bit integers).
-    Xor,
-    /// Maximum (32/64-bit integers; f32 by a correct method on the GPU).
-    Max,
-    /// Minimum (32/64-bit integers; f32 by a correct method on the GPU).
-    Min,
-    /// Addition (integers, f32, f64, f16, bf16).
-    Add,
-    /// Subtraction (integers, f32, f64, f16, bf16).
-    Sub,
 }
 
 /// How transcendental functions are computed.
