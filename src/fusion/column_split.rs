@@ -10,7 +10,7 @@
 
 use super::emit::Lowerer;
 use super::group::{Group, Space};
-use super::lower::{declare, Ctx, MemAccess, ViewSpec};
+use super::lower::{declare, single_reduce, Ctx, MemAccess, ViewSpec};
 use super::plan::{BufferDecl, BufferRef};
 use super::reduction::{acc_dtype, acc_op, effective, identity, tile_op};
 use super::tiling::Axis;
@@ -60,16 +60,7 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
         return None;
     }
     let g = cx.g;
-    let reduces: Vec<usize> = group
-        .nodes
-        .iter()
-        .copied()
-        .filter(|&n| matches!(g.nodes[n].op, Op::Reduce { .. }))
-        .collect();
-    let [r] = reduces[..] else { return None };
-    let Op::Reduce { op, .. } = g.nodes[r].op else {
-        return None;
-    };
+    let (r, op) = single_reduce(g, group)?;
     let dtype = g.nodes[r].dtype;
     let only_result = group.shape.space.iter().all(|(&n, &s)| s == Space::Full || n == r) && stores == [r];
     if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) || !only_result || acc_dtype(dtype) != dtype {

@@ -335,20 +335,22 @@ pub(crate) fn declare(
     (vs, masked, args)
 }
 
+/// The group's one `Reduce` node and its op, or `None` when it has none or
+/// several.
+pub(crate) fn single_reduce(g: &Subgraph, group: &Group) -> Option<(usize, ReduceOp)> {
+    let mut reduces = group.nodes.iter().filter_map(|&n| match g.nodes[n].op {
+        Op::Reduce { op, .. } => Some((n, op)),
+        _ => None,
+    });
+    let first = reduces.next()?;
+    reduces.next().is_none().then_some(first)
+}
+
 /// `Some((grid points, tiles per point, atomic))` when the group is a
 /// reduction over one coalesced axis with nothing kept, many tiles long.
 fn split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &[Axis]) -> Option<(u64, u64, bool)> {
     let g = cx.g;
-    let reduces: Vec<usize> = group
-        .nodes
-        .iter()
-        .copied()
-        .filter(|&n| matches!(g.nodes[n].op, Op::Reduce { .. }))
-        .collect();
-    let [r] = reduces[..] else { return None };
-    let Op::Reduce { op, .. } = g.nodes[r].op else {
-        return None;
-    };
+    let (r, op) = single_reduce(g, group)?;
     if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) || group.shape.broadcast {
         return None;
     }
