@@ -17,21 +17,19 @@
 
 #![cfg(feature = "cuda")]
 
+mod common;
 #[path = "gpu_kernels/harness.rs"]
 mod harness;
 
 use std::f64::consts::PI;
 
+use common::reference_programs::{add_one, c, pv_atomic, pv_load, pv_load_masked_nan, pv_store_iota};
 use harness::{check_program, random, rel_abs, run_cases, ulps, Outcome, Tol, EXACT};
 use tilefuse::graph::{BinaryOp, UnaryOp};
 use tilefuse::kernels::ir::{Access, AtomicOp, Builder, IndexExpr, MathMode, Program, ValueId};
 use tilefuse::storage::HostBuffer;
-use tilefuse::tile::{Padding, ThreadScope};
+use tilefuse::tile::Padding;
 use tilefuse::{DType, Error, Scalar};
-
-fn c(k: u64) -> IndexExpr {
-    IndexExpr::constant(k)
-}
 
 fn g(axis: u8) -> IndexExpr {
     IndexExpr::grid(axis)
@@ -50,19 +48,9 @@ fn gpu_agrees(program: &Program, inputs: &[HostBuffer], tol: Tol) -> Vec<HostBuf
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn add_one_to_a_2x32x3x4_tensor() {
-    let shape = [2, 32, 3, 4];
-    let mut b = Builder::new("add_one", &[1]);
-    let x = b.param("x", DType::F32, 768, Access::Read);
-    let y = b.param("y", DType::F32, 768, Access::Write);
-    let vx = b.view_contiguous(x, &[2, 32, 3, 4], &shape, Padding::Zero);
-    let vy = b.view_contiguous(y, &[2, 32, 3, 4], &shape, Padding::Zero);
-    let a = b.load(vx, &[c(0); 4], false);
-    let one = b.constant(Scalar::Float(1.0, DType::F32), DType::F32, &shape);
-    let s = b.binary(BinaryOp::Add, a, one);
-    b.store(vy, &[c(0); 4], s, false);
     let xs: Vec<f32> = (0..768).map(|i| i as f32 * 0.5 - 100.0).collect();
     let inputs = [HostBuffer::from_elements(&xs), HostBuffer::zeros(DType::F32, 768)];
-    let gpu = gpu_agrees(&b.finish().unwrap(), &inputs, EXACT);
+    let gpu = gpu_agrees(&add_one(), &inputs, EXACT);
     let want: Vec<f32> = xs.iter().map(|x| x + 1.0).collect();
     assert_eq!(gpu[1].to_vec::<f32>(), want);
 }
@@ -74,33 +62,15 @@ fn x_4x8() -> HostBuffer {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn partition_view_load_of_partition_1_2() {
-    let mut b = Builder::new("pv_load", &[1]);
-    let x = b.param("x", DType::I32, 32, Access::Read);
-    let r = b.param("r", DType::I32, 4, Access::Write);
-    let vx = b.view_contiguous(x, &[4, 8], &[2, 2], Padding::Zero);
-    let vr = b.view_contiguous(r, &[2, 2], &[2, 2], Padding::Zero);
-    let t = b.load(vx, &[c(1), c(2)], false);
-    b.store(vr, &[c(0), c(0)], t, false);
-    let gpu = gpu_agrees(
-        &b.finish().unwrap(),
-        &[x_4x8(), HostBuffer::zeros(DType::I32, 4)],
-        EXACT,
-    );
+    let gpu = gpu_agrees(&pv_load(), &[x_4x8(), HostBuffer::zeros(DType::I32, 4)], EXACT);
     assert_eq!(gpu[1].to_vec::<i32>(), [20, 21, 28, 29]);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn nan_padded_masked_load_of_partition_0_2() {
-    let mut b = Builder::new("nan_load", &[1]);
-    let x = b.param("x", DType::F32, 44, Access::Read);
-    let r = b.param("r", DType::F32, 8, Access::Write);
-    let vx = b.view_contiguous(x, &[4, 11], &[2, 4], Padding::Nan);
-    let vr = b.view_contiguous(r, &[2, 4], &[2, 4], Padding::Zero);
-    let t = b.load(vx, &[c(0), c(2)], true);
-    b.store(vr, &[c(0), c(0)], t, false);
     let xs = HostBuffer::from_elements(&(0..44).map(|i| i as f32).collect::<Vec<_>>());
-    let gpu = gpu_agrees(&b.finish().unwrap(), &[xs, HostBuffer::zeros(DType::F32, 8)], EXACT);
+    let gpu = gpu_agrees(&pv_load_masked_nan(), &[xs, HostBuffer::zeros(DType::F32, 8)], EXACT);
     let got = gpu[1].to_vec::<f32>();
     let want = [8., 9., 10., f32::NAN, 19., 20., 21., f32::NAN];
     assert!(
@@ -112,19 +82,7 @@ fn nan_padded_masked_load_of_partition_0_2() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn store_of_100_iota_into_partition_1_3() {
-    let mut b = Builder::new("iota_store", &[1]);
-    let x = b.param("x", DType::I32, 32, Access::ReadWrite);
-    let vx = b.view_contiguous(x, &[4, 8], &[2, 2], Padding::Zero);
-    let rows = b.iota(&[2, 2], 0, c(0));
-    let cols = b.iota(&[2, 2], 1, c(0));
-    let two = b.constant(Scalar::Int(2, DType::I64), DType::I64, &[2, 2]);
-    let hundred = b.constant(Scalar::Int(100, DType::I64), DType::I64, &[2, 2]);
-    let flat = b.binary(BinaryOp::Mul, rows, two);
-    let flat = b.binary(BinaryOp::Add, flat, cols);
-    let a = b.binary(BinaryOp::Mul, flat, hundred);
-    let a = b.cast(a, DType::I32);
-    b.store(vx, &[c(1), c(3)], a, false);
-    let gpu = gpu_agrees(&b.finish().unwrap(), &[x_4x8()], EXACT);
+    let gpu = gpu_agrees(&pv_store_iota(), &[x_4x8()], EXACT);
     let mut want: Vec<i32> = (0..32).collect();
     (want[22], want[23], want[30], want[31]) = (0, 100, 200, 300);
     assert_eq!(gpu[0].to_vec::<i32>(), want);
@@ -157,26 +115,14 @@ const ATOMIC_EXAMPLES: [AtomicExample; 7] = [
         [1, 2, 5, 3, 4, 8, 5, 6, 6, 7, 8, 9], [1, 2, 2, 3, 4, 5, 5, 6, 6, 7, 8, 9]),
 ];
 
-/// One atomic update of partition `index` of `x` (of `extents` in `tile`
-/// partitions) with a tile full of `operand`.
-fn atomic_example(op: AtomicOp, operand: i32, extents: &[u64], tile: &[u32], index: &[IndexExpr]) -> Program {
-    let len = extents.iter().product();
-    let mut b = Builder::new(format!("atomic_{op:?}_{}d", extents.len()), &[1]);
-    let x = b.param("x", DType::I32, len, Access::ReadWrite);
-    let vx = b.view_contiguous(x, extents, tile, Padding::Zero);
-    let a = b.constant(Scalar::Int(operand as i128, DType::I32), DType::I32, tile);
-    b.atomic(op, vx, index, a, extents.len() == 2, ThreadScope::Device);
-    b.finish().unwrap()
-}
-
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn atomic_examples_masked_and_unmasked() {
     for (op, operand, before, after, before_2d, after_2d) in ATOMIC_EXAMPLES {
-        let p = atomic_example(op, operand, &[4], &[2], &[c(1)]);
+        let p = pv_atomic(op, DType::I32, operand.into(), &[4], &[2], &[c(1)]);
         let gpu = gpu_agrees(&p, &[HostBuffer::from_elements(&before)], EXACT);
         assert_eq!(gpu[0].to_vec::<i32>(), after, "{op:?}");
-        let p = atomic_example(op, operand, &[4, 3], &[2, 2], &[c(0), c(1)]);
+        let p = pv_atomic(op, DType::I32, operand.into(), &[4, 3], &[2, 2], &[c(0), c(1)]);
         let gpu = gpu_agrees(&p, &[HostBuffer::from_elements(&before_2d)], EXACT);
         assert_eq!(gpu[0].to_vec::<i32>(), after_2d, "{op:?} masked");
     }

@@ -4,6 +4,9 @@
 //! `TILEFUSE_BLESS=1` rewrites the snapshot; `TILEFUSE_DUMP_PTX=dir` writes
 //! every generated module to `dir` for inspection or running elsewhere.
 
+mod common;
+
+use common::reference_programs::{add_one, c, pv_atomic, pv_load, pv_load_masked_nan, pv_store_iota};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tilefuse::graph::{BinaryOp, UnaryOp};
@@ -71,25 +74,9 @@ fn float(x: f64, d: DType) -> Scalar {
     Scalar::Float(x, d)
 }
 
-/// Adding one to a (2, 32, 3, 4) f32 tensor, the operand model's example.
-fn reference_program() -> Program {
-    let mut b = Builder::new("add_one", &[1]);
-    let x = b.param("x", DType::F32, 768, Access::Read);
-    let y = b.param("y", DType::F32, 768, Access::Write);
-    let shape = [2, 32, 3, 4];
-    let vx = b.view_contiguous(x, &[2, 32, 3, 4], &shape, Padding::Zero);
-    let vy = b.view_contiguous(y, &[2, 32, 3, 4], &shape, Padding::Zero);
-    let zero = [IndexExpr::constant(0); 4];
-    let a = b.load(vx, &zero, false);
-    let one = b.constant(float(1.0, DType::F32), DType::F32, &shape);
-    let s = b.binary(BinaryOp::Add, a, one);
-    b.store(vy, &zero, s, false);
-    b.finish().unwrap()
-}
-
 #[test]
 fn reference_example_is_64_threads_with_three_16_byte_loads_and_stores() {
-    let m = check(&reference_program());
+    let m = check(&add_one());
     assert_eq!(m.block_threads, 64);
     assert_eq!(m.grid_blocks, 1);
     assert_eq!(count_instructions(&m, "ld.global.nc.v4"), 3, "{}", m.text);
@@ -400,7 +387,7 @@ fn grids_past_two_to_the_31_blocks_use_ctaid_y() {
 
 #[test]
 fn version_is_the_targets_minimum_capped_by_the_driver() {
-    let p = reference_program();
+    let p = add_one();
     let m = generate(&p, &Target::for_driver(80, 12000)).unwrap();
     assert!(m.text.contains(".version 7.0\n"));
     let m = generate(&p, &Target::for_driver(90, 12080)).unwrap();
@@ -412,11 +399,6 @@ fn version_is_the_targets_minimum_capped_by_the_driver() {
         ptx_version: (7, 4),
     };
     assert!(matches!(generate(&p, &old), Err(Error::InvalidProgram { .. })));
-}
-
-/// `c(k)`: a constant partition index.
-fn c(k: u64) -> IndexExpr {
-    IndexExpr::constant(k)
 }
 
 /// `times * iota` over a [2, 2] tile (the row-major flat index), as i32.
@@ -439,35 +421,14 @@ fn iota_2x2(b: &mut Builder, times: i128) -> ValueId {
 /// on the 4 × 3 span in 2 × 2 partitions at (0, 1).
 #[test]
 fn partition_view_reference_examples() {
-    let mut b = Builder::new("pv_load", &[1]);
-    let x = b.param("x", DType::I32, 32, Access::Read);
-    let r = b.param("r", DType::I32, 4, Access::Write);
-    let vx = b.view_contiguous(x, &[4, 8], &[2, 2], Padding::Zero);
-    let vr = b.view_contiguous(r, &[2, 2], &[2, 2], Padding::Zero);
-    let t = b.load(vx, &[c(1), c(2)], false);
-    b.store(vr, &[c(0), c(0)], t, false);
-    check(&b.finish().unwrap());
-
-    let mut b = Builder::new("pv_load_masked_nan", &[1]);
-    let x = b.param("x", DType::F32, 44, Access::Read);
-    let r = b.param("r", DType::F32, 8, Access::Write);
-    let vx = b.view_contiguous(x, &[4, 11], &[2, 4], Padding::Nan);
-    let vr = b.view_contiguous(r, &[2, 4], &[2, 4], Padding::Zero);
-    let t = b.load(vx, &[c(0), c(2)], true);
-    b.store(vr, &[c(0), c(0)], t, false);
-    let m = check(&b.finish().unwrap());
+    check(&pv_load());
+    let m = check(&pv_load_masked_nan());
     assert!(
         m.text.contains("0f7FFFFFFF") || m.text.contains("0f7FC00000"),
         "NaN padding:\n{}",
         m.text
     );
-
-    let mut b = Builder::new("pv_store_iota", &[1]);
-    let x = b.param("x", DType::I32, 32, Access::ReadWrite);
-    let vx = b.view_contiguous(x, &[4, 8], &[2, 2], Padding::Zero);
-    let a = iota_2x2(&mut b, 100);
-    b.store(vx, &[c(1), c(3)], a, false);
-    check(&b.finish().unwrap());
+    check(&pv_store_iota());
 
     // The document's element types and operands.
     use AtomicOp::*;
@@ -482,13 +443,7 @@ fn partition_view_reference_examples() {
         (Sub, uint, 3),
     ] {
         for (extents, tile, index) in [(&[4][..], &[2][..], &[c(1)][..]), (&[4, 3], &[2, 2], &[c(0), c(1)])] {
-            let masked = extents.len() == 2;
-            let mut b = Builder::new(format!("pv_atomic_{op:?}_{}d", extents.len()), &[1]);
-            let x = b.param("x", d, extents.iter().product(), Access::ReadWrite);
-            let vx = b.view_contiguous(x, extents, tile, Padding::Zero);
-            let a = b.constant(Scalar::Int(operand, d), d, tile);
-            b.atomic(op, vx, index, a, masked, ThreadScope::Device);
-            let m = check(&b.finish().unwrap());
+            let m = check(&pv_atomic(op, d, operand, extents, tile, index));
             assert!(m.text.contains("red.relaxed.gpu.global"), "{}", m.text);
         }
     }

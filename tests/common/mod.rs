@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod ptx_check;
+pub mod reference_programs;
 
 use std::sync::Arc;
 use tilefuse::graph::{BinaryOp, Op, ReduceOp, SubNode, Subgraph, UnaryOp};
