@@ -380,9 +380,13 @@ fn benchmark_pipelines_match_the_reference_and_report_first_call_latency() {
     for Case { name, build } in benchmark_cases() {
         let out = build();
         let want = reference_of(&out);
-        // Sums of many f32 values: the error grows with what was summed.
+        // Sums of many f32 values: the error grows with what was summed. The
+        // inputs repeat with period 4001, so the rounding errors of the
+        // partial sums are correlated rather than random: the CPU executor's
+        // own f32 sum of the 2^22 values of `sum` is 0.024 off the f64 sum
+        // of -3.412. The bound, 1e-4 · (|want| + √(2^22)), is 0.2 there.
         let scale = if matches!(name, "sum" | "colsum" | "mse") {
-            64.0
+            2048.0
         } else {
             1.0
         };

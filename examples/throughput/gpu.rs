@@ -74,11 +74,19 @@ fn measure(p: &Pipeline, dev: &Arc<CudaDevice>, device: Device, reps: usize) -> 
     dev.synchronize()?;
     let first_call = started.elapsed();
     println!(
-        "{}: first call queued after {:.1} ms (fuse {:.1}, compile {:.1}), result after {:.1} ms",
+        "{}: first call queued after {:.1} ms (record {:.1}, collect {:.1}, fuse {:.1}, compile {:.1}, inputs {:.1} \
+         ({} uploads), alloc {:.1}, launch {:.1}, write back {:.1}), result after {:.1} ms",
         p.id,
         super::ms(queued),
+        super::ms(queued.saturating_sub(stats.total_time)),
+        super::ms(stats.collect_time),
         super::ms(stats.fuse_time),
         super::ms(stats.compile_time),
+        super::ms(stats.upload_time),
+        stats.uploads,
+        super::ms(stats.alloc_time),
+        super::ms(stats.launch_time),
+        super::ms(stats.write_back_time),
         super::ms(first_call)
     );
 
@@ -158,12 +166,24 @@ fn host_overhead(dev: &Arc<CudaDevice>, device: Device) -> Result<Overhead> {
     }
     dev.synchronize()?;
     let (mut record, mut realize, mut total) = (vec![], vec![], vec![]);
+    let mut phases: [Vec<f64>; 7] = Default::default();
     for i in 0..OVERHEAD_CALLS {
         let t0 = Instant::now();
         let y = p.build(&inputs);
         let t1 = Instant::now();
-        y.realize()?;
+        let stats = y.realize_with_stats()?;
         let t2 = Instant::now();
+        for (v, d) in phases.iter_mut().zip([
+            stats.collect_time,
+            stats.fuse_time,
+            stats.compile_time,
+            stats.upload_time,
+            stats.alloc_time,
+            stats.launch_time,
+            stats.write_back_time,
+        ]) {
+            v.push(d.as_secs_f64());
+        }
         drop(y);
         let t3 = Instant::now();
         record.push((t1 - t0).as_secs_f64());
@@ -173,6 +193,13 @@ fn host_overhead(dev: &Arc<CudaDevice>, device: Device) -> Result<Overhead> {
             dev.synchronize()?;
         }
     }
+    let names = ["collect", "fuse", "compile", "inputs", "alloc", "launch", "write back"];
+    let parts: Vec<String> = names
+        .iter()
+        .zip(phases)
+        .map(|(n, v)| format!("{n} {:.2}", median(v) * 1e6))
+        .collect();
+    println!("realize phases of a cached call, medians in µs: {}", parts.join(", "));
     let mut end_to_end = vec![];
     for _ in 0..OVERHEAD_CALLS / 4 {
         let t0 = Instant::now();

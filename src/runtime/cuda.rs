@@ -104,10 +104,13 @@ fn run_once(
         ..
     } = &*prepared;
 
+    let allocating = Instant::now();
     let inputs = leaves
         .iter()
         .map(|s| Input::on(device, s, stats))
         .collect::<Result<Vec<_>>>()?;
+    let uploaded = Instant::now();
+    stats.upload_time += uploaded - allocating;
 
     let mut temps = Vec::with_capacity(plan.buffers.len());
     for (decl, stream) in plan.buffers.iter().zip(first_stream) {
@@ -123,6 +126,8 @@ fn run_once(
         temps.push(Some(buffer));
     }
 
+    let launching = Instant::now();
+    stats.alloc_time += launching - uploaded;
     let launch_streams: Vec<usize> = schedule.launches.iter().map(|l| l.stream).collect();
     wait_for_inputs(device, &inputs, &launch_streams)?;
     Scheduler::new(STREAM_COUNT).run(device, schedule, |i, stream| {
@@ -146,6 +151,7 @@ fn run_once(
         })
     })?;
     stats.kernels_launched += plan.kernels.len();
+    stats.launch_time += launching.elapsed();
 
     let mut shared: HashMap<usize, Arc<Storage>> = HashMap::new();
     plan.outputs

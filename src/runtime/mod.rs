@@ -51,6 +51,8 @@ pub struct RealizeStats {
     /// Whether the fusion plan came from the plan cache (false when nothing
     /// needed computing).
     pub plan_cache_hit: bool,
+    /// Time spent collecting the subgraph to compute from the live graph.
+    pub collect_time: Duration,
     /// Time spent grouping the subgraph into kernels (or looking the plan up).
     pub fuse_time: Duration,
     /// Time spent generating PTX and loading modules (or finding them in the
@@ -62,6 +64,17 @@ pub struct RealizeStats {
     pub uploads: usize,
     /// Bytes of those copies.
     pub upload_bytes: usize,
+    /// Time spent finding the inputs on the device, or uploading them; zero
+    /// on the CPU.
+    pub upload_time: Duration,
+    /// Time spent taking the output and intermediate buffers from the
+    /// allocator; zero on the CPU.
+    pub alloc_time: Duration,
+    /// Time spent queueing (GPU) or running (CPU) the kernels.
+    pub launch_time: Duration,
+    /// Time spent storing the results in their nodes, which lets go of the
+    /// nodes' inputs.
+    pub write_back_time: Duration,
     /// Host time of the whole realization. On a GPU the kernels are only
     /// queued by then, so this is the host's cost, not the kernels' time.
     pub total_time: Duration,
@@ -90,9 +103,13 @@ pub(crate) fn realize(outputs: &[&Tensor]) -> Result<RealizeStats> {
         return Ok(stats);
     };
     let sub = simplify(sub);
+    stats.collect_time = started.elapsed();
     let plan = fuse(&sub, device, &mut stats)?;
     let storages = run(&plan, &sub, device, &mut stats)?;
+    let writing = Instant::now();
     write_back(&nodes, storages);
+    drop((sub, plan));
+    stats.write_back_time = writing.elapsed();
     stats.total_time = started.elapsed();
     LAST.with(|last| last.set(Some(stats)));
     Ok(stats)
@@ -163,7 +180,9 @@ fn fuse(sub: &Subgraph, device: Device, stats: &mut RealizeStats) -> Result<Arc<
 fn run(plan: &Arc<Plan>, sub: &Subgraph, device: Device, stats: &mut RealizeStats) -> Result<Vec<Arc<Storage>>> {
     match device {
         Device::Cpu => {
+            let started = Instant::now();
             let buffers = host::run_plan(plan, sub)?;
+            stats.launch_time = started.elapsed();
             stats.kernels_launched = plan.kernels.len();
             Ok(buffers.into_iter().map(|b| Arc::new(Storage::Host(b))).collect())
         }

@@ -182,6 +182,10 @@ impl Emitter<'_> {
         let numel = st.numel() as u32;
         let inner: u32 = st.shape[axis + 1..].iter().product();
         let outputs = numel / len.max(1);
+        let src_layout = self.layout(&st.shape);
+        if inner == 1 && !src_layout.partial && len % (threads * src_layout.atom) == 0 {
+            return self.reduce_rows_in_registers(dst, bin, d, &id, &regs, len, &st.shape);
+        }
         let mut group = 1u32;
         while group * 2 <= threads / outputs.max(1) && group < len {
             group *= 2;
@@ -238,6 +242,91 @@ impl Emitter<'_> {
             self.st_shared(d, &Some(leader), &format!("[{at}]"), &acc);
         }
         self.ins("bar.sync 0");
+        self.gather_partials(dst, bin, d, &id, warps, partials_at)
+    }
+
+    /// The reduction of the last axis when every block-wide run of atoms
+    /// (`T · A` consecutive elements) lies inside one row: each thread
+    /// combines its own slots of a row in registers, the warp combines its
+    /// lanes by shuffles, and one partial per warp and row goes through
+    /// shared memory. No element of the source is published.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_rows_in_registers(
+        &mut self,
+        dst: ValueId,
+        bin: BinaryOp,
+        d: DType,
+        id: &str,
+        regs: &[String],
+        len: u32,
+        shape: &[u32],
+    ) -> Result<()> {
+        let l = self.layout(shape);
+        let threads = self.block.threads;
+        let run = threads * l.atom;
+        let outputs = l.numel / len;
+        let warps = threads / 32;
+        let (size, _) = shared_slot(d);
+        self.reserve_shared(outputs * warps * size)?;
+        self.comment(format!(
+            "reduce the last axis of {shape:?} in registers: {outputs} outputs, {warps} warp partials each"
+        ));
+        let mut accs: Vec<Option<String>> = vec![None; outputs as usize];
+        for r in 0..l.repeats {
+            let o = (r * run / len) as usize;
+            for a in 0..l.atom {
+                let x = &regs[(r * l.atom + a) as usize];
+                accs[o] = Some(match accs[o].take() {
+                    None => x.clone(),
+                    Some(acc) => self.binary(bin, d, &acc, x)?,
+                });
+            }
+        }
+        let (lane, warp) = (self.reg(Class::B32), self.reg(Class::B32));
+        self.ins(format!("mov.u32 {lane}, %tid.x"));
+        self.ins(format!("shr.u32 {warp}, {lane}, 5"));
+        self.ins(format!("and.b32 {lane}, {lane}, 31"));
+        let leader = self.reg(Class::Pred);
+        self.ins(format!("setp.eq.u32 {leader}, {lane}, 0"));
+        // Readers of an earlier exchange may still be reading shared memory.
+        self.ins("bar.sync 0");
+        for (o, acc) in accs.into_iter().enumerate() {
+            let mut acc = match acc {
+                Some(acc) => acc,
+                None => {
+                    let r = self.reg(Class::of(d));
+                    self.ins(mov_imm(d, &r, id));
+                    r
+                }
+            };
+            let mut off = 16;
+            while off >= 1 {
+                let other = self.shuffle(d, &acc, off);
+                acc = self.binary(bin, d, &acc, &other)?;
+                off /= 2;
+            }
+            let slot = self.reg(Class::B32);
+            self.ins(format!("add.u32 {slot}, {warp}, {}", o as u32 * warps));
+            let at = self.shared_addr(&slot, size, 0);
+            self.st_shared(d, &Some(leader.clone()), &format!("[{at}]"), &acc);
+        }
+        self.ins("bar.sync 0");
+        self.gather_partials(dst, bin, d, id, warps, 0)
+    }
+
+    /// Gives every thread the slots of `dst` it holds, each the combination
+    /// in warp order of the `warps` partials of its output, which lie at
+    /// `partials_at + (output · warps + warp) · size` in shared memory.
+    fn gather_partials(
+        &mut self,
+        dst: ValueId,
+        bin: BinaryOp,
+        d: DType,
+        id: &str,
+        warps: u32,
+        partials_at: u32,
+    ) -> Result<()> {
+        let (size, _) = shared_slot(d);
         let dt = self.ty(dst)?.clone();
         let l = self.layout(&dt.shape);
         let mut out = Vec::with_capacity(l.slots());
@@ -246,9 +335,9 @@ impl Emitter<'_> {
             let (el, _) = self.coords(&dt.shape, r);
             let at = self.shared_addr(&el, size * warps, partials_at);
             for a in 0..l.atom {
-                let mut v = self.ld_shared(d, &valid, &format!("[{at}+{}]", a * warps * size), Some(&id));
+                let mut v = self.ld_shared(d, &valid, &format!("[{at}+{}]", a * warps * size), Some(id));
                 for w in 1..warps {
-                    let x = self.ld_shared(d, &valid, &format!("[{at}+{}]", (a * warps + w) * size), Some(&id));
+                    let x = self.ld_shared(d, &valid, &format!("[{at}+{}]", (a * warps + w) * size), Some(id));
                     v = self.binary(bin, d, &v, &x)?;
                 }
                 out.push(v);

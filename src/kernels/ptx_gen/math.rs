@@ -13,15 +13,18 @@
 //! Methods: `exp(x)` is `ex2(t)·(1 + τ ln 2)` for `t = x·log2 e` rounded and
 //! its rest `τ` (from an fma and a two-part `log2 e`); `exp2` is `ex2`;
 //! `tanh` is `x P(x²)` below `|x| = 1` and `1 − 2e/(1 + e)`, `e = e^{−2|x|}`
-//! through the corrected `ex2`, above; `sigmoid`, `silu` and `gelu_tanh` are
+//! through the corrected `ex2`, above; `sigmoid` and `silu` are
 //! `n / (1 + e)` with `e = e^{−|z|}` and `n = num` or `num · e` by the sign
-//! of `z` (`gelu_tanh(x) = x σ(2u)`, which avoids the cancellation of
-//! `1 + tanh u`); their `e` comes from `exp_ieee` (IEEE operations only: a
-//! reduction by `k = rint(x·log2 e)` with a two-part `ln 2`, a degree-7
-//! Taylor polynomial and a two-step `ldexp`), because the hardware `ex2`'s
-//! relative error, 2 ulp at the bottom of a binade, reaches about 4 ulp of a
-//! result at the top of the next one; the quotient is `rcp.approx`, one
-//! Newton step and one residual correction. `log` splits off the exponent,
+//! of `z`; their `e` is `exp`'s corrected `ex2` (about 9 instructions),
+//! whose relative error, 2 ulp at the bottom of a binade, reaches about
+//! 4 ulp of a result at the top of the next one, so they are within 5 and
+//! 6 ulp (the IEEE-only `exp_ieee`, a reduction by `k = rint(x·log2 e)`, a
+//! degree-7 polynomial and a two-step `ldexp`, still used by `gelu_erf`,
+//! would keep them near 2 ulp at about three times the instructions); the
+//! quotient is `rcp.approx`, one Newton step and one residual correction.
+//! `gelu_tanh(x) = x σ(2u)` (which avoids the cancellation of `1 + tanh u`)
+//! is the same form without the two corrections, which its own argument
+//! rounding would hide. `log` splits off the exponent,
 //! keeps the mantissa in `[√½, √2)` and uses the fdlibm form
 //! `f − f²/2 + s(f²/2 + R(s²))`; `sin`/`cos` reduce by π/2 with a
 //! three-part constant (accurate for `|x| ≤ 10⁴`; larger arguments lose
@@ -363,7 +366,7 @@ pub(crate) fn tanh<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
 fn times_logistic<M: MathOps>(m: &mut M, num: &M::V, z: &M::V) -> M::V {
     let a = m.abs(z);
     let na = m.neg(&a);
-    let e = exp_ieee(m, &na);
+    let e = exp(m, &na);
     let one = m.c(1.0);
     let d = m.add(&one, &e);
     let r = recip(m, &d);
@@ -390,19 +393,37 @@ pub(crate) fn silu<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
     times_logistic(m, x, x)
 }
 
-/// `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`, computed as `x / (1 + e^{-2u})`.
+/// `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`, computed as
+/// `x / (1 + e^{-z})` for `z = 2u`: `n / (1 + e)` with `e = 2^{−|t|}`,
+/// `t = z log2 e` (one product with the folded constant), and `n = x` or
+/// `x e` by the sign of `t`. The error is dominated by the rounding of `z`
+/// itself, which `e^{−|z|}` turns into a relative error of about
+/// `|z| · 2^-24` (tens of ulp in the negative tail), so neither the
+/// argument correction of [`exp`] nor a residual step of the quotient would
+/// show: the hardware `ex2` and a once-refined reciprocal are enough.
 pub(crate) fn gelu_tanh<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
     let x2 = m.mul(x, x);
     let k1 = m.c(0.044_715);
     let one = m.c(1.0);
     let poly = m.fma(&x2, &k1, &one);
     let inner = m.mul(&poly, x);
-    let k0 = m.c(std::f32::consts::FRAC_2_PI.sqrt());
-    let two = m.c(2.0);
-    let u = m.mul(&inner, &k0);
-    let u2 = m.mul(&u, &two);
-    times_logistic(m, x, &u2)
+    let k = m.c(GELU_T);
+    let t = m.mul(&inner, &k);
+    let a = m.abs(&t);
+    let na = m.neg(&a);
+    let e = m.ex2(&na);
+    let d = m.add(&one, &e);
+    let r = recip(m, &d);
+    let zero = m.c(0.0);
+    let is_neg = m.lt(&t, &zero);
+    let xe = m.mul(x, &e);
+    let n = m.select(&is_neg, &xe, x);
+    m.mul(&n, &r)
 }
+
+/// `2 √(2/π) log2 e`, the factor from `x + 0.044715 x³` to `t = 2u log2 e`.
+const GELU_T: f32 =
+    (2.0 * std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * std::f64::consts::LOG2_E) as f32;
 
 /// `erfc(z)` for `z ≥ 0` (Numerical Recipes' `erfcc`, with `z²` split exactly).
 fn erfc_nonneg<M: MathOps>(m: &mut M, z: &M::V) -> M::V {
