@@ -290,7 +290,7 @@ fn wait_for_inputs(device: &CudaDevice, inputs: &[Input], launch_streams: &[usiz
     device.bind()?;
     let mut events = Vec::new();
     let outcome = (|| {
-        for from in (0..STREAM_COUNT).filter(|s| used & (1 << s) != 0) {
+        for from in (0..STREAM_COUNT).filter(|s| used & (1 << s) != 0 && targets & !(1 << s) != 0) {
             let event = device.events.take()?;
             let recorded = device.stream(from).record_raw(event.0);
             events.push(event);
@@ -379,6 +379,18 @@ fn upload(device: &Arc<CudaDevice>, storage: &Arc<Storage>, stats: &mut RealizeS
         };
     }
     Ok(entry.buffer.clone())
+}
+
+/// Makes the device copies of `storages` (uploading those not in the
+/// upload table yet), so later runs find them there.
+pub(super) fn upload_all(device: &Arc<CudaDevice>, storages: &[Arc<Storage>], stats: &mut RealizeStats) -> Result<()> {
+    sweep_uploads(device.ordinal());
+    let started = Instant::now();
+    for s in storages {
+        upload(device, s, stats)?;
+    }
+    stats.upload_time += started.elapsed();
+    Ok(())
 }
 
 /// Removes the entries of `ordinal` whose storage was dropped.

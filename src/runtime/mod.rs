@@ -100,6 +100,7 @@ pub(crate) fn realize(outputs: &[&Tensor]) -> Result<RealizeStats> {
         ..RealizeStats::default()
     };
     let Some((nodes, sub)) = collect(outputs) else {
+        make_resident(outputs, device, &mut stats)?;
         return Ok(stats);
     };
     let sub = simplify(sub);
@@ -130,6 +131,31 @@ fn check_devices(outputs: &[&Tensor]) -> Result<Device> {
         Device::cuda(ordinal)?;
     }
     Ok(device)
+}
+
+/// Uploads the data of outputs that are handled as living on a GPU but hold
+/// host data (a [`Tensor::to`] of host data), so that realizing such a
+/// tensor leaves it resident on its device, as for a computed one.
+fn make_resident(outputs: &[&Tensor], device: Device, stats: &mut RealizeStats) -> Result<()> {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(ordinal) = device {
+        let host: Vec<Arc<Storage>> = graph::with_graph(|g| {
+            outputs
+                .iter()
+                .filter_map(|t| match &g.node(t.node()).op {
+                    Op::Data(s) if matches!(**s, Storage::Host(_)) => Some(s.clone()),
+                    _ => None,
+                })
+                .collect()
+        });
+        if !host.is_empty() {
+            let device = crate::device::cuda::CudaDevice::open(ordinal)?;
+            cuda::upload_all(&device, &host, stats)?;
+        }
+    }
+    #[cfg(not(feature = "cuda"))]
+    let _ = (outputs, device, stats);
+    Ok(())
 }
 
 /// The distinct output nodes that still need computing, and the subgraph

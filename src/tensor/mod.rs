@@ -188,7 +188,9 @@ impl Tensor {
     /// The same node, handled as living on `device`.
     ///
     /// Moving is lazy like every op: data moves when a result is realized,
-    /// which is also where an unusable device is reported.
+    /// or when the moved tensor itself is ([`Tensor::realize`] of a GPU
+    /// tensor holding host data uploads it, once), which is also where an
+    /// unusable device is reported.
     pub fn to(&self, device: Device) -> Tensor {
         graph::with_graph(|g| g.retain(self.0.node));
         Tensor(Arc::new(Handle {

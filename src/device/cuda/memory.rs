@@ -5,7 +5,10 @@
 //! from the driver. A block is freed while the GPU may still use it: it keeps
 //! one event per stream that used it, and is handed out again only once those
 //! events completed, or, by [`CudaDevice::alloc_on`], with the new user's
-//! stream told to wait for them. When `cuMemAlloc` runs out of memory the
+//! stream told to wait for them. A block only one stream used needs no
+//! event: it is handed out again at once for work on that stream, which runs
+//! after the block's last use by stream order, and for work on another
+//! stream after a wait on an event recorded on the owner at that moment. When `cuMemAlloc` runs out of memory the
 //! cache is released and the allocation tried once more; if that fails too,
 //! the answer is [`Error::OutOfMemory`].
 
@@ -56,10 +59,12 @@ pub struct MemoryStats {
     pub reuses: u64,
 }
 
-/// A freed block waiting for reuse, with the events that say when the GPU is
-/// done with it.
+/// A freed block waiting for reuse, with what says when the GPU is done
+/// with it: the one stream that used it (`owner`), whose later work runs
+/// after that use by stream order, or one event per stream that used it.
 struct Block {
     ptr: sys::CUdeviceptr,
+    owner: Option<usize>,
     pending: SmallVec<[RawEvent; 2]>,
 }
 
@@ -299,15 +304,19 @@ impl CudaDevice {
         let Some(blocks) = state.free.get_mut(&capacity) else {
             return Ok(None);
         };
-        let mut chosen = None;
-        for (i, block) in blocks.iter().enumerate() {
-            if block
-                .pending
-                .iter()
-                .try_fold(true, |done, e| Ok::<_, Error>(done && query_raw(e.0)?))?
-            {
-                chosen = Some(i);
-                break;
+        // A block the same stream used last needs nothing: stream order.
+        let mut chosen = stream.and_then(|s| blocks.iter().position(|b| b.owner == Some(s.index())));
+        if chosen.is_none() {
+            for (i, block) in blocks.iter().enumerate() {
+                if block.owner.is_none()
+                    && block
+                        .pending
+                        .iter()
+                        .try_fold(true, |done, e| Ok::<_, Error>(done && query_raw(e.0)?))?
+                {
+                    chosen = Some(i);
+                    break;
+                }
             }
         }
         let Some(i) = chosen.or(stream.and(blocks.len().checked_sub(1))) else {
@@ -315,6 +324,20 @@ impl CudaDevice {
         };
         let block = blocks.swap_remove(i);
         if let Some(stream) = stream {
+            if let Some(owner) = block.owner.filter(|&o| o != stream.index()) {
+                // Everything queued on the owner so far includes the block's
+                // last use.
+                let event = self.events.take()?;
+                let queued = self
+                    .stream(owner)
+                    .record_raw(event.0)
+                    .and_then(|()| stream.wait_raw(event.0));
+                self.events.give(event);
+                if let Err(e) = queued {
+                    blocks.push(block);
+                    return Err(e);
+                }
+            }
             for event in &block.pending {
                 stream.wait_raw(event.0)?;
             }
@@ -327,6 +350,9 @@ impl CudaDevice {
 
     fn free_cached_locked(&self, state: &mut PoolState) -> Result<()> {
         for block in state.free.drain().flat_map(|(_, blocks)| blocks) {
+            if let Some(owner) = block.owner {
+                self.stream(owner).synchronize()?;
+            }
             for event in block.pending {
                 // SAFETY: the pool owns the event and it is alive.
                 unsafe { result::event::synchronize(event.0) }.map_err(driver_error("cuEventSynchronize"))?;
@@ -341,11 +367,24 @@ impl CudaDevice {
         Ok(())
     }
 
-    /// Puts a dropped buffer's block on the free list, with an event on each
-    /// stream that used it. When events cannot be recorded, waits for the
-    /// device instead; when even that fails, the block is leaked rather than
-    /// reused unsafely.
+    /// Puts a dropped buffer's block on the free list: owned by the stream
+    /// that used it if only one did (no driver call), otherwise with an
+    /// event on each stream that used it. When events cannot be recorded,
+    /// waits for the device instead; when even that fails, the block is
+    /// leaked rather than reused unsafely.
     fn release(&self, ptr: sys::CUdeviceptr, capacity: usize, used_on: u32) {
+        if used_on.count_ones() <= 1 {
+            let owner = (used_on != 0).then(|| used_on.trailing_zeros() as usize);
+            let mut state = self.memory.lock();
+            state.stats.bytes_in_use -= capacity;
+            state.stats.bytes_cached += capacity;
+            state.free.entry(capacity).or_default().push(Block {
+                ptr,
+                owner,
+                pending: SmallVec::new(),
+            });
+            return;
+        }
         let pending = self.bind().and_then(|()| {
             let mut pending = SmallVec::new();
             for index in (0..32).filter(|i| used_on & (1 << i) != 0) {
@@ -366,7 +405,11 @@ impl CudaDevice {
         let mut state = self.memory.lock();
         state.stats.bytes_in_use -= capacity;
         state.stats.bytes_cached += capacity;
-        state.free.entry(capacity).or_default().push(Block { ptr, pending });
+        state.free.entry(capacity).or_default().push(Block {
+            ptr,
+            owner: None,
+            pending,
+        });
     }
 }
 

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Throughput variants in one device call: each line of $VARIANTS is
+# "name ENV=VALUE ...", run as the throughput report with those variables.
+set -u
+B=${B:-.gpu}
+while read -r name envs; do
+  [ -z "$name" ] && continue
+  env $envs timeout 200 $B/example-throughput --reps ${REPS:-30} ${ONLY:+--only $ONLY} > $OUT/var_$name.txt 2>&1
+  echo "== $name ($envs) rc=$?"
+  grep -E "^\| [a-z]" $OUT/var_$name.txt | cut -d'|' -f2,8,9,10 | tr '\n' ';'; echo
+  grep -E "host overhead|phases" $OUT/var_$name.txt
+done <<< "$VARIANTS"
