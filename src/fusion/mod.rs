@@ -69,7 +69,7 @@ mod tiling;
 
 pub use cache::{cache_stats, CacheStats};
 pub use explain::explain;
-pub use plan::{BufferDecl, BufferRef, Kernel, Plan};
+pub use plan::{BufferDecl, BufferKind, BufferRef, Kernel, Plan};
 
 use crate::error::{Error, Result};
 use crate::graph::{Op, Subgraph};
@@ -248,10 +248,7 @@ fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
         let stores: Vec<usize> = grp.home.iter().copied().filter(|&n| needed[n]).collect();
         for &n in &stores {
             buffer.insert(n, BufferRef::Temp(buffers.len()));
-            buffers.push(BufferDecl {
-                dtype: g.nodes[n].dtype,
-                len: g.nodes[n].shape.numel() as u64,
-            });
+            buffers.push(BufferDecl::temp(g.nodes[n].dtype, g.nodes[n].shape.numel() as u64));
         }
         let last = *grp.nodes.last().expect("groups are not empty");
         let name = format!("k{i}_{}", short_name(&g.nodes[last].op));

@@ -84,6 +84,7 @@
 
 mod emit;
 mod exchange;
+mod last_point;
 mod layout;
 mod math;
 mod memory;
