@@ -51,12 +51,12 @@ fn bias_gelu_is_one_kernel() {
 }
 
 #[test]
-fn mse_is_one_kernel_and_a_combine() {
+fn mse_is_one_kernel() {
     check_reduction_kernels(&pipelines::mse(100_003));
 }
 
 #[test]
-fn sum_is_one_kernel_and_a_combine() {
+fn sum_is_one_kernel() {
     check_reduction_kernels(&pipelines::sum(100_003));
 }
 
@@ -387,5 +387,65 @@ fn large_gpu_column_reductions_split_the_rows_and_match_the_reference() {
         common::compare(&run(&g, &FusionOptions::gpu())[0], &want[0]).unwrap();
         // The CPU keeps one kernel.
         assert_eq!(plan(&g, &FusionOptions::cpu()).unwrap().kernels.len(), 1);
+    }
+}
+
+/// A `dtype` input of `shape` holding small integers in [-8, 8) (exact in
+/// every dtype), so sums of the narrow float types stay meaningful.
+fn small_ints(g: &mut G, dtype: DType, shape: &[usize]) -> usize {
+    let n = shape.iter().product();
+    let mut buf = tilefuse::storage::HostBuffer::zeros(dtype, n);
+    for i in 0..n {
+        buf.set(i, tilefuse::Scalar::Float(((i * 7919) % 16) as f64 - 8.0, DType::F64));
+    }
+    g.data_buf(buf, shape)
+}
+
+#[test]
+fn single_kernel_split_reductions_match_the_reference_on_the_cpu_executor() {
+    // GPU plans, whose split reductions combine at the last point, run by
+    // the CPU executor: ragged tails, f16/bf16 accumulating in f32, integers.
+    let opts = FusionOptions::gpu();
+    for n in [(1 << 20) + 37, 300_007, 4 * 4096 + 1] {
+        for dtype in [DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32] {
+            let mut ops = vec![(ReduceOp::Sum, false), (ReduceOp::Max, false), (ReduceOp::Min, false)];
+            if dtype.is_float() {
+                ops.push((ReduceOp::Sum, true));
+            }
+            for (op, mean) in ops {
+                let mut g = G::default();
+                let x = small_ints(&mut g, dtype, &[n]);
+                let r = if mean { g.mean(x, &[0]) } else { g.reduce(op, x, &[0]) };
+                let g = g.finish(&[r]);
+                let p = plan(&g, &opts).unwrap();
+                let here = format!("{op:?} (mean {mean}) of {dtype}[{n}]");
+                assert_eq!(p.kernels.len(), 1, "{here}");
+                assert!(p.kernels[0].program.to_string().contains("last_point g0"), "{here}");
+                let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+                common::compare(&run(&g, &opts)[0], &want[0]).unwrap_or_else(|e| panic!("{here}: {e}"));
+            }
+        }
+    }
+    // Column sums split across the rows, with ragged column tiles.
+    for (rows, cols, dtype) in [
+        (6000, 257, DType::I32),
+        (4096, 300, DType::F64),
+        (2048, 1000, DType::F32),
+    ] {
+        let mut g = G::default();
+        let x = small_ints(&mut g, dtype, &[rows, cols]);
+        let r = g.reduce(ReduceOp::Sum, x, &[0]);
+        let g = g.finish(&[r]);
+        let p = plan(&g, &opts).unwrap();
+        let here = format!("column sum of {dtype}[{rows}, {cols}]");
+        assert_eq!(p.kernels.len(), 1, "{here}");
+        assert!(
+            p.kernels[0].program.grid.len() == 2,
+            "{here}: {:?}",
+            p.kernels[0].program.grid
+        );
+        assert!(p.kernels[0].program.to_string().contains("last_point g0"), "{here}");
+        let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+        common::compare(&run(&g, &opts)[0], &want[0]).unwrap_or_else(|e| panic!("{here}: {e}"));
     }
 }

@@ -32,9 +32,13 @@
 //!   in-tile `Reduce` along the reduced axis.
 //! - **Full reductions** of many tiles are split across grid points: each
 //!   point reduces a fixed run of tiles into a partial. By default
-//!   (`deterministic: true`) a second, one-point kernel combines the
+//!   (`deterministic: true`) the point that finishes last combines the
 //!   partials in index order and runs the elementwise consumers (`* 1/n` of
-//!   a mean), so the result does not depend on scheduling. With
+//!   a mean), in the same kernel: an
+//!   [`Inst::LastPoint`](crate::kernels::ir::Inst::LastPoint) whose ticket
+//!   counter is a [`BufferKind::Counters`] buffer of the plan. The result
+//!   does not depend on scheduling, since the combine reads every partial in
+//!   a fixed order whichever point runs it. With
 //!   `deterministic: false`, a sum with no consumers (f32, f64, 32/64-bit
 //!   integers) instead adds its partials atomically into the result, whose
 //!   buffer starts at 0: one kernel, but float additions happen in
