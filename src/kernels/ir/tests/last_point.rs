@@ -2,8 +2,8 @@
 //! one rejection per verifier check of it.
 
 use super::super::{verify, Access, Builder, IndexExpr, Program, TileReduce, ValueType};
+use super::rejections::reject;
 use crate::dtype::{DType, Scalar};
-use crate::error::Error;
 use crate::graph::BinaryOp;
 use crate::kernels::cpu::{execute, Arg};
 use crate::storage::HostBuffer;
@@ -43,17 +43,6 @@ fn column_totals_with(
 
 fn column_totals() -> crate::Result<Program> {
     column_totals_with(3, |_| {}, |_, _| {})
-}
-
-#[track_caller]
-fn reject(program: crate::Result<Program>, needle: &str) {
-    match program {
-        Err(Error::InvalidProgram { reason, .. }) => {
-            assert!(reason.contains(needle), "reason `{reason}` does not contain `{needle}`")
-        }
-        Err(e) => panic!("expected an invalid program, got {e}"),
-        Ok(p) => panic!("expected `{needle}`, but the program verified:\n{p}"),
-    }
 }
 
 #[test]
