@@ -35,17 +35,9 @@ fn check_kernels(g: &Subgraph, expect: usize) {
     }
 }
 
-/// One kernel, or a kernel of partials and a one-point combine kernel.
+/// One kernel, under the CPU and GPU options, whether split or not.
 fn check_reduction_kernels(g: &Subgraph) {
-    for opts in [FusionOptions::cpu(), FusionOptions::gpu()] {
-        let p = plan(g, &opts).unwrap();
-        let ok = match &p.kernels[..] {
-            [_] => true,
-            [_, combine] => combine.program.grid.as_slice() == [1],
-            _ => false,
-        };
-        assert!(ok, "{:?}:\n{}", opts.target, explain(g, &opts).unwrap());
-    }
+    check_kernels(g, 1);
 }
 
 #[test]
@@ -59,12 +51,12 @@ fn bias_gelu_is_one_kernel() {
 }
 
 #[test]
-fn mse_is_one_kernel_and_a_combine() {
+fn mse_is_one_kernel() {
     check_reduction_kernels(&pipelines::mse(100_003));
 }
 
 #[test]
-fn sum_is_one_kernel_and_a_combine() {
+fn sum_is_one_kernel() {
     check_reduction_kernels(&pipelines::sum(100_003));
 }
 
@@ -97,8 +89,10 @@ fn colsum_is_one_kernel() {
 fn large_full_sums_split_across_grid_points() {
     let g = pipelines::sum(1 << 20);
     let p = planned(&g);
-    assert_eq!(p.kernels.len(), 2);
+    // The partials and, at the last point to finish, their combine: one kernel.
+    assert_eq!(p.kernels.len(), 1);
     assert!(p.kernels[0].program.grid[0] > 1);
+    assert!(p.kernels[0].program.to_string().contains("last_point g0"));
     // Without determinism the partials are added atomically into the result.
     let opts = FusionOptions {
         deterministic: false,
@@ -110,7 +104,9 @@ fn large_full_sums_split_across_grid_points() {
     assert!(text.contains("atomic"), "{text}");
     assert!(text.contains("init 0"), "{text}");
     // A mean has a consumer, so it keeps the deterministic combine.
-    assert_eq!(plan(&pipelines::mse(1 << 20), &opts).unwrap().kernels.len(), 2);
+    let p = plan(&pipelines::mse(1 << 20), &opts).unwrap();
+    assert_eq!(p.kernels.len(), 1);
+    assert!(p.kernels[0].program.to_string().contains("last_point g0"));
 }
 
 #[test]
@@ -384,11 +380,72 @@ fn large_gpu_column_reductions_split_the_rows_and_match_the_reference() {
         let out = g.reshape(r, &[cols]);
         let g = g.finish(&[out]);
         let p = plan(&g, &FusionOptions::gpu()).unwrap();
-        assert_eq!(p.kernels.len(), 2, "{}", explain(&g, &FusionOptions::gpu()).unwrap());
+        assert_eq!(p.kernels.len(), 1, "{}", explain(&g, &FusionOptions::gpu()).unwrap());
+        assert!(p.kernels[0].program.to_string().contains("last_point g0"));
         assert!(p.kernels[0].program.grid.iter().product::<u64>() >= 128);
         let want = tilefuse::graph::reference::evaluate(&g).unwrap();
         common::compare(&run(&g, &FusionOptions::gpu())[0], &want[0]).unwrap();
         // The CPU keeps one kernel.
         assert_eq!(plan(&g, &FusionOptions::cpu()).unwrap().kernels.len(), 1);
+    }
+}
+
+/// A `dtype` input of `shape` holding small integers in [-8, 8) (exact in
+/// every dtype), so sums of the narrow float types stay meaningful.
+fn small_ints(g: &mut G, dtype: DType, shape: &[usize]) -> usize {
+    let n = shape.iter().product();
+    let mut buf = tilefuse::storage::HostBuffer::zeros(dtype, n);
+    for i in 0..n {
+        buf.set(i, tilefuse::Scalar::Float(((i * 7919) % 16) as f64 - 8.0, DType::F64));
+    }
+    g.data_buf(buf, shape)
+}
+
+#[test]
+fn single_kernel_split_reductions_match_the_reference_on_the_cpu_executor() {
+    // GPU plans, whose split reductions combine at the last point, run by
+    // the CPU executor: ragged tails, f16/bf16 accumulating in f32, integers.
+    let opts = FusionOptions::gpu();
+    for n in [(1 << 20) + 37, 300_007, 4 * 4096 + 1] {
+        for dtype in [DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32] {
+            let mut ops = vec![(ReduceOp::Sum, false), (ReduceOp::Max, false), (ReduceOp::Min, false)];
+            if dtype.is_float() {
+                ops.push((ReduceOp::Sum, true));
+            }
+            for (op, mean) in ops {
+                let mut g = G::default();
+                let x = small_ints(&mut g, dtype, &[n]);
+                let r = if mean { g.mean(x, &[0]) } else { g.reduce(op, x, &[0]) };
+                let g = g.finish(&[r]);
+                let p = plan(&g, &opts).unwrap();
+                let here = format!("{op:?} (mean {mean}) of {dtype}[{n}]");
+                assert_eq!(p.kernels.len(), 1, "{here}");
+                assert!(p.kernels[0].program.to_string().contains("last_point g0"), "{here}");
+                let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+                common::compare(&run(&g, &opts)[0], &want[0]).unwrap_or_else(|e| panic!("{here}: {e}"));
+            }
+        }
+    }
+    // Column sums split across the rows, with ragged column tiles.
+    for (rows, cols, dtype) in [
+        (6000, 257, DType::I32),
+        (4096, 300, DType::F64),
+        (2048, 1000, DType::F32),
+    ] {
+        let mut g = G::default();
+        let x = small_ints(&mut g, dtype, &[rows, cols]);
+        let r = g.reduce(ReduceOp::Sum, x, &[0]);
+        let g = g.finish(&[r]);
+        let p = plan(&g, &opts).unwrap();
+        let here = format!("column sum of {dtype}[{rows}, {cols}]");
+        assert_eq!(p.kernels.len(), 1, "{here}");
+        assert!(
+            p.kernels[0].program.grid.len() == 2,
+            "{here}: {:?}",
+            p.kernels[0].program.grid
+        );
+        assert!(p.kernels[0].program.to_string().contains("last_point g0"), "{here}");
+        let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+        common::compare(&run(&g, &opts)[0], &want[0]).unwrap_or_else(|e| panic!("{here}: {e}"));
     }
 }

@@ -429,3 +429,77 @@ fn each_padding_mode() {
 
 #[path = "gpu_kernels/programs.rs"]
 mod programs;
+
+// ---- The last point ----
+
+/// Column sums of `x: f32[rows, cols]` as a split reduction: grid
+/// [parts, column tiles of 32], each point reducing 8 rows of its column
+/// tile into the partials; the last point of each column tile to finish sums
+/// that tile's partials (masked: `parts` is not a power of two).
+fn last_point_column_sums(parts: u64, col_tiles: u64) -> Program {
+    let (rows, cols) = (parts * 8, col_tiles * 32);
+    let mut b = Builder::new("last_point_column_sums", &[parts, col_tiles]);
+    let x = b.param("x", DType::F32, rows * cols, Access::Read);
+    let partials = b.param("partials", DType::F32, parts * cols, Access::ReadWrite);
+    let out = b.param("out", DType::F32, cols, Access::Write);
+    let counter = b.param("counter", DType::U32, col_tiles, Access::ReadWrite);
+    let vx = b.view_contiguous(x, &[rows, cols], &[8, 32], Padding::Zero);
+    let vp = b.view_contiguous(partials, &[parts, cols], &[1, 32], Padding::Zero);
+    let vall = b.view_contiguous(
+        partials,
+        &[parts, cols],
+        &[parts.next_power_of_two() as u32, 32],
+        Padding::Zero,
+    );
+    let vout = b.view_contiguous(out, &[1, cols], &[1, 32], Padding::Zero);
+    let t = b.load(vx, &[g(0), g(1)], false);
+    let part = b.reduce(tilefuse::kernels::ir::TileReduce::Sum, t, 0);
+    b.store(vp, &[g(0), g(1)], part, false);
+    b.last_point(0, counter, |b| {
+        let all = b.load(vall, &[IndexExpr::constant(0), g(1)], true);
+        let total = b.reduce(tilefuse::kernels::ir::TileReduce::Sum, all, 0);
+        b.store(vout, &[IndexExpr::constant(0), g(1)], total, false);
+    });
+    b.finish().unwrap()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn last_point_combines_once_per_group_and_leaves_the_counters_at_zero() {
+    let (parts, col_tiles) = (100, 7);
+    let p = last_point_column_sums(parts, col_tiles);
+    let x = random(
+        DType::F32,
+        (parts * 8 * col_tiles * 32) as usize,
+        (-2.0, 2.0),
+        false,
+        41,
+    );
+    let zeros = |d, n: u64| HostBuffer::zeros(d, n as usize);
+    let inputs = vec![
+        x,
+        zeros(DType::F32, parts * col_tiles * 32),
+        zeros(DType::F32, col_tiles * 32),
+        zeros(DType::U32, col_tiles),
+    ];
+    // Against the CPU executor: the in-tile sums may add in another order.
+    let first = gpu_agrees(&p, &inputs, rel_abs(1e-5, 1e-4));
+    assert_eq!(
+        first[3].to_vec::<u32>(),
+        vec![0; col_tiles as usize],
+        "counters after one launch"
+    );
+    // Many launches on the same buffers: the counters return to zero each
+    // time, so every launch combines once per column tile, in the same order.
+    let (_guard, device) = harness::device();
+    let stream = device.stream(0);
+    let buffers: Vec<_> = inputs.iter().map(|h| device.from_host_on(h, stream).unwrap()).collect();
+    let args: Vec<_> = buffers.iter().collect();
+    for run in 0..50 {
+        tilefuse::device::cuda::run_program(&device, &p, &args, stream).unwrap();
+        let out = buffers[2].to_host_on(stream).unwrap();
+        assert_eq!(out.bytes(), first[2].bytes(), "launch {run} differs");
+        let counters = buffers[3].to_host_on(stream).unwrap();
+        assert_eq!(counters.to_vec::<u32>(), vec![0; col_tiles as usize], "launch {run}");
+    }
+}

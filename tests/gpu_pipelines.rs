@@ -421,3 +421,62 @@ fn benchmark_pipelines_match_the_reference_and_report_first_call_latency() {
         );
     }
 }
+
+// ---- split reductions: one launch, the same bits every run ----
+
+/// Runs of each split reduction below: enough for a counter that does not
+/// return to zero, or a combine that races the partials, to show.
+const REPEATS: usize = 50;
+
+/// Full and column reductions that split across the grid and combine at
+/// the last block to finish: each is one launch, matches the reference, and
+/// gives bit-identical results when realized again and again (the plan's
+/// ticket counters are zeroed once and must return to zero every launch).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn split_reductions_are_one_launch_and_bit_identical_over_many_runs() {
+    let _g = gpu();
+    let t = |v: Vec<f32>, shape: &[usize]| Tensor::from_vec(v, shape).to(GPU);
+    let mut cases: Vec<(String, Box<dyn Fn() -> Tensor>)> = vec![];
+    // Ragged tails, a length with no small divisor, and an exact power of two.
+    for n in [(1 << 20) + 37, 3_000_017, 1 << 22] {
+        let (a, b) = (t(data_f32(n, 11), &[n]), t(data_f32(n, 12), &[n]));
+        let (a1, a2, a3, a4, b1) = (a.clone(), a.clone(), a.clone(), a.clone(), b.clone());
+        cases.push((format!("sum {n}"), Box::new(move || a1.sum_all())));
+        cases.push((format!("mean {n}"), Box::new(move || a2.mean_all())));
+        cases.push((format!("max {n}"), Box::new(move || a3.max_all())));
+        cases.push((
+            format!("mse {n}"),
+            Box::new(move || {
+                let d = &a4 - &b1;
+                (&d * &d).mean_all()
+            }),
+        ));
+        let ai = a.cast(DType::I32);
+        let ah = a.cast(DType::F16);
+        Tensor::realize_all(&[&ai, &ah]).unwrap();
+        cases.push((format!("sum i32 {n}"), Box::new(move || ai.sum_all())));
+        cases.push((format!("sum f16 {n}"), Box::new(move || ah.sum_all())));
+    }
+    for (rows, cols) in [(4096, 4096), (6000, 257), (2048, 1000)] {
+        let x = t(data_f32(rows * cols, 13), &[rows, cols]);
+        let (x1, x2) = (x.clone(), x.clone());
+        cases.push((format!("colsum {rows}x{cols}"), Box::new(move || x1.sum(&[0], false))));
+        cases.push((format!("colmean {rows}x{cols}"), Box::new(move || x2.mean(&[0], false))));
+    }
+    for (name, build) in cases {
+        let out = build();
+        let want = reference_of(&out);
+        let stats = out.realize_with_stats().unwrap();
+        assert_eq!(stats.kernels_launched, 1, "{name}: one launch");
+        let first = host_of(&out);
+        compare_with(&first, &want, tolerance(want.dtype()), 64.0).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for run in 1..REPEATS {
+            let again = build();
+            let stats = again.realize_with_stats().unwrap();
+            assert!(stats.plan_cache_hit && stats.kernels_launched == 1, "{name}, run {run}");
+            let got = host_of(&again);
+            assert_eq!(got.bytes(), first.bytes(), "{name}: run {run} differs from the first");
+        }
+    }
+}

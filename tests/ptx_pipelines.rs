@@ -11,7 +11,7 @@ mod common;
 use common::pipelines::{self, Inputs};
 use common::ptx_check::{spilling, summary, Assembled, Modules};
 use std::path::Path;
-use tilefuse::fusion::{plan, FusionOptions};
+use tilefuse::fusion::{plan, BufferKind, FusionOptions};
 use tilefuse::graph::Subgraph;
 use tilefuse::kernels::ptx_gen::ptxas::ptxas_for_tests;
 use tilefuse::DType;
@@ -40,6 +40,29 @@ fn suite() -> Vec<(&'static str, Subgraph)> {
         ("sum", pipelines::sum_of(f32, N)),
         ("colsum", pipelines::colsum_of(f32, M, K)),
     ]
+}
+
+#[test]
+fn suite_reductions_are_one_kernel_each() {
+    // sum, mse and colsum split their reduction across the grid and combine
+    // the partials at the last point to finish, in the same launch.
+    for (name, g) in suite() {
+        let p = plan(&g, &FusionOptions::gpu()).unwrap();
+        if ["sum", "mse", "colsum"].contains(&name) {
+            assert_eq!(p.kernels.len(), 1, "{name}");
+            let program = &p.kernels[0].program;
+            assert!(
+                program.grid.iter().product::<u64>() >= 256,
+                "{name}: {:?}",
+                program.grid
+            );
+            assert!(program.to_string().contains("last_point g0"), "{name}");
+            let counters = p.buffers.iter().filter(|b| b.kind == BufferKind::Counters).count();
+            assert_eq!(counters, 1, "{name}");
+        } else {
+            assert!(p.buffers.iter().all(|b| b.kind == BufferKind::Temp), "{name}");
+        }
+    }
 }
 
 /// Kernels of the suite that `ptxas` makes spill, in the form `Assembled`

@@ -2,30 +2,46 @@
 //!
 //! A reduction over the outer axis of a `[rows, cols]` iteration space (a
 //! column sum) has only `cols / tile` grid points, too few to fill a GPU.
-//! Here the rows are cut into `parts` runs: the first kernel has grid
+//! Here the rows are cut into `parts` runs: the kernel has grid
 //! `[parts, column tiles]`, each point reducing its run of rows into a row
-//! of a `[parts, cols]` partials buffer; the second reduces the partials'
-//! columns in order into the result. Both orders are fixed, so the result
-//! does not depend on scheduling.
+//! of a `[parts, cols]` partials buffer. The points of one column tile
+//! count themselves out on that tile's counter, and the last of them
+//! ([`Inst::LastPoint`](crate::kernels::ir::Inst::LastPoint) over grid
+//! axis 0) reduces the tile's columns of the partials in row order into
+//! the result. Both orders are fixed, so the result does not depend on
+//! scheduling.
+//!
+//! One counter per column tile rather than one for the kernel: the combine
+//! of a tile can start as soon as that tile's points are done, and the
+//! combines of different tiles run in different blocks at once instead of
+//! one block reading every partial. What the last block of a tile reads,
+//! `parts × column tile` partials, runs after the rest of its tile, so the
+//! split narrows its column tiles until that is at most [`LAST_POINT_READ`]
+//! elements (one or two loads per thread); the narrower tiles still read
+//! whole 128-byte lines of each row for elements of 4 bytes or more. For
+//! the benchmark's `[16384, 4096]` f32 that is 32 column tiles of 128 and
+//! 16 runs of 1024 rows (512 blocks); each tile's last block reads 16 × 128
+//! partials.
 
 use super::emit::Lowerer;
 use super::group::{Group, Space};
-use super::lower::{declare, single_reduce, Ctx, MemAccess, ViewSpec};
+use super::lower::{declare, last_point_counter, single_reduce, Ctx, MemAccess, ViewSpec};
 use super::plan::{BufferDecl, BufferRef};
 use super::reduction::{acc_dtype, acc_op, effective, identity, tile_op};
 use super::tiling::Axis;
 use super::Target;
-use crate::graph::{Op, ReduceOp};
+use crate::dtype::{DType, Scalar};
+use crate::graph::{BinaryOp, Op, ReduceOp};
 use crate::kernels::ir::{Access, Builder, IndexExpr, Program, ValueType};
 use crate::tile::Padding;
 use std::collections::HashMap;
 
 /// Elements of one tile of the partial kernel.
 const PARTIAL_TILE: u64 = 4096;
-/// Columns of one tile of the combining kernel.
-const COMBINE_COLS: u64 = 32;
-/// Elements of one tile of the combining kernel.
-const COMBINE_TILE: u64 = 2048;
+/// The most partials the last point of a column tile reads.
+const LAST_POINT_READ: u64 = 4096;
+/// The narrowest column tile of a split: 128 bytes of f32.
+const MIN_COL_TILE: u64 = 32;
 /// Grid points a split column reduction aims at.
 const WANTED_POINTS: u64 = 512;
 /// The most grid points below which a column reduction is split.
@@ -66,12 +82,19 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
     if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) || !only_result || acc_dtype(dtype) != dtype {
         return None;
     }
-    let col_tile = pow2(cols.extent).min(PARTIAL_TILE / 4);
+    let mut col_tile = pow2(cols.extent).min(PARTIAL_TILE / 4);
     let row_tile = (PARTIAL_TILE / col_tile).min(pow2(rows.extent));
     let col_tiles = cols.extent.div_ceil(col_tile);
     if col_tiles >= FEW_POINTS || rows.extent < 4 * row_tile || rows.extent * cols.extent < MIN_ELEMENTS {
         return None;
     }
+    // Narrower column tiles until the last point of a tile reads few partials.
+    while col_tile > MIN_COL_TILE && WANTED_POINTS.div_ceil(cols.extent.div_ceil(col_tile)) * col_tile > LAST_POINT_READ
+    {
+        col_tile /= 2;
+    }
+    let row_tile = (PARTIAL_TILE / col_tile).min(pow2(rows.extent));
+    let col_tiles = cols.extent.div_ceil(col_tile);
     // Enough grid points to fill the device, each with at least two tiles of rows.
     let wanted = WANTED_POINTS.div_ceil(col_tiles);
     let most = wanted.min(rows.extent / (2 * row_tile)).max(1);
@@ -84,7 +107,7 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
     })
 }
 
-/// The two kernels of a split column reduction; see the module docs.
+/// The kernel of a split column reduction; see the module docs.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn column_split(
     cx: &Ctx,
@@ -111,7 +134,7 @@ pub(crate) fn column_split(
     let partial_len = cs.parts * cols;
 
     // The partials: grid [parts, column tiles], rows of a run in a loop.
-    let mut b = Builder::new(format!("{name}_partial"), &[cs.parts, col_tiles]);
+    let mut b = Builder::new(name, &[cs.parts, col_tiles]);
     b.math(cx.opts.math);
     let loads: Vec<usize> = (0..accesses.len()).filter(|&i| !accesses[i].write).collect();
     let split_views: Vec<ViewSpec> = views
@@ -124,8 +147,9 @@ pub(crate) fn column_split(
         })
         .collect();
     let (mut vs, mut masked, mut args) = declare(cx, &mut b, accesses, &split_views, &loads, None);
-    let p = b.param(format!("t{}", buffers.len()), dtype, partial_len, Access::Write);
+    let p = b.param(format!("t{}", buffers.len()), dtype, partial_len, Access::ReadWrite);
     args.push(partial);
+    buffers.push(BufferDecl::temp(dtype, partial_len));
     let out = store_of[&r];
     vs.insert(
         out,
@@ -167,70 +191,59 @@ pub(crate) fn column_split(
         store_of,
     );
     lw.body(&mut b)?;
-    let mut out_kernels = vec![(b.finish()?, args)];
-    buffers.push(BufferDecl {
-        dtype,
-        len: partial_len,
-    });
 
-    // The combine: grid [column tiles], the partials' rows in order.
-    let tile_cols = pow2(cols).min(COMBINE_COLS) as u32;
-    let tile_rows = pow2(cs.parts).min(COMBINE_TILE / tile_cols as u64) as u32;
-    let mut b = Builder::new(format!("{name}_combine"), &[cols.div_ceil(tile_cols as u64)]);
-    b.math(cx.opts.math);
-    let p = b.param(format!("t{}", buffers.len() - 1), dtype, partial_len, Access::Read);
+    // The last point of each column tile: the partials' rows in order.
+    let counter = last_point_counter(&mut b, buffers, &mut args, col_tiles);
+    let tile_rows = pow2(cs.parts).min((LAST_POINT_READ / col_tile as u64).max(1)) as u32;
     let pv = b.view(
         p,
         &[cs.parts, cols],
         &[cols as i64, 1],
         0,
-        &[tile_rows, tile_cols],
+        &[tile_rows, col_tile],
         Padding::Zero,
     );
-    let combine_views: Vec<ViewSpec> = views
+    let out_views: Vec<ViewSpec> = views
         .iter()
         .map(|v| ViewSpec {
-            tile: vec![1, tile_cols],
+            tile: vec![1, col_tile],
             ..v.clone()
         })
         .collect();
-    let (ovs, _, out_args) = declare(cx, &mut b, accesses, &combine_views, &[out], None);
-    let mut args = vec![partial];
+    let (ovs, _, out_args) = declare(cx, &mut b, accesses, &out_views, &[out], None);
     args.extend(out_args);
+    let out_view = ovs[&out];
     let ragged = cs.parts % tile_rows as u64 != 0;
-    let masked_cols = cols % tile_cols as u64 != 0;
-    let shape = [tile_rows, tile_cols];
+    let masked_cols = cols % col_tile as u64 != 0;
+    let shape = [tile_rows, col_tile];
     let acc = b.acc(ValueType::new(dtype, &shape), identity(op, dtype));
-    b.loop_(cs.parts.div_ceil(tile_rows as u64), |b, var| {
-        let mut x = b.load(
-            pv,
-            &[IndexExpr::loop_var(var), IndexExpr::grid(0)],
-            ragged || masked_cols,
-        );
-        if ragged {
-            // Rows past the last partial count as the identity.
-            let row = b.iota(&shape, 0, IndexExpr::loop_var(var));
-            let lim = b.constant(
-                crate::dtype::Scalar::Int(cs.parts as i128, crate::dtype::DType::I64),
-                crate::dtype::DType::I64,
-                &shape,
+    b.last_point(0, counter, |b| {
+        b.loop_(cs.parts.div_ceil(tile_rows as u64), |b, var| {
+            let mut x = b.load(
+                pv,
+                &[IndexExpr::loop_var(var), IndexExpr::grid(1)],
+                ragged || masked_cols,
             );
-            let inside = b.binary(crate::graph::BinaryOp::Lt, row, lim);
-            let id = b.constant(identity(op, dtype), dtype, &shape);
-            x = b.select(inside, x, id);
-        }
-        b.acc_update(acc, acc_op(op), x);
+            if ragged {
+                // Rows past the last partial count as the identity.
+                let row = b.iota(&shape, 0, IndexExpr::loop_var(var));
+                let lim = b.constant(Scalar::Int(cs.parts as i128, DType::I64), DType::I64, &shape);
+                let inside = b.binary(BinaryOp::Lt, row, lim);
+                let id = b.constant(identity(op, dtype), dtype, &shape);
+                x = b.select(inside, x, id);
+            }
+            b.acc_update(acc, acc_op(op), x);
+        });
+        let total = b.acc_read(acc);
+        let total = b.reduce(tile_op(op), total, 0);
+        b.store(
+            out_view,
+            &[IndexExpr::constant(0), IndexExpr::grid(1)],
+            total,
+            masked_cols,
+        );
     });
-    let total = b.acc_read(acc);
-    let total = b.reduce(tile_op(op), total, 0);
-    b.store(
-        ovs[&out],
-        &[IndexExpr::constant(0), IndexExpr::grid(0)],
-        total,
-        masked_cols,
-    );
-    out_kernels.push((b.finish()?, args));
-    Ok(out_kernels)
+    Ok(vec![(b.finish()?, args)])
 }
 
 /// The smallest power of two at least `x` (1 for 0).

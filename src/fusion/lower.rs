@@ -8,9 +8,10 @@
 //! row-major view.
 //!
 //! A full reduction over many tiles is split across grid points: each
-//! reduces a fixed run of tiles into a partial, and a second one-point
-//! kernel combines the partials in order and runs the consumers
-//! (deterministic). With `deterministic: false`, a plain sum without
+//! reduces a fixed run of tiles into a partial, and the point that finishes
+//! last (an [`Inst::LastPoint`](crate::kernels::ir::Inst::LastPoint))
+//! combines the partials in order and runs the consumers, in the same
+//! kernel (deterministic). With `deterministic: false`, a plain sum without
 //! consumers instead adds its partials atomically into the result, which
 //! starts at zero: one kernel, but the order of the additions varies.
 
@@ -19,13 +20,13 @@ use super::column_split::{column_split, column_split_of};
 use super::emit::{Lowerer, Split, SplitOut};
 use super::group::{Group, Space};
 use super::layout::{map_onto, Layout};
-use super::plan::{BufferDecl, BufferRef};
+use super::plan::{BufferDecl, BufferKind, BufferRef};
 use super::tiling::{choose_tiles, coalesce, Axis};
 use super::FusionOptions;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::graph::{Op, ReduceOp, Subgraph, UnaryOp};
-use crate::kernels::ir::{Access, Builder, Program, ViewId};
+use crate::kernels::ir::{Access, Builder, ParamId, Program, ViewId};
 use crate::tile::Padding;
 use std::collections::HashMap;
 
@@ -56,7 +57,8 @@ const MIN_SPLIT_TILES: u64 = 4;
 
 /// Lowers `group` to the programs (and their arguments) that compute it
 /// and store the nodes of `stores`: none when its iteration space is empty,
-/// two for a split reduction (whose partials buffer is appended to `buffers`).
+/// otherwise one (a split reduction appends its partials and counters to
+/// `buffers`).
 pub(crate) fn lower(
     cx: &Ctx,
     group: &Group,
@@ -227,25 +229,33 @@ pub(crate) fn lower(
     } else {
         None
     };
-    // A split reduction: partials first.
-    let mut b = Builder::new(format!("{name}_partial"), &[parts]);
+    // A split reduction: every point reduces its run of tiles into a partial
+    // (or adds it atomically into the result) ...
+    let kernel_name = if atomic {
+        format!("{name}_partial")
+    } else {
+        name.to_string()
+    };
+    let mut b = Builder::new(kernel_name, &[parts]);
     b.math(cx.opts.math);
-    let first: Vec<usize> = (0..accesses.len())
-        .filter(|&i| accesses[i].space == Space::Full || (atomic && accesses[i].write))
+    let which: Vec<usize> = (0..accesses.len())
+        .filter(|&i| !atomic || accesses[i].space == Space::Full || accesses[i].write)
         .collect();
-    let (vs, masked, mut args) = declare(cx, &mut b, &accesses, &views, &first, atomic_init);
-    let partial = BufferRef::Temp(buffers.len());
+    let (vs, masked, mut args) = declare(cx, &mut b, &accesses, &views, &which, atomic_init);
     let r = *stores.first().filter(|_| atomic).unwrap_or(&group.nodes[0]);
     let pdtype = if atomic {
         cx.g.nodes[r].dtype
     } else {
         partial_dtype(cx.g, group)
     };
+    let mut partials = None;
     let out_view = if atomic {
         SplitOut::Atomic(vs[&store_of[&r]])
     } else {
-        let p = b.param(format!("t{}", buffers.len()), pdtype, parts, Access::Write);
-        args.push(partial);
+        let p = b.param(format!("t{}", buffers.len()), pdtype, parts, Access::ReadWrite);
+        args.push(BufferRef::Temp(buffers.len()));
+        buffers.push(BufferDecl::temp(pdtype, parts));
+        partials = Some(p);
         SplitOut::Partials(b.view(p, &[parts], &[1], 0, &[1], Padding::Zero))
     };
     let mut lw = Lowerer::new(
@@ -253,36 +263,44 @@ pub(crate) fn lower(
         group,
         axes.clone(),
         grid_axis.clone(),
-        vs,
-        masked,
+        vs.clone(),
+        masked.clone(),
         load_of.clone(),
         store_of.clone(),
     );
     lw.split = Some(Split { tiles, out: out_view });
     lw.body(&mut b)?;
-    out.push((b.finish()?, args));
-    if atomic {
-        return Ok(out);
+    // ... then the last point to finish combines the partials in index
+    // order and runs the consumers.
+    if let Some(p) = partials {
+        let counter = last_point_counter(&mut b, buffers, &mut args, 1);
+        let tile = (parts.next_power_of_two()).min(cx.opts.tile_elements() as u64) as u32;
+        let pv = b.view(p, &[parts], &[1], 0, &[tile], Padding::Zero);
+        let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
+        let mut combined = Ok(());
+        b.last_point(0, counter, |b| combined = lw.combine(b, pv, parts, tile));
+        combined?;
     }
-    buffers.push(BufferDecl {
-        dtype: pdtype,
-        len: parts,
-    });
-    // Then one grid point combines them and runs the consumers.
-    let mut b = Builder::new(format!("{name}_combine"), &[1]);
-    b.math(cx.opts.math);
-    let second: Vec<usize> = (0..accesses.len())
-        .filter(|&i| accesses[i].space == Space::Reduced)
-        .collect();
-    let (vs, masked, mut args) = declare(cx, &mut b, &accesses, &views, &second, None);
-    let tile = (parts.next_power_of_two()).min(cx.opts.tile_elements() as u64) as u32;
-    let p = b.param(format!("t{}", buffers.len() - 1), pdtype, parts, Access::Read);
-    args.push(partial);
-    let pv = b.view(p, &[parts], &[1], 0, &[tile], Padding::Zero);
-    let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
-    lw.combine(&mut b, pv, parts, tile)?;
     out.push((b.finish()?, args));
     Ok(out)
+}
+
+/// Declares the `u32` ticket counters of a last point with `groups` groups:
+/// a parameter of `b` and a buffer of kind [`BufferKind::Counters`].
+pub(crate) fn last_point_counter(
+    b: &mut Builder,
+    buffers: &mut Vec<BufferDecl>,
+    args: &mut Vec<BufferRef>,
+    groups: u64,
+) -> ParamId {
+    let p = b.param(format!("t{}", buffers.len()), DType::U32, groups, Access::ReadWrite);
+    args.push(BufferRef::Temp(buffers.len()));
+    buffers.push(BufferDecl {
+        dtype: DType::U32,
+        len: groups,
+        kind: BufferKind::Counters,
+    });
+    p
 }
 
 /// The coalesced view of one access.

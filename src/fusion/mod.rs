@@ -32,9 +32,13 @@
 //!   in-tile `Reduce` along the reduced axis.
 //! - **Full reductions** of many tiles are split across grid points: each
 //!   point reduces a fixed run of tiles into a partial. By default
-//!   (`deterministic: true`) a second, one-point kernel combines the
+//!   (`deterministic: true`) the point that finishes last combines the
 //!   partials in index order and runs the elementwise consumers (`* 1/n` of
-//!   a mean), so the result does not depend on scheduling. With
+//!   a mean), in the same kernel: an
+//!   [`Inst::LastPoint`](crate::kernels::ir::Inst::LastPoint) whose ticket
+//!   counter is a [`BufferKind::Counters`] buffer of the plan. The result
+//!   does not depend on scheduling, since the combine reads every partial in
+//!   a fixed order whichever point runs it. With
 //!   `deterministic: false`, a sum with no consumers (f32, f64, 32/64-bit
 //!   integers) instead adds its partials atomically into the result, whose
 //!   buffer starts at 0: one kernel, but float additions happen in
@@ -69,7 +73,7 @@ mod tiling;
 
 pub use cache::{cache_stats, CacheStats};
 pub use explain::explain;
-pub use plan::{BufferDecl, BufferRef, Kernel, Plan};
+pub use plan::{BufferDecl, BufferKind, BufferRef, Kernel, Plan};
 
 use crate::error::{Error, Result};
 use crate::graph::{Op, Subgraph};
@@ -248,10 +252,7 @@ fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
         let stores: Vec<usize> = grp.home.iter().copied().filter(|&n| needed[n]).collect();
         for &n in &stores {
             buffer.insert(n, BufferRef::Temp(buffers.len()));
-            buffers.push(BufferDecl {
-                dtype: g.nodes[n].dtype,
-                len: g.nodes[n].shape.numel() as u64,
-            });
+            buffers.push(BufferDecl::temp(g.nodes[n].dtype, g.nodes[n].shape.numel() as u64));
         }
         let last = *grp.nodes.last().expect("groups are not empty");
         let name = format!("k{i}_{}", short_name(&g.nodes[last].op));

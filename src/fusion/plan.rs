@@ -5,13 +5,43 @@ use crate::dtype::DType;
 use crate::kernels::ir::Program;
 use std::sync::Arc;
 
-/// A buffer the plan needs: an intermediate result or an output.
+/// A buffer the plan needs: an intermediate result, an output, or the
+/// ticket counters of a kernel with a last point.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct BufferDecl {
     /// The element type.
     pub dtype: DType,
     /// The number of elements.
     pub len: u64,
+    /// How long it lives and what it holds at the start of a run.
+    pub kind: BufferKind,
+}
+
+impl BufferDecl {
+    /// An intermediate or output buffer of `len` elements of `dtype`.
+    pub fn temp(dtype: DType, len: u64) -> BufferDecl {
+        BufferDecl {
+            dtype,
+            len,
+            kind: BufferKind::Temp,
+        }
+    }
+}
+
+/// The lifetime of a plan's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BufferKind {
+    /// Fresh for every run; every element a kernel reads was written by an
+    /// earlier kernel (or the same kernel, before a last point) of the run.
+    Temp,
+    /// The `u32` ticket counters of a kernel's
+    /// [`LastPoint`](crate::kernels::ir::Inst::LastPoint): zero before the
+    /// kernel's first launch, and left zero by every launch that completes.
+    /// A runtime may therefore zero it once and keep it for every run of the
+    /// plan, provided two launches using it never overlap. The CUDA runtime
+    /// keeps one per prepared (device, plan), whose launches all go to one
+    /// stream in plan order; the CPU runtime makes a zeroed one per run.
+    Counters,
 }
 
 /// A buffer a kernel argument or a plan output refers to.

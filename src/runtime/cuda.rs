@@ -40,7 +40,7 @@ use crate::device::cuda::{
     BufferId, CompiledProgram, CudaDevice, DeviceBuffer, LaunchPlan, ScheduledLaunch, Scheduler, STREAM_COUNT,
 };
 use crate::error::{Error, Result};
-use crate::fusion::{BufferRef, Plan};
+use crate::fusion::{BufferKind, BufferRef, Plan};
 use crate::graph::{Op, Subgraph};
 use crate::kernels::ir::Access;
 use crate::storage::{CudaStorage, Storage};
@@ -101,6 +101,7 @@ fn run_once(
         compiled,
         schedule,
         first_stream,
+        counters,
         ..
     } = &*prepared;
 
@@ -114,6 +115,11 @@ fn run_once(
 
     let mut temps = Vec::with_capacity(plan.buffers.len());
     for (decl, stream) in plan.buffers.iter().zip(first_stream) {
+        if decl.kind == BufferKind::Counters {
+            // Kept by the prepared plan, zero between runs.
+            temps.push(None);
+            continue;
+        }
         let len = usize::try_from(decl.len).map_err(|_| Error::OutOfMemory {
             bytes: usize::MAX,
             in_use: device.memory_stats().bytes_in_use,
@@ -143,6 +149,7 @@ fn run_once(
                 BufferRef::Temp(t) => temps
                     .get(t)
                     .and_then(Option::as_ref)
+                    .or_else(|| counters.get(t).and_then(Option::as_ref))
                     .ok_or_else(|| bad_plan(&kernel.program.name, "a buffer position past the plan's buffers")),
             })
             .collect::<Result<Vec<&DeviceBuffer>>>()?;
@@ -178,15 +185,26 @@ fn run_once(
 }
 
 /// What a run of one plan on one device needs beyond its data: the
-/// compiled kernels, the stream schedule, and the stream on which each
-/// buffer is first used. It depends only on the plan, so it is computed once
-/// per (device, plan) and kept while the plan lives.
+/// compiled kernels, the stream schedule, the stream on which each
+/// buffer is first used, and the plan's ticket counters. It depends only on
+/// the plan, so it is computed once per (device, plan) and kept while the
+/// plan lives.
+///
+/// **Invariant:** the counters of a [`BufferKind::Counters`] buffer are
+/// zeroed once, here, on the stream of the kernel that uses them, and every
+/// run launches that kernel on that same stream (the schedule is computed
+/// once per prepared plan). So two launches that share a counter never
+/// overlap, and each finds the counter back at zero, where the previous
+/// launch's last ticket left it (`atom.inc` wraps).
 struct Prepared {
     /// The plan it was made for; a dead plan's entry is replaced.
     plan: Weak<Plan>,
     compiled: Vec<Arc<CompiledProgram>>,
     schedule: LaunchPlan,
     first_stream: Vec<Option<usize>>,
+    /// For each buffer of the plan: its device memory when it holds
+    /// counters, kept for every run; `None` for the buffers of one run.
+    counters: Vec<Option<DeviceBuffer>>,
 }
 
 type PreparedTable = HashMap<(usize, usize, usize), Arc<Prepared>>;
@@ -223,11 +241,13 @@ fn prepared(device: &Arc<CudaDevice>, plan: &Arc<Plan>, inputs: usize) -> Result
             }
         }
     }
+    let counters = plan_counters(device, plan, &schedule, &first_stream)?;
     let prepared = Arc::new(Prepared {
         plan: Arc::downgrade(plan),
         compiled,
         schedule,
         first_stream,
+        counters,
     });
     if Arc::strong_count(plan) > 1 {
         let mut table = table();
@@ -235,6 +255,37 @@ fn prepared(device: &Arc<CudaDevice>, plan: &Arc<Plan>, inputs: usize) -> Result
         table.insert(key, prepared.clone());
     }
     Ok(prepared)
+}
+
+/// The counter buffers of `plan`, zeroed on the stream of the kernel that
+/// uses each; see [`Prepared`] for why once is enough. Fails when a counter
+/// would be used on two streams, where launches could overlap.
+fn plan_counters(
+    device: &Arc<CudaDevice>,
+    plan: &Plan,
+    schedule: &LaunchPlan,
+    first_stream: &[Option<usize>],
+) -> Result<Vec<Option<DeviceBuffer>>> {
+    let mut counters = Vec::with_capacity(plan.buffers.len());
+    for (t, decl) in plan.buffers.iter().enumerate() {
+        let Some(stream) = first_stream[t].filter(|_| decl.kind == BufferKind::Counters) else {
+            counters.push(None);
+            continue;
+        };
+        let users = plan.kernels.iter().zip(&schedule.launches);
+        let uses_it = |k: &crate::fusion::Kernel| k.args.contains(&BufferRef::Temp(t));
+        if let Some((k, _)) = users.filter(|(k, _)| uses_it(k)).find(|(_, l)| l.stream != stream) {
+            return Err(bad_plan(
+                &k.program.name,
+                "ticket counters used by kernels on two streams, whose launches could overlap",
+            ));
+        }
+        let len = usize::try_from(decl.len).map_err(|_| bad_plan("plan counters", "too many counters"))?;
+        let buffer = device.alloc_on(decl.dtype, len, device.stream(stream))?;
+        buffer.zero_on(device.stream(stream))?;
+        counters.push(Some(buffer));
+    }
+    Ok(counters)
 }
 
 /// The storages of the subgraph's data leaves, in node order.

@@ -41,7 +41,7 @@ pub(crate) fn forwarded_stores(program: &Program) -> Vec<Option<Forward>> {
 fn scan(program: &Program, body: &[Inst], uses: &[u32], forward: &mut [Option<Forward>]) {
     for (j, inst) in body.iter().enumerate() {
         let (view, index, src, masked) = match inst {
-            Inst::Loop { body, .. } => {
+            Inst::Loop { body, .. } | Inst::LastPoint { body, .. } => {
                 scan(program, body, uses, forward);
                 continue;
             }
@@ -64,7 +64,7 @@ fn scan(program: &Program, body: &[Inst], uses: &[u32], forward: &mut [Option<Fo
             Inst::Load { view, .. } | Inst::Store { view, .. } | Inst::Atomic { view, .. } => {
                 program.views[view.index()].param == param
             }
-            Inst::Loop { .. } => true,
+            Inst::Loop { .. } | Inst::LastPoint { .. } => true,
             _ => false,
         };
         if !body[i + 1..j].iter().any(touches) {
@@ -211,6 +211,7 @@ fn operands(inst: &Inst) -> SmallVec<[ValueId; 3]> {
         | Inst::Iota { .. }
         | Inst::AccRead { .. }
         | Inst::Loop { .. }
+        | Inst::LastPoint { .. }
         | Inst::Barrier => SmallVec::new(),
     }
 }

@@ -219,7 +219,7 @@ fn bind_args(program: &Program, args: &mut [Arg<'_>]) -> Result<Vec<SharedMem>> 
 fn for_each_inst(body: &[Inst], f: &mut impl FnMut(&Inst)) {
     for inst in body {
         f(inst);
-        if let Inst::Loop { body, .. } = inst {
+        if let Some(body) = inst.nested() {
             for_each_inst(body, f);
         }
     }
@@ -294,14 +294,50 @@ impl<'p> Context<'p> {
         }
         let threads = rayon::current_num_threads() as u64;
         if threads <= 1 || points == 1 || points.saturating_mul(self.work_per_point) < SERIAL_WORK {
-            return self.run_points(&mut Frame::new(self), 0, points);
+            self.run_points(&mut Frame::new(self), 0, points)?;
+        } else {
+            let chunks = points.min(threads * CHUNKS_PER_THREAD);
+            let bound = |c: u64| (c as u128 * points as u128 / chunks as u128) as u64;
+            (0..chunks).into_par_iter().try_for_each_init(
+                || Frame::new(self),
+                |frame, c| self.run_points(frame, bound(c), bound(c + 1)),
+            )?;
         }
-        let chunks = points.min(threads * CHUNKS_PER_THREAD);
-        let bound = |c: u64| (c as u128 * points as u128 / chunks as u128) as u64;
-        (0..chunks).into_par_iter().try_for_each_init(
-            || Frame::new(self),
-            |frame, c| self.run_points(frame, bound(c), bound(c + 1)),
-        )
+        self.run_last_points(points)
+    }
+
+    /// Runs the body of the program's last point, if it has one, once per
+    /// group of grid points, now that every point has run: at the group's
+    /// last point along the counted axis (the body cannot tell which).
+    fn run_last_points(&self, points: u64) -> Result<()> {
+        let Some(Inst::LastPoint { axis, body, .. }) = self.program.body.last() else {
+            return Ok(());
+        };
+        let grid = &self.program.grid;
+        let axis = *axis as usize;
+        let extent = *grid.get(axis).ok_or_else(|| {
+            malformed(format!(
+                "last point over grid axis {axis} of a rank {} grid",
+                grid.len()
+            ))
+        })?;
+        let mut frame = Frame::new(self);
+        for group in 0..points / extent {
+            let mut rest = group;
+            for k in (0..grid.len()).rev() {
+                if k == axis {
+                    frame.grid[k] = extent - 1;
+                } else {
+                    frame.grid[k] = rest % grid[k];
+                    rest /= grid[k];
+                }
+            }
+            for (acc, &init) in frame.accs.iter_mut().zip(&self.acc_init) {
+                acc.fill(init);
+            }
+            self.run_block(&mut frame, body)?;
+        }
+        Ok(())
     }
 
     /// Runs the grid points `lo..hi` (row-major order) on one frame.
@@ -449,6 +485,8 @@ impl<'p> Context<'p> {
                 }
                 // One host thread runs a grid point, so there is nothing to wait for.
                 Inst::Barrier => {}
+                // Run once per group after every grid point, by `run_last_points`.
+                Inst::LastPoint { .. } => {}
             }
         }
         Ok(())
@@ -480,6 +518,8 @@ fn work(program: &Program, body: &[Inst]) -> u64 {
     body.iter()
         .map(|inst| match inst {
             Inst::Loop { count, body, .. } => count.saturating_mul(work(program, body)),
+            // Run once per group, not per point.
+            Inst::LastPoint { .. } => 0,
             Inst::Store { src: v, .. } | Inst::Atomic { src: v, .. } => program.values[v.index()].numel(),
             Inst::AccUpdate { src: v, .. } => program.values[v.index()].numel(),
             Inst::Barrier => 0,

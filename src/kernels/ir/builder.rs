@@ -306,6 +306,16 @@ impl Builder {
         });
     }
 
+    /// Ends the program with [`Inst::LastPoint`]: `body` runs once per group
+    /// of grid points that differ only along grid axis `axis`, after all of
+    /// them, counting finished points in the `u32` parameter `counter`.
+    pub fn last_point(&mut self, axis: u8, counter: ParamId, body: impl FnOnce(&mut Builder)) {
+        self.blocks.push(Vec::new());
+        body(self);
+        let body = self.blocks.pop().unwrap_or_default();
+        self.push(Inst::LastPoint { axis, counter, body });
+    }
+
     /// A barrier among the threads working on one grid point.
     pub fn barrier(&mut self) {
         self.push(Inst::Barrier);

@@ -454,6 +454,40 @@ pub enum Inst {
     /// All threads working on one grid point wait here; placed by lowering
     /// where one thread's stores must be seen by another's loads.
     Barrier,
+    /// Runs `body` once for every group of grid points that differ only in
+    /// grid coordinate `axis`, after every point of the group has run the
+    /// instructions before this one; the body's loads see the stores those
+    /// points made. It must be the last instruction of the program's body.
+    ///
+    /// The body sees no value defined outside it, and its index expressions
+    /// do not use grid axis `axis`, so its effect does not depend on which
+    /// point of the group runs it. On a GPU the point of the group that
+    /// finishes last runs it: every point makes its stores visible
+    /// device-wide and takes a ticket from the group's element of
+    /// `counter` (a `u32` parameter with one element per group, in row-major
+    /// order of the other grid coordinates), and the point holding the
+    /// last ticket runs the body. The counter must hold zero before a launch
+    /// and holds zero again after it, so it is zeroed once and launches
+    /// that use one counter must not overlap. The CPU executor runs the body
+    /// once per group after all grid points.
+    LastPoint {
+        /// The grid axis whose points are counted.
+        axis: u8,
+        /// The `u32` counters, one per group.
+        counter: ParamId,
+        /// The instructions run once per group.
+        body: Vec<Inst>,
+    },
+}
+
+impl Inst {
+    /// The instructions nested in this one: a loop's or last point's body.
+    pub fn nested(&self) -> Option<&[Inst]> {
+        match self {
+            Inst::Loop { body, .. } | Inst::LastPoint { body, .. } => Some(body),
+            _ => None,
+        }
+    }
 }
 
 /// A tile kernel program. Build one with [`Builder`], check it with

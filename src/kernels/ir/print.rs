@@ -67,9 +67,9 @@ fn block(f: &mut fmt::Formatter<'_>, program: &Program, insts: &[Inst], depth: u
             f,
             "{pad}{}{}",
             inst_line(program, inst),
-            if let Inst::Loop { .. } = inst { " {" } else { "" }
+            if inst.nested().is_some() { " {" } else { "" }
         )?;
-        if let Inst::Loop { body, .. } = inst {
+        if let Some(body) = inst.nested() {
             block(f, program, body, depth + 1)?;
             writeln!(f, "{pad}}}")?;
         }
@@ -172,6 +172,7 @@ pub(crate) fn inst_line(program: &Program, inst: &Inst) -> String {
             AccessView(*view, index)
         ),
         Inst::Barrier => "barrier".to_string(),
+        Inst::LastPoint { axis, counter, .. } => format!("last_point g{axis} counter {counter}"),
     }
 }
 

@@ -51,6 +51,16 @@
 //! - Accumulator updates use `Add`, `Mul`, `Maximum` or `Minimum` with an
 //!   operand of the accumulator's type; reads give that type.
 //!
+//! Last point ([`Inst::LastPoint`]):
+//! - It is the last instruction of the program's body, never nested.
+//! - Its axis is a grid axis of extent at most 2^32 − 1; its counter is a
+//!   `u32` `ReadWrite` parameter without `init`, with one element per group
+//!   (the product of the other grid extents), that no view names.
+//! - Its body uses no value defined outside it and no accumulator used
+//!   outside it, and its index expressions do not name grid axis `axis`
+//!   (so it does not matter which point of a group runs it); its stores
+//!   are checked for disjointness over the other grid axes only.
+//!
 //! Memory accesses (load, store, in_bounds, atomic):
 //! - The view exists and the partition index has the view's rank.
 //! - A loaded tile, and a stored or atomic operand, has the parameter's
@@ -72,7 +82,7 @@
 //!   that grid coordinate give one partition. Each store is checked on its
 //!   own; two store instructions are trusted to write disjoint partitions.
 
-use super::{print, Access, Inst, LoopId, Program, ScalarKey, ValueId, ValueType, View};
+use super::{print, AccId, Access, Inst, LoopId, ParamId, Program, ScalarKey, ValueId, ValueType, View};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::graph::{BinaryOp, UnaryOp};
@@ -94,6 +104,7 @@ pub fn verify(program: &Program) -> Result<()> {
         scopes: vec![Vec::new()],
         bound: vec![false; program.loops as usize],
         open: Vec::new(),
+        last_axis: None,
     };
     v.program().map_err(|reason| Error::InvalidProgram {
         program: program.name.clone(),
@@ -115,6 +126,8 @@ struct Verifier<'a> {
     bound: Vec<bool>,
     /// The open loops, innermost last, with their counts.
     open: Vec<(LoopId, u64)>,
+    /// Inside the body of a last point: its grid axis.
+    last_axis: Option<u8>,
 }
 
 impl<'a> Verifier<'a> {
@@ -204,9 +217,20 @@ impl<'a> Verifier<'a> {
 
     fn block(&mut self, insts: &[Inst]) -> Check {
         let p = self.p;
-        for inst in insts {
+        for (k, inst) in insts.iter().enumerate() {
             let here = |e: String| format!("in `{}`: {e}", print::inst_line(p, inst));
-            if let Inst::Loop { var, count, body } = inst {
+            if let Inst::LastPoint { axis, counter, body } = inst {
+                let last_of_program = std::ptr::eq(insts, &p.body[..]) && k + 1 == insts.len();
+                self.last_point_header(*axis, *counter, body, last_of_program)
+                    .map_err(here)?;
+                // Nothing defined before is visible in the body.
+                self.visible.iter_mut().for_each(|v| *v = false);
+                self.scopes.push(Vec::new());
+                self.last_axis = Some(*axis);
+                self.block(body)?;
+                self.last_axis = None;
+                self.scopes.pop();
+            } else if let Inst::Loop { var, count, body } = inst {
                 self.loop_header(*var, *count).map_err(here)?;
                 self.open.push((*var, *count));
                 self.scopes.push(Vec::new());
@@ -218,6 +242,50 @@ impl<'a> Verifier<'a> {
             } else {
                 self.inst(inst).map_err(here)?;
             }
+        }
+        Ok(())
+    }
+
+    fn last_point_header(&self, axis: u8, counter: ParamId, body: &[Inst], last_of_program: bool) -> Check {
+        let p = self.p;
+        if !last_of_program {
+            return Err("a last point must be the last instruction of the program's body".into());
+        }
+        let Some(&extent) = p.grid.get(axis as usize) else {
+            return Err(format!(
+                "grid axis g{axis} does not exist (grid {})",
+                print::list(&p.grid)
+            ));
+        };
+        if extent > u32::MAX as u64 {
+            return Err(format!(
+                "grid axis g{axis} has {extent} points, more than a u32 ticket counts"
+            ));
+        }
+        let groups: u64 = (p.grid.iter().enumerate())
+            .filter(|&(k, _)| k != axis as usize)
+            .map(|(_, &e)| e)
+            .product();
+        let Some(param) = p.params.get(counter.index()) else {
+            return Err(format!("counter {counter} is not declared"));
+        };
+        if param.dtype != DType::U32 || param.access != Access::ReadWrite || param.init.is_some() || param.len != groups
+        {
+            return Err(format!(
+                "counter {counter} `{}` must be a u32 read-write parameter without init holding {groups} elements (one per group)",
+                param.name
+            ));
+        }
+        if let Some(v) = p.views.iter().position(|v| v.param == counter) {
+            return Err(format!("counter {counter} is only for tickets, but view v{v} names it"));
+        }
+        let (mut inside, mut outside) = (Vec::new(), Vec::new());
+        accs_used(body, &mut inside);
+        accs_used(&p.body[..p.body.len() - 1], &mut outside);
+        if let Some(a) = inside.iter().find(|a| outside.contains(a)) {
+            return Err(format!(
+                "accumulator {a} is used both before the last point and in its body"
+            ));
         }
         Ok(())
     }
@@ -389,8 +457,8 @@ impl<'a> Verifier<'a> {
                 }
                 Ok(())
             }
-            // Loops are checked by `block`.
-            Inst::Barrier | Inst::Loop { .. } => Ok(()),
+            // Loops and last points are checked by `block`.
+            Inst::Barrier | Inst::Loop { .. } | Inst::LastPoint { .. } => Ok(()),
         }
     }
 
@@ -426,12 +494,29 @@ impl<'a> Verifier<'a> {
         let ty = self.declared(v)?;
         if !self.defined[v.index()] {
             Err(format!("{v} is used before it is defined"))
+        } else if !self.visible[v.index()] && self.last_axis.is_some() {
+            Err(format!(
+                "{v} is not in scope: the body of a last point sees only values defined in it"
+            ))
         } else if !self.visible[v.index()] {
             Err(format!(
                 "{v} is defined in a loop body that has ended; carry it out through an accumulator"
             ))
         } else {
             Ok(ty)
+        }
+    }
+}
+
+/// Collects the accumulators that `body` (nested blocks included) updates or reads.
+fn accs_used(body: &[Inst], out: &mut Vec<AccId>) {
+    for inst in body {
+        match inst {
+            Inst::AccUpdate { acc, .. } | Inst::AccRead { acc, .. } => out.push(*acc),
+            _ => {}
+        }
+        if let Some(nested) = inst.nested() {
+            accs_used(nested, out);
         }
     }
 }

@@ -81,10 +81,12 @@ pub(super) struct Emitter<'a> {
     /// The registers of each accumulator.
     pub accs: Vec<Vec<String>>,
     loop_regs: HashMap<LoopId, String>,
-    grid_coords: Vec<String>,
+    /// The registers of the grid coordinates (`u64`).
+    pub grid_coords: Vec<String>,
     /// The global address of each parameter.
     pub params: Vec<String>,
-    tid: String,
+    /// The register of the thread index (`u32`).
+    pub tid: String,
     coords: HashMap<(Vec<u32>, u32), (String, Vec<String>)>,
     slot_valid: HashMap<Vec<u32>, Option<String>>,
     thread_offsets: HashMap<(ViewId, u32), String>,
@@ -94,6 +96,10 @@ pub(super) struct Emitter<'a> {
     pub shared_bytes: u32,
     /// Lines describing the mapping chosen for each memory access.
     pub mapping: Vec<String>,
+    /// Whether the block's ticket slot in shared memory is used.
+    pub ticket: bool,
+    /// Whether the instructions being lowered are a last point's body.
+    pub in_last_point: bool,
 }
 
 impl<'a> Emitter<'a> {
@@ -120,6 +126,8 @@ impl<'a> Emitter<'a> {
             needs_version: (6, 0),
             shared_bytes: 0,
             mapping: Vec::new(),
+            ticket: false,
+            in_last_point: false,
         }
     }
 
@@ -430,6 +438,7 @@ impl<'a> Emitter<'a> {
                 self.ins("bar.sync 0");
                 Ok(())
             }
+            Inst::LastPoint { axis, counter, body } => self.last_point(*axis, *counter, body),
         }
     }
 
@@ -461,6 +470,9 @@ impl<'a> Emitter<'a> {
         }
         if self.shared_bytes > 0 {
             let _ = writeln!(out, "\t.shared .align 16 .b8 tf_smem[{}];", self.shared_bytes);
+        }
+        if self.ticket {
+            let _ = writeln!(out, "\t.shared .align 4 .b32 tf_ticket;");
         }
         out.push_str(&self.prologue);
         out.push_str(&self.body);

@@ -212,10 +212,13 @@ impl Emitter<'_> {
         } else {
             None
         };
-        let op = if param.access == Access::Read {
-            "ld.global.nc"
-        } else {
-            "ld.global"
+        // Memory the program writes is read in a last point's body through
+        // L2 (`.cg`), which is coherent with the other blocks' stores; the
+        // non-coherent path is only for memory no block writes.
+        let op = match param.access {
+            Access::Read => "ld.global.nc",
+            _ if self.in_last_point => "ld.global.cg",
+            _ => "ld.global",
         };
         let l = self.layout(&v.tile);
         let vector = self.vector_ok(v, l.atom, masked);

@@ -88,6 +88,7 @@
 
 mod emit;
 mod exchange;
+mod last_point;
 mod layout;
 mod math;
 mod memory;

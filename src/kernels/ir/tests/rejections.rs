@@ -11,7 +11,7 @@ use crate::tile::{Padding, ThreadScope};
 
 /// Asserts that `program` was rejected with a reason containing `needle`.
 #[track_caller]
-fn reject(program: crate::Result<Program>, needle: &str) {
+pub(super) fn reject(program: crate::Result<Program>, needle: &str) {
     match program {
         Err(Error::InvalidProgram { reason, .. }) => {
             assert!(reason.contains(needle), "reason `{reason}` does not contain `{needle}`")

@@ -18,6 +18,11 @@ impl<'a> Verifier<'a> {
                     self.p.grid.len()
                 ));
             };
+            if self.last_axis == Some(axis) {
+                return Err(format!(
+                    "index {e} names grid axis g{axis}, which the body of a last point over g{axis} cannot see"
+                ));
+            }
             hi += c as u128 * (extent as u128 - 1);
         }
         if let Some((var, c)) = e.loop_var {
@@ -113,7 +118,8 @@ impl<'a> Verifier<'a> {
             }
             reach += s * (e as u128 - 1);
         }
-        for (axis, &extent) in self.p.grid.iter().enumerate().filter(|(_, &e)| e > 1) {
+        let counted = |axis: usize| self.last_axis == Some(axis as u8);
+        for (axis, &extent) in (self.p.grid.iter().enumerate()).filter(|&(a, &e)| e > 1 && !counted(a)) {
             let uses: Vec<&IndexExpr> = index
                 .iter()
                 .filter(|e| matches!(e.grid, Some((a, c)) if a as usize == axis && c > 0))
