@@ -215,8 +215,9 @@ impl Emitter<'_> {
         // Memory the program writes is read in a last point's body through
         // L2 (`.cg`), which is coherent with the other blocks' stores; the
         // non-coherent path is only for memory no block writes.
+        let read_only = format!("ld.global.nc{}", cache_hints().0);
         let op = match param.access {
-            Access::Read => "ld.global.nc",
+            Access::Read => read_only.as_str(),
             _ if self.in_last_point => "ld.global.cg",
             _ => "ld.global",
         };
@@ -300,7 +301,11 @@ impl Emitter<'_> {
         let vector = self.vector_ok(v, l.atom, masked);
         let esize = d.size_in_bytes() as u32;
         let ce = if vector { chunk_elems(esize, l.atom) } else { 1 };
-        self.note_mapping("store", view, &format!("st.global{}{}", vec_suffix(ce), mem_type(d)));
+        self.note_mapping(
+            "store",
+            view,
+            &format!("st.global{}{}{}", cache_hints().1, vec_suffix(ce), mem_type(d)),
+        );
         let site = self.site(v, index)?;
         let stride = *v.strides.last().unwrap_or(&0);
         for r in 0..l.repeats {
@@ -331,7 +336,12 @@ impl Emitter<'_> {
                         t
                     })
                     .collect();
-                self.ins(format!("{g}st.global{}.u8 {at}, {}", vec_suffix(n), reg_list(&tmps)));
+                self.ins(format!(
+                    "{g}st.global{}{}.u8 {at}, {}",
+                    cache_hints().1,
+                    vec_suffix(n),
+                    reg_list(&tmps)
+                ));
             }
             DType::F16 | DType::BF16 if n > 1 => {
                 let words: Vec<String> = srcs
@@ -343,13 +353,15 @@ impl Emitter<'_> {
                     })
                     .collect();
                 self.ins(format!(
-                    "{g}st.global{}.b32 {at}, {}",
+                    "{g}st.global{}{}.b32 {at}, {}",
+                    cache_hints().1,
                     vec_suffix(n / 2),
                     reg_list(&words)
                 ));
             }
             _ => self.ins(format!(
-                "{g}st.global{}{} {at}, {}",
+                "{g}st.global{}{}{} {at}, {}",
+                cache_hints().1,
                 vec_suffix(n),
                 mem_type(d),
                 reg_list(srcs)
@@ -531,4 +543,22 @@ impl Emitter<'_> {
             )),
         }
     }
+}
+
+/// Cache qualifiers of read-only loads and of stores (e.g.
+/// `.L1::no_allocate.L2::256B` and `.cs`), empty by default; set for tuning
+/// runs through `TILEFUSE_GPU_LD` and `TILEFUSE_GPU_ST`, read once per
+/// process. Only qualifiers made of letters, digits, `.`, `:` and `_` are
+/// taken; ptxas rejects the invalid ones when the module loads.
+fn cache_hints() -> &'static (String, String) {
+    static HINTS: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+    HINTS.get_or_init(|| {
+        let var = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .filter(|v| v.chars().all(|c| c.is_ascii_alphanumeric() || ".:_".contains(c)))
+                .unwrap_or_default()
+        };
+        (var("TILEFUSE_GPU_LD"), var("TILEFUSE_GPU_ST"))
+    })
 }

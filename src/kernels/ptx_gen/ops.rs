@@ -157,8 +157,11 @@ impl MathOps for Ptx<'_, '_> {
     fn ex2(&mut self, a: &String) -> String {
         self.op(|r| format!("ex2.approx.f32 {r}, {a}"))
     }
-    fn rcp(&mut self, a: &String) -> String {
-        self.op(|r| format!("rcp.approx.f32 {r}, {a}"))
+    fn ex2_ftz(&mut self, a: &String) -> String {
+        self.op(|r| format!("ex2.approx.ftz.f32 {r}, {a}"))
+    }
+    fn rcp_unit(&mut self, a: &String) -> String {
+        self.op(|r| format!("rcp.approx.ftz.f32 {r}, {a}"))
     }
 }
 

@@ -106,7 +106,21 @@ impl MathOps for Cpu {
     fn ex2(&mut self, a: &f32) -> f32 {
         perturbed((*a as f64).exp2(), EX2_ULPS, self.ex2_dir)
     }
-    fn rcp(&mut self, a: &f32) -> f32 {
+    fn ex2_ftz(&mut self, a: &f32) -> f32 {
+        let a = if a.is_subnormal() { 0.0 } else { *a };
+        let r = self.ex2(&a);
+        if r.is_subnormal() {
+            0.0
+        } else {
+            r
+        }
+    }
+    fn rcp_unit(&mut self, a: &f32) -> f32 {
+        // Where the flush-to-zero form would differ, the callers are wrong.
+        assert!(
+            !a.is_subnormal() && !(1.0 / *a).is_subnormal(),
+            "rcp_unit of {a}, whose reciprocal the two forms round differently"
+        );
         perturbed(1.0 / *a as f64, RCP_ULPS, self.rcp_dir)
     }
 }
