@@ -130,6 +130,40 @@ impl Emitter<'_> {
         Ok(addr)
     }
 
+    /// Repeat 0's address register and each repeat's byte distance from
+    /// it, when those distances are the same for every thread: when every
+    /// block-wide run of atoms (`T · A` elements) lies inside one row of the
+    /// tile, thread `t`'s atom of repeat `r`, element `r · T · A + t · A`,
+    /// sits at the coordinates of `r · T · A` plus `t · A` along the last
+    /// axis, so its address is repeat 0's plus a constant that the memory
+    /// instructions take as an immediate offset. `None` otherwise (one
+    /// address computation per repeat), and where an offset would not fit
+    /// the 32-bit immediate.
+    fn repeat_bases(&mut self, view: ViewId, v: &View, site: &Site, esize: u32) -> Result<Option<(String, Vec<i64>)>> {
+        let l = self.layout(&v.tile);
+        let run = self.block.threads as u64 * l.atom as u64;
+        let Some(&inner) = v.tile.last() else {
+            return Ok(None);
+        };
+        if l.repeats < 2 || l.partial || inner as u64 % run != 0 {
+            return Ok(None);
+        }
+        let mut shifts = Vec::with_capacity(l.repeats as usize);
+        for r in 0..l.repeats as u64 {
+            let mut e = r * run;
+            let mut elements: i128 = 0;
+            for (&ext, &stride) in v.tile.iter().zip(&v.strides).rev() {
+                elements += (e % ext as u64) as i128 * stride as i128;
+                e /= ext as u64;
+            }
+            match i32::try_from(elements * esize as i128) {
+                Ok(bytes) => shifts.push(bytes as i64),
+                Err(_) => return Ok(None),
+            }
+        }
+        Ok(Some((self.address(view, site, 0)?, shifts)))
+    }
+
     /// `a and b` for optional predicates.
     fn and(&mut self, a: Option<String>, b: String) -> Option<String> {
         Some(match a {
@@ -229,13 +263,17 @@ impl Emitter<'_> {
         let site = self.site(v, index)?;
         let stride = *v.strides.last().unwrap_or(&0);
         let mut regs = Vec::with_capacity(l.slots());
+        let bases = self.repeat_bases(view, v, &site, esize)?;
         for r in 0..l.repeats {
-            let addr = self.address(view, &site, r)?;
+            let (addr, shift) = match &bases {
+                Some((base, shifts)) => (base.clone(), shifts[r as usize]),
+                None => (self.address(view, &site, r)?, 0),
+            };
             let masks = self.masks(v, &site, r, masked, vector);
             for c in 0..l.atom / ce {
                 let dsts: Vec<String> = (0..ce).map(|_| self.reg(Class::of(d))).collect();
-                let byte = (c * ce) as i64 * stride * esize as i64;
-                let at = format!("[{addr}+{byte}]");
+                let byte = shift + (c * ce) as i64 * stride * esize as i64;
+                let at = at(&addr, byte);
                 self.load_chunk(op, d, &masks[(c * ce) as usize], &at, &dsts, pad.as_deref());
                 regs.extend(dsts);
             }
@@ -308,14 +346,18 @@ impl Emitter<'_> {
         );
         let site = self.site(v, index)?;
         let stride = *v.strides.last().unwrap_or(&0);
+        let bases = self.repeat_bases(view, v, &site, esize)?;
         for r in 0..l.repeats {
-            let addr = self.address(view, &site, r)?;
+            let (addr, shift) = match &bases {
+                Some((base, shifts)) => (base.clone(), shifts[r as usize]),
+                None => (self.address(view, &site, r)?, 0),
+            };
             let masks = self.masks(v, &site, r, masked, vector);
             for c in 0..l.atom / ce {
                 let first = (r * l.atom + c * ce) as usize;
                 let srcs = &regs[first..first + ce as usize];
-                let byte = (c * ce) as i64 * stride * esize as i64;
-                let at = format!("[{addr}+{byte}]");
+                let byte = shift + (c * ce) as i64 * stride * esize as i64;
+                let at = at(&addr, byte);
                 self.store_chunk(d, &masks[(c * ce) as usize], &at, srcs);
             }
         }
@@ -561,4 +603,13 @@ fn cache_hints() -> &'static (String, String) {
         };
         (var("TILEFUSE_GPU_LD"), var("TILEFUSE_GPU_ST"))
     })
+}
+
+/// The operand `[addr+byte]` (`[addr-|byte|]` for a negative offset).
+fn at(addr: &str, byte: i64) -> String {
+    if byte < 0 {
+        format!("[{addr}-{}]", byte.unsigned_abs())
+    } else {
+        format!("[{addr}+{byte}]")
+    }
 }
