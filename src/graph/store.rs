@@ -173,25 +173,26 @@ impl Graph {
 
     /// Rewrites an op before it is recorded: folding and view peepholes.
     fn simplify(&self, op: Op, inputs: &[NodeIndex], shape: &Shape, dtype: DType) -> (Op, Inputs) {
-        let nodes: SmallVec<[&Node; 3]> = inputs.iter().map(|&i| &self.dag[i]).collect();
-        let consts: Option<SmallVec<[_; 3]>> = nodes
-            .iter()
-            .map(|n| match n.op {
-                Op::Full(s) => Some(s),
-                _ => None,
-            })
-            .collect();
-        if let Some(consts) = consts.filter(|c| !c.is_empty()) {
+        let all_const = !inputs.is_empty() && inputs.iter().all(|&i| matches!(self.dag[i].op, Op::Full(_)));
+        if all_const {
+            let consts: SmallVec<[_; 3]> = inputs
+                .iter()
+                .filter_map(|&i| match self.dag[i].op {
+                    Op::Full(s) => Some(s),
+                    _ => None,
+                })
+                .collect();
             if let Some(s) = fold::fold(&op, &consts, dtype) {
                 return (Op::Full(s), Inputs::new());
             }
         }
-        if let (Op::Reshape, [input]) = (&op, nodes.as_slice()) {
+        if let (Op::Reshape, &[input]) = (&op, inputs) {
             // A reshape reads the elements of its source in row-major order,
             // so a reshape of a reshape reads the inner one's source.
-            let source = match input.op {
-                Op::Reshape => input.inputs[0],
-                _ => inputs[0],
+            let input_node = &self.dag[input];
+            let source = match input_node.op {
+                Op::Reshape => input_node.inputs[0],
+                _ => input,
             };
             let src = &self.dag[source];
             if src.shape == *shape {
@@ -200,7 +201,7 @@ impl Graph {
             }
             return (Op::Reshape, Inputs::from_elem(source, 1));
         }
-        (op, inputs.iter().copied().collect())
+        (op, Inputs::from_slice(inputs))
     }
 
     /// Takes one more handle on `n`.
@@ -286,7 +287,10 @@ impl Graph {
     pub fn extract(&mut self, outputs: &[NodeIndex]) -> Subgraph {
         self.extractions += 1;
         let epoch = self.extractions;
-        let mut sub = Subgraph::default();
+        let mut sub = Subgraph {
+            nodes: Vec::with_capacity(16),
+            outputs: Vec::with_capacity(outputs.len()),
+        };
         let mut stack: SmallVec<[(NodeIndex, bool); 32]> = SmallVec::new();
         for &out in outputs {
             stack.push((out, false));
@@ -296,7 +300,10 @@ impl Graph {
                     continue;
                 }
                 if inputs_done {
-                    let inputs = node.inputs.iter().map(|&i| self.dag[i].visit.1).collect();
+                    let mut inputs = SmallVec::new();
+                    for &i in &node.inputs {
+                        inputs.push(self.dag[i].visit.1);
+                    }
                     sub.nodes.push(SubNode {
                         op: node.op.clone(),
                         shape: node.shape.clone(),
@@ -306,13 +313,11 @@ impl Graph {
                     self.dag[n].visit = (epoch, sub.nodes.len() - 1);
                 } else {
                     stack.push((n, true));
-                    stack.extend(
-                        node.inputs
-                            .iter()
-                            .rev()
-                            .filter(|&&i| self.dag[i].visit.0 != epoch)
-                            .map(|&i| (i, false)),
-                    );
+                    for &i in node.inputs.iter().rev() {
+                        if self.dag[i].visit.0 != epoch {
+                            stack.push((i, false));
+                        }
+                    }
                 }
             }
             sub.outputs.push(self.dag[out].visit.1);
