@@ -30,6 +30,7 @@ use crate::storage::Storage;
 use petgraph::stable_graph::{NodeIndex, StableGraph};
 use petgraph::Direction;
 use smallvec::SmallVec;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -54,7 +55,7 @@ pub struct Node {
     key_hash: u64,
     /// The extraction that last visited this node and the node's position
     /// in its subgraph (see [`Graph::extract`]).
-    visit: (u64, usize),
+    visit: Cell<(u64, usize)>,
 }
 
 impl Node {
@@ -88,7 +89,7 @@ pub struct Graph {
     cse: HashMap<u64, Candidates, FastHash>,
     /// The number of extractions so far, which tells nodes visited by the
     /// current one from the others.
-    extractions: u64,
+    extractions: Cell<u64>,
 }
 
 static GRAPH: LazyLock<Mutex<Graph>> = LazyLock::new(Mutex::default);
@@ -148,7 +149,7 @@ impl Graph {
                     inputs,
                     handles: 0,
                     key_hash: hash,
-                    visit: (0, 0),
+                    visit: Cell::new((0, 0)),
                 });
                 for pos in 0..self.dag[n].inputs.len() {
                     let i = self.dag[n].inputs[pos];
@@ -284,9 +285,9 @@ impl Graph {
     /// The nodes `outputs` depend on, in topological order (inputs before
     /// users), walked with an explicit stack. Each node visited is marked
     /// with its position, so the walk costs only the subgraph's size.
-    pub fn extract(&mut self, outputs: &[NodeIndex]) -> Subgraph {
-        self.extractions += 1;
-        let epoch = self.extractions;
+    pub fn extract(&self, outputs: &[NodeIndex]) -> Subgraph {
+        let epoch = self.extractions.get() + 1;
+        self.extractions.set(epoch);
         let mut sub = Subgraph {
             nodes: Vec::with_capacity(16),
             outputs: Vec::with_capacity(outputs.len()),
@@ -296,13 +297,13 @@ impl Graph {
             stack.push((out, false));
             while let Some((n, inputs_done)) = stack.pop() {
                 let node = &self.dag[n];
-                if node.visit.0 == epoch {
+                if node.visit.get().0 == epoch {
                     continue;
                 }
                 if inputs_done {
                     let mut inputs = SmallVec::new();
                     for &i in &node.inputs {
-                        inputs.push(self.dag[i].visit.1);
+                        inputs.push(self.dag[i].visit.get().1);
                     }
                     sub.nodes.push(SubNode {
                         op: node.op.clone(),
@@ -310,17 +311,17 @@ impl Graph {
                         dtype: node.dtype,
                         inputs,
                     });
-                    self.dag[n].visit = (epoch, sub.nodes.len() - 1);
+                    node.visit.set((epoch, sub.nodes.len() - 1));
                 } else {
                     stack.push((n, true));
                     for &i in node.inputs.iter().rev() {
-                        if self.dag[i].visit.0 != epoch {
+                        if self.dag[i].visit.get().0 != epoch {
                             stack.push((i, false));
                         }
                     }
                 }
             }
-            sub.outputs.push(self.dag[out].visit.1);
+            sub.outputs.push(self.dag[out].visit.get().1);
         }
         sub
     }
@@ -359,6 +360,23 @@ mod tests {
     }
 
     #[test]
+    fn a_hash_collision_never_merges_different_nodes() {
+        let mut g = Graph::default();
+        let a = data(&mut g, 3);
+        let b = data(&mut g, 3);
+        let neg = Op::Unary(crate::graph::op::UnaryOp::Neg);
+        // List `b` under the hash of `-a`, as a collision would.
+        let hash = key_hash(&neg, &[a], &Shape::new(&[3]), DType::F32);
+        g.cse.entry(hash).or_default().push(b);
+        let x = g.insert(neg.clone(), &[a], Shape::new(&[3]), DType::F32);
+        assert_ne!(x, b, "a node with another key was returned");
+        assert_eq!(g.node(x).inputs.as_slice(), &[a]);
+        let y = g.insert(neg, &[a], Shape::new(&[3]), DType::F32);
+        assert_eq!(x, y, "the equal node is found past the colliding one");
+        assert_eq!(g.len(), 3);
+    }
+
+    #[test]
     fn constants_fold_and_views_of_constants_stay_constants() {
         let mut g = Graph::default();
         let two = g.insert(
@@ -384,5 +402,13 @@ mod tests {
         assert_eq!(sub.nodes.len(), 3);
         assert_eq!(sub.outputs, vec![2, 0]);
         assert_eq!(sub.nodes[2].inputs.as_slice(), &[1, 1]);
+        assert_eq!(
+            g.extract(&[s, a]),
+            sub,
+            "a second extraction sees no marks of the first"
+        );
+        let only_r = g.extract(&[r]);
+        assert_eq!(only_r.nodes.len(), 2);
+        assert_eq!(only_r.outputs, vec![1]);
     }
 }
