@@ -5,13 +5,21 @@ use smallvec::SmallVec;
 use std::fmt;
 
 /// The extents of a tensor, outermost first. Rank 0 is a scalar.
-#[derive(Clone, PartialEq, Eq, Hash, Default)]
+#[derive(PartialEq, Eq, Hash, Default)]
 pub struct Shape(SmallVec<[usize; 6]>);
+
+impl Clone for Shape {
+    /// A copy of the extents (a plain copy of the inline array, which the
+    /// derived clone does element by element).
+    fn clone(&self) -> Shape {
+        Shape::new(&self.0)
+    }
+}
 
 impl Shape {
     /// A shape from its extents.
     pub fn new(dims: &[usize]) -> Shape {
-        Shape(dims.iter().copied().collect())
+        Shape(SmallVec::from_slice(dims))
     }
 
     /// The scalar shape `[]`.

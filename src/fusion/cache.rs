@@ -1,15 +1,15 @@
 //! The plan cache: structurally equal graphs share one plan.
 //!
 //! The key is the graph with each `Data` leaf replaced by its position among
-//! the leaves (its shape and dtype are part of the node), plus the options.
-//! Keys are hashed, and a hit is confirmed by full equality of the key, so
-//! two graphs never share a plan by a hash collision.
+//! the leaves (its shape and dtype are part of the node), plus the options,
+//! written as a flat list of words with no allocation per node. Keys are
+//! hashed, and a hit is confirmed by full equality of the key, so two graphs
+//! never share a plan by a hash collision.
 
 use super::{FusionOptions, Plan};
-use crate::dtype::DType;
+use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::graph::{Op, Subgraph};
-use crate::shape::Shape;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -37,57 +37,99 @@ pub fn cache_stats() -> CacheStats {
 static HITS: AtomicU64 = AtomicU64::new(0);
 static MISSES: AtomicU64 = AtomicU64::new(0);
 
-/// An op with data replaced by the leaf's position.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum OpKey {
-    Data(usize),
-    Other(Op),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct NodeKey {
-    op: OpKey,
-    shape: Shape,
-    dtype: DType,
-    inputs: Vec<usize>,
-}
-
+/// The structure of a graph, written as words: each node's op (a data
+/// leaf only as "data": its position among the leaves follows from the
+/// order), dtype, shape and inputs, then the outputs. Every list is preceded
+/// by its length, so two graphs have the same words only if they are
+/// structurally equal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct GraphKey {
-    nodes: Vec<NodeKey>,
-    outputs: Vec<usize>,
     options: FusionOptions,
+    words: Vec<u64>,
+}
+
+/// Node tags of the key: one per op, so that ops never share words.
+mod tag {
+    pub const DATA: u64 = 0;
+    pub const FULL: u64 = 1;
+    pub const UNARY: u64 = 2;
+    pub const BINARY: u64 = 3;
+    pub const WHERE: u64 = 4;
+    pub const CAST: u64 = 5;
+    pub const REDUCE: u64 = 6;
+    pub const RESHAPE: u64 = 7;
+    pub const PERMUTE: u64 = 8;
+    pub const EXPAND: u64 = 9;
+    pub const SLICE: u64 = 10;
 }
 
 impl GraphKey {
     fn new(g: &Subgraph, options: &FusionOptions) -> GraphKey {
-        let mut leaves = 0;
-        let nodes = g
-            .nodes
-            .iter()
-            .map(|n| NodeKey {
-                op: match &n.op {
-                    Op::Data(_) => {
-                        leaves += 1;
-                        OpKey::Data(leaves - 1)
-                    }
-                    op => OpKey::Other(op.clone()),
-                },
-                shape: n.shape.clone(),
-                dtype: n.dtype,
-                inputs: n.inputs.to_vec(),
-            })
-            .collect();
+        let mut words = Vec::with_capacity(8 * g.nodes.len() + g.outputs.len() + 2);
+        words.push(g.nodes.len() as u64);
+        for n in &g.nodes {
+            push_op(&mut words, &n.op);
+            words.push(dtype_word(n.dtype));
+            push_list(&mut words, n.shape.dims());
+            push_list(&mut words, &n.inputs);
+        }
+        push_list(&mut words, &g.outputs);
         GraphKey {
-            nodes,
-            outputs: g.outputs.clone(),
             options: *options,
+            words,
         }
     }
 }
 
-fn cache() -> &'static Mutex<HashMap<GraphKey, Arc<Plan>>> {
-    static CACHE: OnceLock<Mutex<HashMap<GraphKey, Arc<Plan>>>> = OnceLock::new();
+/// A dtype as a word.
+fn dtype_word(d: DType) -> u64 {
+    d as u64
+}
+
+/// `list`'s length, then its elements.
+fn push_list(words: &mut Vec<u64>, list: &[usize]) {
+    words.push(list.len() as u64);
+    words.extend(list.iter().map(|&x| x as u64));
+}
+
+/// The words of one op: its tag, then what tells it from the other ops of
+/// that tag.
+fn push_op(words: &mut Vec<u64>, op: &Op) {
+    match op {
+        Op::Data(_) => words.push(tag::DATA),
+        Op::Full(s) => {
+            let (kind, bits, dtype) = match *s {
+                Scalar::Bool(b) => (0, b as u128, DType::Bool),
+                Scalar::Int(i, d) => (1, i as u128, d),
+                Scalar::Float(x, d) => (2, x.to_bits() as u128, d),
+            };
+            words.extend([tag::FULL, kind, bits as u64, (bits >> 64) as u64, dtype_word(dtype)]);
+        }
+        Op::Unary(u) => words.extend([tag::UNARY, *u as u64]),
+        Op::Binary(b) => words.extend([tag::BINARY, *b as u64]),
+        Op::Where => words.push(tag::WHERE),
+        Op::Cast => words.push(tag::CAST),
+        Op::Reduce { op, axes } => {
+            words.extend([tag::REDUCE, *op as u64]);
+            push_list(words, axes);
+        }
+        Op::Reshape => words.push(tag::RESHAPE),
+        Op::Permute(perm) => {
+            words.push(tag::PERMUTE);
+            push_list(words, perm);
+        }
+        Op::Expand => words.push(tag::EXPAND),
+        Op::Slice { axis, start, step } => {
+            words.extend([tag::SLICE, *axis as u64, *start as u64, *step as u64]);
+        }
+    }
+}
+
+/// Plans by their graphs' keys.
+type Plans = HashMap<GraphKey, Arc<Plan>, foldhash::fast::FixedState>;
+
+fn cache() -> &'static Mutex<Plans> {
+    static CACHE: OnceLock<Mutex<Plans>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
@@ -111,4 +153,147 @@ pub(crate) fn get_or_insert(
     }
     c.insert(key, plan.clone());
     Ok((plan, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{BinaryOp, ReduceOp, SubNode, UnaryOp};
+    use crate::shape::Shape;
+    use crate::storage::{HostBuffer, Storage};
+
+    fn node(op: Op, dims: &[usize], dtype: DType, inputs: &[usize]) -> SubNode {
+        SubNode {
+            op,
+            shape: Shape::new(dims),
+            dtype,
+            inputs: inputs.iter().copied().collect(),
+        }
+    }
+
+    fn data(dims: &[usize], dtype: DType) -> SubNode {
+        let len = dims.iter().product();
+        node(
+            Op::Data(Arc::new(Storage::Host(HostBuffer::zeros(dtype, len)))),
+            dims,
+            dtype,
+            &[],
+        )
+    }
+
+    /// `sum(exp(a * b) + 2, axis 1)` over two fresh `[4, 8]` f32 leaves.
+    fn base() -> Subgraph {
+        let f = DType::F32;
+        Subgraph {
+            nodes: vec![
+                data(&[4, 8], f),
+                data(&[4, 8], f),
+                node(Op::Binary(BinaryOp::Mul), &[4, 8], f, &[0, 1]),
+                node(Op::Unary(UnaryOp::Exp), &[4, 8], f, &[2]),
+                node(Op::Full(Scalar::Float(2.0, f)), &[4, 8], f, &[]),
+                node(Op::Binary(BinaryOp::Add), &[4, 8], f, &[3, 4]),
+                node(
+                    Op::Reduce {
+                        op: ReduceOp::Sum,
+                        axes: [1].into_iter().collect(),
+                    },
+                    &[4, 1],
+                    f,
+                    &[5],
+                ),
+            ],
+            outputs: vec![6],
+        }
+    }
+
+    fn key(g: &Subgraph) -> GraphKey {
+        GraphKey::new(g, &FusionOptions::cpu())
+    }
+
+    #[test]
+    fn keys_tell_apart_graphs_that_differ_in_one_thing() {
+        let b = base();
+        assert_eq!(key(&b), key(&base()), "other data, same structure: one key");
+        let mut variants: Vec<(&str, Subgraph)> = Vec::new();
+        let mut v = base();
+        v.nodes[3].op = Op::Unary(UnaryOp::Log);
+        variants.push(("unary op", v));
+        let mut v = base();
+        v.nodes[2].op = Op::Binary(BinaryOp::Sub);
+        variants.push(("binary op", v));
+        let mut v = base();
+        v.nodes[3].op = Op::Cast;
+        variants.push(("op kind", v));
+        let mut v = base();
+        v.nodes[6].op = Op::Reduce {
+            op: ReduceOp::Sum,
+            axes: [0].into_iter().collect(),
+        };
+        variants.push(("reduced axes", v));
+        let mut v = base();
+        v.nodes[0] = data(&[8, 4], DType::F32);
+        variants.push(("leaf shape", v));
+        let mut v = base();
+        v.nodes[6].shape = Shape::new(&[4]);
+        variants.push(("node shape", v));
+        let mut v = base();
+        v.nodes[1] = data(&[4, 8], DType::F16);
+        variants.push(("leaf dtype", v));
+        let mut v = base();
+        v.nodes[3].dtype = DType::F64;
+        variants.push(("node dtype", v));
+        let mut v = base();
+        v.nodes[2].inputs[1] = 0;
+        variants.push(("edge", v));
+        let mut v = base();
+        v.nodes[5].inputs.swap(0, 1);
+        variants.push(("operand order", v));
+        let mut v = base();
+        v.nodes[4].op = Op::Full(Scalar::Float(3.0, DType::F32));
+        variants.push(("constant value", v));
+        let mut v = base();
+        v.nodes[4].op = Op::Full(Scalar::Float(-0.0, DType::F32));
+        let mut w = base();
+        w.nodes[4].op = Op::Full(Scalar::Float(0.0, DType::F32));
+        assert_ne!(key(&v), key(&w), "0.0 and -0.0 are different constants");
+        variants.push(("constant sign", v));
+        let mut v = base();
+        v.nodes[4].op = Op::Full(Scalar::Int(2, DType::F32));
+        variants.push(("constant kind", v));
+        let mut v = base();
+        v.outputs = vec![5];
+        variants.push(("output", v));
+        let mut v = base();
+        v.outputs.push(3);
+        variants.push(("output count", v));
+        for (what, v) in &variants {
+            assert_ne!(key(&b), key(v), "graphs differing in the {what} share a key");
+        }
+        for (i, (what, v)) in variants.iter().enumerate() {
+            for (other, w) in &variants[i + 1..] {
+                assert_ne!(key(v), key(w), "the {what} and {other} variants share a key");
+            }
+        }
+        let gpu = GraphKey::new(&b, &FusionOptions::gpu());
+        assert_ne!(key(&b), gpu, "other options, other key");
+    }
+
+    #[test]
+    fn graphs_differing_in_one_thing_get_different_plans() {
+        let opts = FusionOptions::cpu();
+        let plan_of = |g: &Subgraph| crate::fusion::plan_traced(g, &opts).unwrap();
+        let (first, _) = plan_of(&base());
+        let (again, hit) = plan_of(&base());
+        assert!(hit && Arc::ptr_eq(&first, &again), "the same structure shares its plan");
+        let mut v = base();
+        v.nodes[3].op = Op::Unary(UnaryOp::Tanh);
+        let mut w = base();
+        w.nodes[4].op = Op::Full(Scalar::Float(2.5, DType::F32));
+        let mut x = base();
+        x.nodes[2].inputs[1] = 0;
+        for g in [v, w, x] {
+            let (p, _) = plan_of(&g);
+            assert!(!Arc::ptr_eq(&first, &p), "a different graph got the base graph's plan");
+        }
+    }
 }

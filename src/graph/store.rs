@@ -10,6 +10,10 @@
 //! Insertion simplifies as it goes:
 //! - **CSE:** a node equal to a live one (same op, inputs, shape and dtype;
 //!   data compared by allocation) is not added again: the live one is returned.
+//!   The CSE table maps a hash of that key to the live nodes that have it,
+//!   and a candidate is confirmed by comparing it with the node, so the
+//!   table holds no copy of the nodes and a hash collision never merges two
+//!   different nodes.
 //! - **Constant folding:** an elementwise op whose inputs are all `Full`
 //!   constants becomes a `Full`; a view of a `Full` is a `Full` of the new shape.
 //! - **View peepholes:** a reshape of a reshape reads the original input.
@@ -26,7 +30,9 @@ use crate::storage::Storage;
 use petgraph::stable_graph::{NodeIndex, StableGraph};
 use petgraph::Direction;
 use smallvec::SmallVec;
+use std::cell::Cell;
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Arc, LazyLock, Mutex};
 
 /// Input lists of nodes.
@@ -45,16 +51,45 @@ pub struct Node {
     pub inputs: Inputs,
     /// How many tensor handles point at this node.
     handles: usize,
+    /// The hash of the node's CSE key (op, inputs, shape, dtype).
+    key_hash: u64,
+    /// The extraction that last visited this node and the node's position
+    /// in its subgraph (see [`Graph::extract`]).
+    visit: Cell<(u64, usize)>,
 }
 
-/// The key under which common-subexpression elimination finds a node.
-type Key = (Op, Inputs, Shape, DType);
+impl Node {
+    /// Whether the node's CSE key is `(op, inputs, shape, dtype)`.
+    fn has_key(&self, op: &Op, inputs: &[NodeIndex], shape: &Shape, dtype: DType) -> bool {
+        self.op == *op && self.inputs.as_slice() == inputs && self.shape == *shape && self.dtype == dtype
+    }
+}
+
+/// The hasher of the graph's tables: fast, and the same in every run.
+type FastHash = foldhash::fast::FixedState;
+
+/// The hash of a CSE key.
+fn key_hash(op: &Op, inputs: &[NodeIndex], shape: &Shape, dtype: DType) -> u64 {
+    let mut h = FastHash::default().build_hasher();
+    op.hash(&mut h);
+    inputs.hash(&mut h);
+    shape.hash(&mut h);
+    dtype.hash(&mut h);
+    h.finish()
+}
+
+/// The live nodes with one CSE key hash: almost always one.
+type Candidates = SmallVec<[NodeIndex; 1]>;
 
 /// The op graph: nodes, their operand edges and the CSE table.
 #[derive(Default)]
 pub struct Graph {
     dag: StableGraph<Node, u8>,
-    cse: HashMap<Key, NodeIndex>,
+    /// Each CSE key hash in use, with the live nodes whose key has it.
+    cse: HashMap<u64, Candidates, FastHash>,
+    /// The number of extractions so far, which tells nodes visited by the
+    /// current one from the others.
+    extractions: Cell<u64>,
 }
 
 static GRAPH: LazyLock<Mutex<Graph>> = LazyLock::new(Mutex::default);
@@ -103,22 +138,24 @@ impl Graph {
     /// The caller checks that the op is well formed for its inputs.
     pub(crate) fn insert(&mut self, op: Op, inputs: &[NodeIndex], shape: Shape, dtype: DType) -> NodeIndex {
         let (op, inputs) = self.simplify(op, inputs, &shape, dtype);
-        let key: Key = (op, inputs, shape, dtype);
-        let n = match self.cse.get(&key) {
-            Some(&n) => n,
+        let hash = key_hash(&op, &inputs, &shape, dtype);
+        let n = match self.find(hash, &op, &inputs, &shape, dtype) {
+            Some(n) => n,
             None => {
-                let (op, inputs, shape, dtype) = key.clone();
                 let n = self.dag.add_node(Node {
                     op,
                     shape,
                     dtype,
-                    inputs: inputs.clone(),
+                    inputs,
                     handles: 0,
+                    key_hash: hash,
+                    visit: Cell::new((0, 0)),
                 });
-                for (pos, &i) in inputs.iter().enumerate() {
+                for pos in 0..self.dag[n].inputs.len() {
+                    let i = self.dag[n].inputs[pos];
                     self.dag.add_edge(i, n, pos as u8);
                 }
-                self.cse.insert(key, n);
+                self.cse.entry(hash).or_default().push(n);
                 n
             }
         };
@@ -126,27 +163,37 @@ impl Graph {
         n
     }
 
+    /// The live node whose CSE key is `(op, inputs, shape, dtype)`, which hashes to `hash`.
+    fn find(&self, hash: u64, op: &Op, inputs: &[NodeIndex], shape: &Shape, dtype: DType) -> Option<NodeIndex> {
+        let candidates = self.cse.get(&hash)?;
+        candidates
+            .iter()
+            .copied()
+            .find(|&c| self.dag[c].has_key(op, inputs, shape, dtype))
+    }
+
     /// Rewrites an op before it is recorded: folding and view peepholes.
     fn simplify(&self, op: Op, inputs: &[NodeIndex], shape: &Shape, dtype: DType) -> (Op, Inputs) {
-        let nodes: SmallVec<[&Node; 3]> = inputs.iter().map(|&i| &self.dag[i]).collect();
-        let consts: Option<SmallVec<[_; 3]>> = nodes
-            .iter()
-            .map(|n| match n.op {
-                Op::Full(s) => Some(s),
-                _ => None,
-            })
-            .collect();
-        if let Some(consts) = consts.filter(|c| !c.is_empty()) {
+        let all_const = !inputs.is_empty() && inputs.iter().all(|&i| matches!(self.dag[i].op, Op::Full(_)));
+        if all_const {
+            let consts: SmallVec<[_; 3]> = inputs
+                .iter()
+                .filter_map(|&i| match self.dag[i].op {
+                    Op::Full(s) => Some(s),
+                    _ => None,
+                })
+                .collect();
             if let Some(s) = fold::fold(&op, &consts, dtype) {
                 return (Op::Full(s), Inputs::new());
             }
         }
-        if let (Op::Reshape, [input]) = (&op, nodes.as_slice()) {
+        if let (Op::Reshape, &[input]) = (&op, inputs) {
             // A reshape reads the elements of its source in row-major order,
             // so a reshape of a reshape reads the inner one's source.
-            let source = match input.op {
-                Op::Reshape => input.inputs[0],
-                _ => inputs[0],
+            let input_node = &self.dag[input];
+            let source = match input_node.op {
+                Op::Reshape => input_node.inputs[0],
+                _ => input,
             };
             let src = &self.dag[source];
             if src.shape == *shape {
@@ -155,7 +202,7 @@ impl Graph {
             }
             return (Op::Reshape, Inputs::from_elem(source, 1));
         }
-        (op, inputs.iter().copied().collect())
+        (op, Inputs::from_slice(inputs))
     }
 
     /// Takes one more handle on `n`.
@@ -170,41 +217,53 @@ impl Graph {
             .handles
             .checked_sub(1)
             .expect("a node released more often than retained");
-        self.collect(n);
+        if node.handles == 0 {
+            self.collect(n);
+        }
+    }
+
+    /// Whether `n` is live but neither held by a handle nor used by a node.
+    fn is_dead(&self, n: NodeIndex) -> bool {
+        self.dag.node_weight(n).is_some_and(|node| {
+            node.handles == 0 && self.dag.neighbors_directed(n, Direction::Outgoing).next().is_none()
+        })
     }
 
     /// Removes `start` if it is dead, then every input that dies with it.
     fn collect(&mut self, start: NodeIndex) {
-        let mut work = vec![start];
+        if !self.is_dead(start) {
+            return;
+        }
+        let mut work: SmallVec<[NodeIndex; 16]> = SmallVec::from_elem(start, 1);
         while let Some(n) = work.pop() {
-            let Some(node) = self.dag.node_weight(n) else { continue };
-            let used = self.dag.neighbors_directed(n, Direction::Outgoing).next().is_some();
-            if node.handles > 0 || used {
+            if !self.is_dead(n) {
                 continue;
             }
             let node = self.dag.remove_node(n).expect("checked above");
-            self.forget(&node, n);
+            self.forget(node.key_hash, n);
             work.extend(node.inputs);
         }
     }
 
-    /// Removes `node`'s CSE entry if it points at `n`.
-    fn forget(&mut self, node: &Node, n: NodeIndex) {
-        let key: Key = (node.op.clone(), node.inputs.clone(), node.shape.clone(), node.dtype);
-        if self.cse.get(&key) == Some(&n) {
-            self.cse.remove(&key);
+    /// Removes `n` from the CSE table, where it is listed under `hash`.
+    fn forget(&mut self, hash: u64, n: NodeIndex) {
+        if let Some(candidates) = self.cse.get_mut(&hash) {
+            candidates.retain(|c| *c != n);
+            if candidates.is_empty() {
+                self.cse.remove(&hash);
+            }
         }
     }
 
     /// Replaces `n`'s op by realized data, dropping its operand edges and any
     /// node that was only reachable through them.
     pub(crate) fn set_data(&mut self, n: NodeIndex, data: Arc<Storage>) {
-        let old = self.dag[n].clone();
-        if matches!(old.op, Op::Data(_)) {
+        let node = &self.dag[n];
+        if matches!(node.op, Op::Data(_)) {
             return;
         }
-        self.forget(&old, n);
-        let incoming: Vec<_> = self
+        self.forget(node.key_hash, n);
+        let incoming: SmallVec<[_; 4]> = self
             .dag
             .edges_directed(n, Direction::Incoming)
             .map(|e| petgraph::visit::EdgeRef::id(&e))
@@ -214,46 +273,55 @@ impl Graph {
         }
         let node = &mut self.dag[n];
         node.op = Op::Data(data);
-        node.inputs.clear();
-        let key: Key = (node.op.clone(), Inputs::new(), node.shape.clone(), node.dtype);
-        self.cse.insert(key, n);
-        for i in old.inputs {
+        let inputs = std::mem::take(&mut node.inputs);
+        node.key_hash = key_hash(&node.op, &[], &node.shape, node.dtype);
+        let hash = node.key_hash;
+        self.cse.entry(hash).or_default().push(n);
+        for i in inputs {
             self.collect(i);
         }
     }
 
     /// The nodes `outputs` depend on, in topological order (inputs before
-    /// users), walked with an explicit stack.
+    /// users), walked with an explicit stack. Each node visited is marked
+    /// with its position, so the walk costs only the subgraph's size.
     pub fn extract(&self, outputs: &[NodeIndex]) -> Subgraph {
-        let mut pos: HashMap<NodeIndex, usize> = HashMap::new();
-        let mut sub = Subgraph::default();
+        let epoch = self.extractions.get() + 1;
+        self.extractions.set(epoch);
+        let mut sub = Subgraph {
+            nodes: Vec::with_capacity(16),
+            outputs: Vec::with_capacity(outputs.len()),
+        };
+        let mut stack: SmallVec<[(NodeIndex, bool); 32]> = SmallVec::new();
         for &out in outputs {
-            let mut stack = vec![(out, false)];
+            stack.push((out, false));
             while let Some((n, inputs_done)) = stack.pop() {
-                if pos.contains_key(&n) {
+                let node = &self.dag[n];
+                if node.visit.get().0 == epoch {
                     continue;
                 }
-                let node = &self.dag[n];
                 if inputs_done {
-                    pos.insert(n, sub.nodes.len());
+                    let mut inputs = SmallVec::new();
+                    for &i in &node.inputs {
+                        inputs.push(self.dag[i].visit.get().1);
+                    }
                     sub.nodes.push(SubNode {
                         op: node.op.clone(),
                         shape: node.shape.clone(),
                         dtype: node.dtype,
-                        inputs: node.inputs.iter().map(|i| pos[i]).collect(),
+                        inputs,
                     });
+                    node.visit.set((epoch, sub.nodes.len() - 1));
                 } else {
                     stack.push((n, true));
-                    stack.extend(
-                        node.inputs
-                            .iter()
-                            .rev()
-                            .filter(|i| !pos.contains_key(i))
-                            .map(|&i| (i, false)),
-                    );
+                    for &i in node.inputs.iter().rev() {
+                        if self.dag[i].visit.get().0 != epoch {
+                            stack.push((i, false));
+                        }
+                    }
                 }
             }
-            sub.outputs.push(pos[&out]);
+            sub.outputs.push(self.dag[out].visit.get().1);
         }
         sub
     }
@@ -292,6 +360,23 @@ mod tests {
     }
 
     #[test]
+    fn a_hash_collision_never_merges_different_nodes() {
+        let mut g = Graph::default();
+        let a = data(&mut g, 3);
+        let b = data(&mut g, 3);
+        let neg = Op::Unary(crate::graph::op::UnaryOp::Neg);
+        // List `b` under the hash of `-a`, as a collision would.
+        let hash = key_hash(&neg, &[a], &Shape::new(&[3]), DType::F32);
+        g.cse.entry(hash).or_default().push(b);
+        let x = g.insert(neg.clone(), &[a], Shape::new(&[3]), DType::F32);
+        assert_ne!(x, b, "a node with another key was returned");
+        assert_eq!(g.node(x).inputs.as_slice(), &[a]);
+        let y = g.insert(neg, &[a], Shape::new(&[3]), DType::F32);
+        assert_eq!(x, y, "the equal node is found past the colliding one");
+        assert_eq!(g.len(), 3);
+    }
+
+    #[test]
     fn constants_fold_and_views_of_constants_stay_constants() {
         let mut g = Graph::default();
         let two = g.insert(
@@ -317,5 +402,13 @@ mod tests {
         assert_eq!(sub.nodes.len(), 3);
         assert_eq!(sub.outputs, vec![2, 0]);
         assert_eq!(sub.nodes[2].inputs.as_slice(), &[1, 1]);
+        assert_eq!(
+            g.extract(&[s, a]),
+            sub,
+            "a second extraction sees no marks of the first"
+        );
+        let only_r = g.extract(&[r]);
+        assert_eq!(only_r.nodes.len(), 2);
+        assert_eq!(only_r.outputs, vec![1]);
     }
 }

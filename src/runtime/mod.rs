@@ -94,9 +94,9 @@ pub fn last_realize_stats() -> Option<RealizeStats> {
 /// its node, which becomes `Op::Data` and lets go of its inputs.
 pub(crate) fn realize(outputs: &[&Tensor]) -> Result<RealizeStats> {
     let started = Instant::now();
-    let device = check_devices(outputs)?;
+    let target = open_device(outputs)?;
     let mut stats = RealizeStats {
-        device,
+        device: target.device(),
         ..RealizeStats::default()
     };
     let Some((nodes, sub)) = collect(outputs) else {
@@ -105,8 +105,8 @@ pub(crate) fn realize(outputs: &[&Tensor]) -> Result<RealizeStats> {
     };
     let sub = simplify(sub);
     stats.collect_time = started.elapsed();
-    let plan = fuse(&sub, device, &mut stats)?;
-    let storages = run(&plan, &sub, device, &mut stats)?;
+    let plan = fuse(&sub, stats.device, &mut stats)?;
+    let storages = run(&plan, &sub, &target, &mut stats)?;
     let writing = Instant::now();
     write_back(&nodes, storages);
     drop((sub, plan));
@@ -116,9 +116,29 @@ pub(crate) fn realize(outputs: &[&Tensor]) -> Result<RealizeStats> {
     Ok(stats)
 }
 
-/// The one device of all outputs; fails for outputs on different devices
-/// and for a device this build or machine cannot run on.
-fn check_devices(outputs: &[&Tensor]) -> Result<Device> {
+/// The device a realization runs on, opened once for the whole realization.
+enum Target {
+    /// The CPU executor.
+    Cpu,
+    /// A CUDA device.
+    #[cfg(feature = "cuda")]
+    Cuda(Arc<crate::device::cuda::CudaDevice>, usize),
+}
+
+impl Target {
+    /// The device as the tensors name it.
+    fn device(&self) -> Device {
+        match self {
+            Target::Cpu => Device::Cpu,
+            #[cfg(feature = "cuda")]
+            Target::Cuda(_, ordinal) => Device::Cuda(*ordinal),
+        }
+    }
+}
+
+/// The one device of all outputs, opened; fails for outputs on different
+/// devices and for a device this build or machine cannot run on.
+fn open_device(outputs: &[&Tensor]) -> Result<Target> {
     let device = outputs.first().map_or(Device::Cpu, |t| t.device());
     if let Some(other) = outputs.iter().find(|t| t.device() != device) {
         return Err(Error::DeviceMismatch {
@@ -127,10 +147,14 @@ fn check_devices(outputs: &[&Tensor]) -> Result<Device> {
             rhs: other.device().to_string(),
         });
     }
-    if let Device::Cuda(ordinal) = device {
-        Device::cuda(ordinal)?;
+    match device {
+        Device::Cpu => Ok(Target::Cpu),
+        #[cfg(feature = "cuda")]
+        Device::Cuda(ordinal) => Ok(Target::Cuda(crate::device::cuda::CudaDevice::open(ordinal)?, ordinal)),
+        // Without the feature, opening a CUDA device fails and says why.
+        #[cfg(not(feature = "cuda"))]
+        Device::Cuda(ordinal) => Device::cuda(ordinal).map(|_| Target::Cpu),
     }
-    Ok(device)
 }
 
 /// Uploads the data of outputs that are handled as living on a GPU but hold
@@ -202,10 +226,10 @@ fn fuse(sub: &Subgraph, device: Device, stats: &mut RealizeStats) -> Result<Arc<
     Ok(plan)
 }
 
-/// Runs the plan's kernels on `device`; one storage per output of `sub`.
-fn run(plan: &Arc<Plan>, sub: &Subgraph, device: Device, stats: &mut RealizeStats) -> Result<Vec<Arc<Storage>>> {
-    match device {
-        Device::Cpu => {
+/// Runs the plan's kernels on `target`; one storage per output of `sub`.
+fn run(plan: &Arc<Plan>, sub: &Subgraph, target: &Target, stats: &mut RealizeStats) -> Result<Vec<Arc<Storage>>> {
+    match target {
+        Target::Cpu => {
             let started = Instant::now();
             let buffers = host::run_plan(plan, sub)?;
             stats.launch_time = started.elapsed();
@@ -213,12 +237,7 @@ fn run(plan: &Arc<Plan>, sub: &Subgraph, device: Device, stats: &mut RealizeStat
             Ok(buffers.into_iter().map(|b| Arc::new(Storage::Host(b))).collect())
         }
         #[cfg(feature = "cuda")]
-        Device::Cuda(ordinal) => {
-            let device = crate::device::cuda::CudaDevice::open(ordinal)?;
-            cuda::run(plan, sub, &device, stats)
-        }
-        #[cfg(not(feature = "cuda"))]
-        Device::Cuda(ordinal) => Device::cuda(ordinal).map(|_| Vec::new()),
+        Target::Cuda(device, _) => cuda::run(plan, sub, device, stats),
     }
 }
 

@@ -24,6 +24,7 @@ use crate::dtype::{DType, Element, Scalar};
 use crate::error::{dims, Error, Result};
 use crate::graph::{BinaryOp, Op, UnaryOp};
 use crate::shape::Shape;
+use std::borrow::Cow;
 use std::ops;
 
 /// An [`Error::UnsupportedDType`].
@@ -83,13 +84,24 @@ impl Tensor {
         self.elementwise(Op::Cast, &[self], dtype)
     }
 
-    /// `a` and `b` cast to `dtype` and broadcast to their common shape.
-    fn operands(op: &'static str, a: &Tensor, b: &Tensor, dtype: DType) -> Result<(Tensor, Tensor)> {
+    /// `a` and `b` cast to `dtype` and broadcast to their common shape
+    /// (borrowed when already of that dtype and shape, which spares the
+    /// handles' reference counts).
+    fn operands<'a>(
+        op: &'static str,
+        a: &'a Tensor,
+        b: &'a Tensor,
+        dtype: DType,
+    ) -> Result<(Cow<'a, Tensor>, Cow<'a, Tensor>)> {
         a.check_device(op, b)?;
         let shape = Shape::broadcast(op, a.shape(), b.shape())?;
-        let a = a.cast_to(dtype).broadcast_as(op, &shape)?;
-        let b = b.cast_to(dtype).broadcast_as(op, &shape)?;
-        Ok((a, b))
+        let operand = |t: &'a Tensor| -> Result<Cow<'a, Tensor>> {
+            if t.dtype() == dtype && *t.shape() == shape {
+                return Ok(Cow::Borrowed(t));
+            }
+            Ok(Cow::Owned(t.cast_to(dtype).broadcast_as(op, &shape)?))
+        };
+        Ok((operand(a)?, operand(b)?))
     }
 
     /// Records binary `op` after checking dtypes, promoting and broadcasting.
