@@ -207,7 +207,7 @@ struct Prepared {
     counters: Vec<Option<DeviceBuffer>>,
 }
 
-type PreparedTable = HashMap<(usize, usize, usize), Arc<Prepared>>;
+type PreparedTable = HashMap<(usize, usize, usize), Arc<Prepared>, foldhash::fast::FixedState>;
 
 /// The prepared run of `plan` on `device` with `inputs` data leaves: from
 /// the table when this plan (the same allocation, still alive) ran there
@@ -394,7 +394,7 @@ struct Upload {
     buffer: Arc<DeviceBuffer>,
 }
 
-type UploadTable = HashMap<(usize, usize), Upload>;
+type UploadTable = HashMap<(usize, usize), Upload, foldhash::fast::FixedState>;
 
 fn uploads() -> std::sync::MutexGuard<'static, UploadTable> {
     static TABLE: OnceLock<Mutex<UploadTable>> = OnceLock::new();

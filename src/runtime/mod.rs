@@ -100,7 +100,7 @@ pub(crate) fn realize(outputs: &[&Tensor]) -> Result<RealizeStats> {
         ..RealizeStats::default()
     };
     let Some((nodes, sub)) = collect(outputs) else {
-        make_resident(outputs, device, &mut stats)?;
+        make_resident(outputs, &target, &mut stats)?;
         return Ok(stats);
     };
     let sub = simplify(sub);
@@ -160,9 +160,9 @@ fn open_device(outputs: &[&Tensor]) -> Result<Target> {
 /// Uploads the data of outputs that are handled as living on a GPU but hold
 /// host data (a [`Tensor::to`] of host data), so that realizing such a
 /// tensor leaves it resident on its device, as for a computed one.
-fn make_resident(outputs: &[&Tensor], device: Device, stats: &mut RealizeStats) -> Result<()> {
+fn make_resident(outputs: &[&Tensor], target: &Target, stats: &mut RealizeStats) -> Result<()> {
     #[cfg(feature = "cuda")]
-    if let Device::Cuda(ordinal) = device {
+    if let Target::Cuda(device, _) = target {
         let host: Vec<Arc<Storage>> = graph::with_graph(|g| {
             outputs
                 .iter()
@@ -173,12 +173,11 @@ fn make_resident(outputs: &[&Tensor], device: Device, stats: &mut RealizeStats) 
                 .collect()
         });
         if !host.is_empty() {
-            let device = crate::device::cuda::CudaDevice::open(ordinal)?;
-            cuda::upload_all(&device, &host, stats)?;
+            cuda::upload_all(device, &host, stats)?;
         }
     }
     #[cfg(not(feature = "cuda"))]
-    let _ = (outputs, device, stats);
+    let _ = (outputs, target, stats);
     Ok(())
 }
 
