@@ -244,21 +244,68 @@ impl<'a> Emitter<'a> {
             }
             let grid = e.prog.grid.clone();
             let mut coords = vec![String::new(); grid.len()];
-            let mut rest = lin;
+            // Grid points are split in 32 bits when their count allows:
+            // 64-bit division is a subroutine call on the GPU.
+            let narrow = u32::try_from(grid_blocks).is_ok();
+            let (class, ty) = if narrow {
+                (Class::B32, "u32")
+            } else {
+                (Class::B64, "u64")
+            };
+            let mut rest = if narrow {
+                let r = e.reg(Class::B32);
+                e.ins(format!("cvt.u32.u64 {r}, {lin}"));
+                r
+            } else {
+                lin
+            };
             for (k, &ext) in grid.iter().enumerate().rev() {
-                let c = e.reg(Class::B64);
+                let c = e.reg(class);
                 if k == 0 {
-                    e.ins(format!("mov.u64 {c}, {rest}"));
+                    e.ins(format!("mov.{ty} {c}, {rest}"));
                 } else {
-                    let q = e.reg(Class::B64);
-                    e.ins(format!("rem.u64 {c}, {rest}, {ext}"));
-                    e.ins(format!("div.u64 {q}, {rest}, {ext}"));
+                    let q = e.reg(class);
+                    e.rem_const(ty, &c, &rest, ext);
+                    e.div_const(ty, &q, &rest, ext);
                     rest = q;
                 }
-                coords[k] = c;
+                coords[k] = if narrow {
+                    let wide = e.reg(Class::B64);
+                    e.ins(format!("cvt.u64.u32 {wide}, {c}"));
+                    wide
+                } else {
+                    c
+                };
             }
             e.grid_coords = coords;
         });
+    }
+
+    /// `dst = a / k` in `ty` (`u32` or `u64`) for a constant `k ≥ 1`: a
+    /// move for 1 and a shift for a power of two. ptxas does not derive
+    /// these from `div` by an immediate: it emits a general division (for
+    /// 64 bits, a subroutine call).
+    pub fn div_const(&mut self, ty: &str, dst: &str, a: &str, k: u64) {
+        if k == 1 {
+            self.ins(format!("mov.{ty} {dst}, {a}"));
+        } else if k.is_power_of_two() {
+            self.ins(format!("shr.{ty} {dst}, {a}, {}", k.trailing_zeros()));
+        } else {
+            self.ins(format!("div.{ty} {dst}, {a}, {k}"));
+        }
+    }
+
+    /// `dst = a % k` in `ty` (`u32` or `u64`) for a constant `k ≥ 1`: zero
+    /// for 1 and a mask for a power of two (see [`Emitter::div_const`]).
+    pub fn rem_const(&mut self, ty: &str, dst: &str, a: &str, k: u64) {
+        let bits = if ty == "u64" { "b64" } else { "b32" };
+        if k == 1 {
+            self.ins(format!("mov.{ty} {dst}, 0"));
+        } else if k.is_power_of_two() {
+            self.ins(format!("and.{bits} {dst}, {a}, {}", k - 1));
+        } else {
+            self.ins(format!("rem.{ty} {dst}, {a}, {k}"));
+        }
     }
 
     /// The value of an index expression as a `u64` operand (register or immediate).
@@ -305,9 +352,9 @@ impl<'a> Emitter<'a> {
             let mut cs = vec![String::from("0"); shape.len()];
             for (k, &ext) in shape.iter().enumerate().rev() {
                 if ext > 1 {
-                    let c = e.reg(Class::B32);
-                    e.ins(format!("div.u32 {c}, {el}, {stride}"));
-                    e.ins(format!("rem.u32 {c}, {c}, {ext}"));
+                    let (q, c) = (e.reg(Class::B32), e.reg(Class::B32));
+                    e.div_const("u32", &q, &el, stride as u64);
+                    e.rem_const("u32", &c, &q, ext as u64);
                     cs[k] = c;
                 }
                 stride *= ext;

@@ -203,8 +203,8 @@ impl Emitter<'_> {
         let tid = self.reg(Class::B32);
         self.ins(format!("mov.u32 {tid}, %tid.x"));
         let (lane, g) = (self.reg(Class::B32), self.reg(Class::B32));
-        self.ins(format!("rem.u32 {lane}, {tid}, {group}"));
-        self.ins(format!("div.u32 {g}, {tid}, {group}"));
+        self.rem_const("u32", &lane, &tid, group as u64);
+        self.div_const("u32", &g, &tid, group as u64);
         for it in 0..outputs.div_ceil(groups) {
             let o = self.reg(Class::B32);
             self.ins(format!("add.u32 {o}, {g}, {}", it * groups));
@@ -212,8 +212,8 @@ impl Emitter<'_> {
             self.ins(format!("setp.lt.u32 {vo}, {o}, {outputs}"));
             // The first source element of output `o`, then every `inner`-th.
             let (hi, base) = (self.reg(Class::B32), self.reg(Class::B32));
-            self.ins(format!("div.u32 {hi}, {o}, {inner}"));
-            self.ins(format!("rem.u32 {base}, {o}, {inner}"));
+            self.div_const("u32", &hi, &o, inner as u64);
+            self.rem_const("u32", &base, &o, inner as u64);
             self.ins(format!("mad.lo.u32 {base}, {hi}, {}, {base}", len * inner));
             self.ins(format!("mad.lo.u32 {base}, {lane}, {inner}, {base}"));
             let mut acc = self.reg(Class::of(d));
@@ -234,9 +234,9 @@ impl Emitter<'_> {
             }
             let leader = self.reg(Class::Pred);
             let w = self.reg(Class::B32);
-            self.ins(format!("rem.u32 {w}, {lane}, 32"));
+            self.rem_const("u32", &w, &lane, 32);
             self.ins(format!("setp.eq.and.u32 {leader}, {w}, 0, {vo}"));
-            self.ins(format!("div.u32 {w}, {lane}, 32"));
+            self.div_const("u32", &w, &lane, 32);
             self.ins(format!("mad.lo.u32 {w}, {o}, {warps}, {w}"));
             let at = self.shared_addr(&w, size, partials_at);
             self.st_shared(d, &Some(leader), &format!("[{at}]"), &acc);
