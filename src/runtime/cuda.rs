@@ -44,6 +44,7 @@ use crate::fusion::{BufferKind, BufferRef, Plan};
 use crate::graph::{Op, Subgraph};
 use crate::kernels::ir::Access;
 use crate::storage::{CudaStorage, Storage};
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Instant;
@@ -134,7 +135,7 @@ fn run_once(
 
     let launching = Instant::now();
     stats.alloc_time += launching - uploaded;
-    let launch_streams: Vec<usize> = schedule.launches.iter().map(|l| l.stream).collect();
+    let launch_streams: SmallVec<[usize; 8]> = schedule.launches.iter().map(|l| l.stream).collect();
     wait_for_inputs(device, &inputs, &launch_streams)?;
     Scheduler::new(STREAM_COUNT).run(device, schedule, |i, stream| {
         let kernel = &plan.kernels[i];
@@ -152,7 +153,7 @@ fn run_once(
                     .or_else(|| counters.get(t).and_then(Option::as_ref))
                     .ok_or_else(|| bad_plan(&kernel.program.name, "a buffer position past the plan's buffers")),
             })
-            .collect::<Result<Vec<&DeviceBuffer>>>()?;
+            .collect::<Result<SmallVec<[&DeviceBuffer; 8]>>>()?;
         timing::timed(device, stream, &kernel.program.name, || {
             compiled[i].launch(&args, stream)
         })

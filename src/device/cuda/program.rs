@@ -16,6 +16,7 @@ use crate::kernels::ir::Program;
 use crate::kernels::ptx_gen::{generate, PtxModule, Target};
 use crate::storage::HostBuffer;
 use cudarc::driver::{result, sys};
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -75,7 +76,7 @@ impl CompiledProgram {
     /// parameter, and [`Error::DeviceMismatch`] for a buffer or stream of
     /// another device. Every buffer is marked used on `stream`.
     pub fn launch(&self, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
-        let shapes: Vec<(DType, usize)> = args.iter().map(|b| (b.dtype(), b.len())).collect();
+        let shapes: SmallVec<[(DType, usize); 8]> = args.iter().map(|b| (b.dtype(), b.len())).collect();
         check_args(&self.program, &shapes)?;
         let ordinal = self.kernel.ordinal();
         for (i, buffer) in args.iter().enumerate() {
@@ -88,7 +89,7 @@ impl CompiledProgram {
                 });
             }
         }
-        let pointers: Vec<u64> = args.iter().map(|b| b.ptr_on(stream)).collect();
+        let pointers: SmallVec<[u64; 8]> = args.iter().map(|b| b.ptr_on(stream)).collect();
         for ((param, buffer), &ptr) in self.program.params.iter().zip(args).zip(&pointers) {
             if let Some(init) = param.init {
                 fill(ptr, buffer.len(), Fill::new(init.0, param.dtype), stream)?;
