@@ -78,6 +78,10 @@ pub(super) struct Emitter<'a> {
     labels: u32,
     /// The registers of each value, one per slot of its layout.
     pub vals: HashMap<ValueId, Vec<String>>,
+    /// Values whose elements are all one scalar that every thread holds in
+    /// every slot (constants, single-output reductions, and elementwise
+    /// results of such values): broadcasting one needs no exchange.
+    pub uniform: std::collections::HashSet<ValueId>,
     /// The registers of each accumulator.
     pub accs: Vec<Vec<String>>,
     loop_regs: HashMap<LoopId, String>,
@@ -115,6 +119,7 @@ impl<'a> Emitter<'a> {
             in_prologue: false,
             labels: 0,
             vals: HashMap::new(),
+            uniform: std::collections::HashSet::new(),
             accs: Vec::new(),
             loop_regs: HashMap::new(),
             grid_coords: Vec::new(),
@@ -417,6 +422,31 @@ impl<'a> Emitter<'a> {
     }
 
     fn inst(&mut self, inst: &Inst) -> Result<()> {
+        self.lower(inst)?;
+        let uniform = match inst {
+            Inst::Const { dst, .. } => Some(dst),
+            Inst::Unary { dst, src, .. } | Inst::Cast { dst, src } => self.uniform.contains(src).then_some(dst),
+            Inst::Binary { dst, lhs, rhs, .. } => {
+                (self.uniform.contains(lhs) && self.uniform.contains(rhs)).then_some(dst)
+            }
+            Inst::Select {
+                dst,
+                cond,
+                on_true,
+                on_false,
+            } => [cond, on_true, on_false]
+                .iter()
+                .all(|v| self.uniform.contains(v))
+                .then_some(dst),
+            _ => None,
+        };
+        if let Some(&dst) = uniform {
+            self.uniform.insert(dst);
+        }
+        Ok(())
+    }
+
+    fn lower(&mut self, inst: &Inst) -> Result<()> {
         match inst {
             Inst::Load {
                 dst,

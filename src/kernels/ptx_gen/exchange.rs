@@ -107,6 +107,21 @@ impl Emitter<'_> {
         let regs = self.val(src)?;
         if st.shape == dt.shape {
             self.vals.insert(dst, regs);
+            if self.uniform.contains(&src) {
+                self.uniform.insert(dst);
+            }
+            return Ok(());
+        }
+        if self.uniform.contains(&src) {
+            // Every thread holds the one value already.
+            self.comment(format!(
+                "broadcast {:?} -> {:?} of a uniform value: no exchange",
+                st.shape.as_slice(),
+                dt.shape.as_slice()
+            ));
+            let slots = self.layout(&dt.shape).slots();
+            self.vals.insert(dst, vec![regs[0].clone(); slots]);
+            self.uniform.insert(dst);
             return Ok(());
         }
         let d = st.dtype;
@@ -329,10 +344,16 @@ impl Emitter<'_> {
         let (size, _) = shared_slot(d);
         let dt = self.ty(dst)?.clone();
         let l = self.layout(&dt.shape);
+        // A single output is combined by every thread, so all hold it.
+        let single = dt.numel() == 1;
         let mut out = Vec::with_capacity(l.slots());
         for r in 0..l.repeats {
-            let valid = self.slot_valid(&dt.shape, r);
-            let (el, _) = self.coords(&dt.shape, r);
+            let valid = if single { None } else { self.slot_valid(&dt.shape, r) };
+            let el = if single {
+                String::from("0")
+            } else {
+                self.coords(&dt.shape, r).0
+            };
             let at = self.shared_addr(&el, size * warps, partials_at);
             for a in 0..l.atom {
                 let mut v = self.ld_shared(d, &valid, &format!("[{at}+{}]", a * warps * size), Some(id));
@@ -344,6 +365,9 @@ impl Emitter<'_> {
             }
         }
         self.vals.insert(dst, out);
+        if single {
+            self.uniform.insert(dst);
+        }
         Ok(())
     }
 
