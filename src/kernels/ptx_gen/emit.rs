@@ -413,33 +413,6 @@ impl<'a> Emitter<'a> {
         Ok(off)
     }
 
-    /// Lowers the program's top-level instructions. With
-    /// `TILEFUSE_GPU_HOIST=1` (a tuning switch, read once per process) the
-    /// loads of read-only parameters go first, so their latency overlaps the
-    /// exchanges before their first use: no block writes that memory, and a
-    /// top-level index depends only on the grid point.
-    pub fn top_level(&mut self, body: &[Inst]) -> Result<()> {
-        static HOIST: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let hoist = *HOIST.get_or_init(|| std::env::var("TILEFUSE_GPU_HOIST").is_ok_and(|v| v == "1"));
-        let read_only = |inst: &Inst| match inst {
-            Inst::Load { view, .. } => self
-                .prog
-                .views
-                .get(view.index())
-                .and_then(|v| self.prog.params.get(v.param.index()))
-                .is_some_and(|p| p.access == crate::kernels::ir::Access::Read),
-            _ => false,
-        };
-        if !hoist {
-            return self.block_of(body);
-        }
-        let (early, rest): (Vec<&Inst>, Vec<&Inst>) = body.iter().partition(|i| read_only(i));
-        for inst in early.into_iter().chain(rest) {
-            self.inst(inst)?;
-        }
-        Ok(())
-    }
-
     /// Lowers a list of instructions.
     pub fn block_of(&mut self, body: &[Inst]) -> Result<()> {
         for inst in body {

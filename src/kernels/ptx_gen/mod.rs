@@ -204,7 +204,7 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
     let mut e = Emitter::new(program, target, block);
     e.begin(&entry, grid_blocks, grid_blocks > MAX_GRID_X);
     e.init_accs()?;
-    e.top_level(&program.body)?;
+    e.block_of(&program.body)?;
     let mut mapping = vec![format!("block {} threads, grid {grid_blocks} blocks", block.threads)];
     mapping.append(&mut std::mem::take(&mut e.mapping));
     let mapping = mapping.join("\n");
