@@ -24,8 +24,8 @@
 //! would keep them near 2 ulp at about three times the instructions); the
 //! quotient is `rcp.approx`, one Newton step and one residual correction.
 //! `gelu_tanh(x) = x σ(2u)` (which avoids the cancellation of `1 + tanh u`)
-//! is the same form without the two corrections, which its own argument
-//! rounding would hide. `log` splits off the exponent,
+//! is `x · rcp(1 + 2^{−t})` without the corrections, which its own
+//! argument rounding would hide. `log` splits off the exponent,
 //! keeps the mantissa in `[√½, √2)` and uses the fdlibm form
 //! `f − f²/2 + s(f²/2 + R(s²))`; `sin`/`cos` reduce by π/2 with a
 //! three-part constant (accurate for `|x| ≤ 10⁴`; larger arguments lose
@@ -86,11 +86,11 @@ pub(crate) trait MathOps {
     /// zero (`ex2.approx.ftz.f32`, one instruction where the subnormal-keeping
     /// form takes five).
     fn ex2_ftz(&mut self, a: &Self::V) -> Self::V;
-    /// The hardware `1/a` (`rcp.approx.ftz.f32`, within 1 ulp of the exact
-    /// value) of an `a` about `[1, 2]` (or NaN), where no argument or result
-    /// is subnormal, so flushing subnormals changes nothing (the
-    /// subnormal-keeping `rcp.approx.f32` takes several instructions more).
-    fn rcp_unit(&mut self, a: &Self::V) -> Self::V;
+    /// The hardware `1/a` with subnormal arguments and results flushed to
+    /// zero (`rcp.approx.ftz.f32`, within 1 ulp of the exact value otherwise,
+    /// with `1/inf = 0`; one instruction where the subnormal-keeping form
+    /// takes several). Of an `a` near `[1, 2]` it is the exact form's value.
+    fn rcp_ftz(&mut self, a: &Self::V) -> Self::V;
 }
 
 /// Evaluates the polynomial `coeffs[0] + x (coeffs[1] + x (...))` by Horner's rule with fma.
@@ -202,7 +202,7 @@ pub(crate) fn exp2<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
 /// `1 / d` for `d` in `[1, 2]`, from the hardware reciprocal and one Newton
 /// step, `r + r (1 − d r)`.
 fn recip<M: MathOps>(m: &mut M, d: &M::V) -> M::V {
-    let r = m.rcp_unit(d);
+    let r = m.rcp_ftz(d);
     let one = m.c(1.0);
     let nd = m.neg(d);
     let err = m.fma(&nd, &r, &one);
@@ -401,33 +401,26 @@ pub(crate) fn silu<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
 }
 
 /// `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`, computed as
-/// `x / (1 + e^{-z})` for `z = 2u`: `n / (1 + e)` with `e = 2^{−|t|}`,
-/// `t = z log2 e` (one product with the folded constant), and `n = x` or
-/// `x e` by the sign of `t`. The error is dominated by the rounding of `z`
-/// itself, which `e^{−|z|}` turns into a relative error of about
-/// `|z| · 2^-24` (tens of ulp in the negative tail), so neither the
-/// argument correction of [`exp`] nor a residual step of the quotient would
-/// show: the hardware `ex2` and a once-refined reciprocal are enough. The
-/// `ex2` flushes results below `2^-126` to zero, so results of magnitude
-/// below about `1e-37` (`x < −9.1`) are `±0`.
+/// `x / (1 + e^{-z})` for `z = 2u`: `x · rcp(1 + 2^{−t})` with
+/// `t = z log2 e` (one product with the folded constant). The error is
+/// dominated by the rounding of `z` itself, which `e^{−z}` turns into a
+/// relative error of about `|z| · 2^-24` (tens of ulp in the negative
+/// tail), so neither the argument correction of [`exp`] nor refining the
+/// quotient would show: one hardware `ex2` and one hardware reciprocal, both
+/// flushing subnormals, are enough. For `z < −87` the reciprocal flushes,
+/// so results of magnitude below about `1e-37` (`x < −9.1`) are `±0`.
 pub(crate) fn gelu_tanh<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
     let x2 = m.mul(x, x);
     let k1 = m.c(0.044_715);
     let one = m.c(1.0);
     let poly = m.fma(&x2, &k1, &one);
     let inner = m.mul(&poly, x);
-    let k = m.c(GELU_T);
-    let t = m.mul(&inner, &k);
-    let a = m.abs(&t);
-    let na = m.neg(&a);
-    let e = m.ex2_ftz(&na);
+    let k = m.c(-GELU_T);
+    let nt = m.mul(&inner, &k);
+    let e = m.ex2_ftz(&nt);
     let d = m.add(&one, &e);
-    let r = recip(m, &d);
-    let zero = m.c(0.0);
-    let is_neg = m.lt(&t, &zero);
-    let xe = m.mul(x, &e);
-    let n = m.select(&is_neg, &xe, x);
-    m.mul(&n, &r)
+    let r = m.rcp_ftz(&d);
+    m.mul(x, &r)
 }
 
 /// `2 √(2/π) log2 e`, the factor from `x + 0.044715 x³` to `t = 2u log2 e`.

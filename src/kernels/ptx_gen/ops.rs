@@ -160,7 +160,7 @@ impl MathOps for Ptx<'_, '_> {
     fn ex2_ftz(&mut self, a: &String) -> String {
         self.op(|r| format!("ex2.approx.ftz.f32 {r}, {a}"))
     }
-    fn rcp_unit(&mut self, a: &String) -> String {
+    fn rcp_ftz(&mut self, a: &String) -> String {
         self.op(|r| format!("rcp.approx.ftz.f32 {r}, {a}"))
     }
 }

@@ -115,13 +115,14 @@ impl MathOps for Cpu {
             r
         }
     }
-    fn rcp_unit(&mut self, a: &f32) -> f32 {
-        // Where the flush-to-zero form would differ, the callers are wrong.
-        assert!(
-            !a.is_subnormal() && !(1.0 / *a).is_subnormal(),
-            "rcp_unit of {a}, whose reciprocal the two forms round differently"
-        );
-        perturbed(1.0 / *a as f64, RCP_ULPS, self.rcp_dir)
+    fn rcp_ftz(&mut self, a: &f32) -> f32 {
+        let a = if a.is_subnormal() { 0.0f32.copysign(*a) } else { *a };
+        let r = perturbed(1.0 / a as f64, RCP_ULPS, self.rcp_dir);
+        if r.is_subnormal() {
+            0.0f32.copysign(r)
+        } else {
+            r
+        }
     }
 }
 
