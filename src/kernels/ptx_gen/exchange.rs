@@ -1,13 +1,23 @@
 //! Moving values between threads: broadcasts and in-tile reductions.
 //!
-//! Both go through shared memory, bracketed by `bar.sync`: every thread
-//! writes the slots it holds at their element index, the block waits, and
-//! every thread reads the elements its slots of the result need. A
-//! reduction of `L` elements into each of `M` outputs gives each output a
+//! In general both go through shared memory, bracketed by `bar.sync`: every
+//! thread writes the slots it holds at their element index, the block
+//! waits, and every thread reads the elements its slots of the result need.
+//! A reduction of `L` elements into each of `M` outputs gives each output a
 //! group of `P` threads (a power of two, at most `T / M`): each thread
 //! combines every `P`-th element, the group's warp lanes combine by
 //! `shfl.sync.bfly`, and groups wider than a warp leave one partial per warp
 //! in shared memory, combined by the readers.
+//!
+//! Two cases skip the published tile:
+//! - A reduction of the last axis whose block-wide runs of atoms lie inside
+//!   one row combines each thread's own slots in registers, then the warp
+//!   by shuffles; only one partial per warp and row goes through shared
+//!   memory.
+//! - A reduction to a single element is combined by every thread from the
+//!   warp partials, so every thread holds it: such a value, and constants
+//!   and elementwise results of such values, are *uniform*, and a broadcast
+//!   of a uniform value copies its register with no exchange.
 
 use super::emit::{Class, Emitter};
 use super::ops::{immediate, mov_imm};
