@@ -65,6 +65,49 @@ fn suite_reductions_are_one_kernel_each() {
     }
 }
 
+/// The shape of the generated code that the throughput depends on, checked
+/// in the PTX text so a regression shows without a GPU: no general integer
+/// division (ptxas makes `div`/`rem` by an immediate a reciprocal-based
+/// sequence, and the 64-bit ones a subroutine call), row reductions that
+/// keep the row in registers (no tile published to shared memory, two
+/// barriers per reduction to one element, whose broadcast needs none), and
+/// memory accesses after the first of a tile addressed by immediate offsets.
+#[test]
+fn suite_kernels_keep_their_fast_shapes() {
+    let target = tilefuse::kernels::ptx_gen::Target::for_driver(90, 13000);
+    for (name, g) in suite() {
+        let p = plan(&g, &FusionOptions::gpu()).unwrap();
+        for k in &p.kernels {
+            let text = tilefuse::kernels::ptx_gen::generate(&k.program, &target).unwrap().text;
+            let code: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.starts_with("//")).collect();
+            let count = |needle: &str| code.iter().filter(|l| l.contains(needle)).count();
+            assert_eq!(count("div.u") + count("rem.u"), 0, "{name}: an integer division");
+            let reductions = match name {
+                "softmax" | "layernorm" => 2,
+                "rmsnorm" => 1,
+                _ => 0,
+            };
+            if reductions > 0 {
+                assert_eq!(count("bar.sync"), 2 * reductions, "{name}: barriers");
+                assert_eq!(
+                    count("st.shared"),
+                    reductions,
+                    "{name}: one warp partial stored per reduction"
+                );
+                assert_eq!(
+                    text.matches("in registers").count(),
+                    reductions,
+                    "{name}: reductions in registers"
+                );
+            }
+            if ["chain", "bias_gelu", "softmax", "rmsnorm", "layernorm"].contains(&name) {
+                let offset = code.iter().any(|l| l.starts_with("ld.global") && !l.contains("+0]"));
+                assert!(offset, "{name}: no load addressed by an immediate offset");
+            }
+        }
+    }
+}
+
 /// Kernels of the suite that `ptxas` makes spill, in the form `Assembled`
 /// prints: none. A spill is a test failure.
 const KNOWN_SPILLS: &[&str] = &[];
