@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use suite::{values, Pipeline};
 use tilefuse::device::cuda::CudaDevice;
-use tilefuse::runtime::{launch_times, time_launches};
+use tilefuse::runtime::{launch_times, time_launches, RealizeStats};
 use tilefuse::{DType, Device, Error, Result, Tensor};
 
 /// Bytes of the copy that measures the bandwidth.
@@ -74,19 +74,17 @@ fn measure(p: &Pipeline, dev: &Arc<CudaDevice>, device: Device, reps: usize) -> 
     dev.synchronize()?;
     let first_call = started.elapsed();
     println!(
-        "{}: first call queued after {:.1} ms (record {:.1}, collect {:.1}, fuse {:.1}, compile {:.1}, inputs {:.1} \
-         ({} uploads), alloc {:.1}, launch {:.1}, write back {:.1}), result after {:.1} ms",
+        "{}: first call queued after {:.1} ms (record {:.1}, {}; {} uploads), result after {:.1} ms",
         p.id,
         super::ms(queued),
         super::ms(queued.saturating_sub(stats.total_time)),
-        super::ms(stats.collect_time),
-        super::ms(stats.fuse_time),
-        super::ms(stats.compile_time),
-        super::ms(stats.upload_time),
+        stats
+            .phases()
+            .iter()
+            .map(|(name, d)| format!("{name} {:.1}", super::ms(*d)))
+            .collect::<Vec<_>>()
+            .join(", "),
         stats.uploads,
-        super::ms(stats.alloc_time),
-        super::ms(stats.launch_time),
-        super::ms(stats.write_back_time),
         super::ms(first_call)
     );
 
@@ -173,15 +171,7 @@ fn host_overhead(dev: &Arc<CudaDevice>, device: Device) -> Result<Overhead> {
         let t1 = Instant::now();
         let stats = y.realize_with_stats()?;
         let t2 = Instant::now();
-        for (v, d) in phases.iter_mut().zip([
-            stats.collect_time,
-            stats.fuse_time,
-            stats.compile_time,
-            stats.upload_time,
-            stats.alloc_time,
-            stats.launch_time,
-            stats.write_back_time,
-        ]) {
+        for (v, (_, d)) in phases.iter_mut().zip(stats.phases()) {
             v.push(d.as_secs_f64());
         }
         drop(y);
@@ -193,9 +183,10 @@ fn host_overhead(dev: &Arc<CudaDevice>, device: Device) -> Result<Overhead> {
             dev.synchronize()?;
         }
     }
-    let names = ["collect", "fuse", "compile", "inputs", "alloc", "launch", "write back"];
-    let parts: Vec<String> = names
+    let parts: Vec<String> = RealizeStats::default()
+        .phases()
         .iter()
+        .map(|(name, _)| name)
         .zip(phases)
         .map(|(n, v)| format!("{n} {:.2}", median(v) * 1e6))
         .collect();

@@ -80,6 +80,31 @@ pub struct RealizeStats {
     pub total_time: Duration,
 }
 
+impl RealizeStats {
+    /// The timed phases of the realization, in the order they run, named.
+    /// They do not overlap, so together they take at most `total_time`.
+    ///
+    /// ```
+    /// use tilefuse::Tensor;
+    /// let y = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).exp();
+    /// let stats = y.realize_with_stats().unwrap();
+    /// let timed: std::time::Duration = stats.phases().iter().map(|&(_, d)| d).sum();
+    /// assert!(timed <= stats.total_time);
+    /// assert!(stats.launch_time > std::time::Duration::ZERO);
+    /// ```
+    pub fn phases(&self) -> [(&'static str, Duration); 7] {
+        [
+            ("collect", self.collect_time),
+            ("fuse", self.fuse_time),
+            ("compile", self.compile_time),
+            ("inputs", self.upload_time),
+            ("alloc", self.alloc_time),
+            ("launch", self.launch_time),
+            ("write back", self.write_back_time),
+        ]
+    }
+}
+
 thread_local! {
     static LAST: Cell<Option<RealizeStats>> = const { Cell::new(None) };
 }

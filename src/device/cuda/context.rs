@@ -221,6 +221,19 @@ impl CudaDevice {
         &self.streams[index % self.streams.len()]
     }
 
+    /// Makes later work on `waiter` wait for the work queued so far on
+    /// stream `on`, through an event of the pool.
+    pub(crate) fn join_streams(&self, waiter: &Stream, on: usize) -> Result<()> {
+        let event = self.events.take()?;
+        let joined = self
+            .stream(on)
+            .record_raw(event.0)
+            .and_then(|()| waiter.wait_raw(event.0));
+        // A queued wait keeps the record it saw, so the event can go back now.
+        self.events.give(event);
+        joined
+    }
+
     /// Makes this device's context current on the calling thread. Every
     /// driver call of this module goes through it first.
     pub(crate) fn bind(&self) -> Result<()> {

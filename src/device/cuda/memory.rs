@@ -8,9 +8,10 @@
 //! stream told to wait for them. A block only one stream used needs no
 //! event: it is handed out again at once for work on that stream, which runs
 //! after the block's last use by stream order, and for work on another
-//! stream after a wait on an event recorded on the owner at that moment. When `cuMemAlloc` runs out of memory the
-//! cache is released and the allocation tried once more; if that fails too,
-//! the answer is [`Error::OutOfMemory`].
+//! stream after a wait on an event recorded on the owner at that moment.
+//! When `cuMemAlloc` runs out of memory the cache is released and the
+//! allocation tried once more; if that fails too, the answer is
+//! [`Error::OutOfMemory`].
 
 use super::stream::{query_raw, RawEvent, Stream};
 use super::{driver_error, CudaDevice};
@@ -327,13 +328,7 @@ impl CudaDevice {
             if let Some(owner) = block.owner.filter(|&o| o != stream.index()) {
                 // Everything queued on the owner so far includes the block's
                 // last use.
-                let event = self.events.take()?;
-                let queued = self
-                    .stream(owner)
-                    .record_raw(event.0)
-                    .and_then(|()| stream.wait_raw(event.0));
-                self.events.give(event);
-                if let Err(e) = queued {
+                if let Err(e) = self.join_streams(stream, owner) {
                     blocks.push(block);
                     return Err(e);
                 }
@@ -373,16 +368,10 @@ impl CudaDevice {
     /// waits for the device instead; when even that fails, the block is
     /// leaked rather than reused unsafely.
     fn release(&self, ptr: sys::CUdeviceptr, capacity: usize, used_on: u32) {
+        let block = |owner, pending| Block { ptr, owner, pending };
         if used_on.count_ones() <= 1 {
             let owner = (used_on != 0).then(|| used_on.trailing_zeros() as usize);
-            let mut state = self.memory.lock();
-            state.stats.bytes_in_use -= capacity;
-            state.stats.bytes_cached += capacity;
-            state.free.entry(capacity).or_default().push(Block {
-                ptr,
-                owner,
-                pending: SmallVec::new(),
-            });
+            self.cache_block(capacity, block(owner, SmallVec::new()));
             return;
         }
         let pending = self.bind().and_then(|()| {
@@ -402,14 +391,15 @@ impl CudaDevice {
                 Err(_) => return,
             },
         };
+        self.cache_block(capacity, block(None, pending));
+    }
+
+    /// Moves a released block of `capacity` bytes from use to the free list.
+    fn cache_block(&self, capacity: usize, block: Block) {
         let mut state = self.memory.lock();
         state.stats.bytes_in_use -= capacity;
         state.stats.bytes_cached += capacity;
-        state.free.entry(capacity).or_default().push(Block {
-            ptr,
-            owner: None,
-            pending,
-        });
+        state.free.entry(capacity).or_default().push(block);
     }
 }
 

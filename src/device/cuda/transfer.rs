@@ -164,13 +164,7 @@ impl DeviceBuffer {
         let device = self.device().clone();
         device.bind()?;
         for other in self.used_streams().filter(|&i| i != stream.index()) {
-            let event = device.events.take()?;
-            let joined = device
-                .stream(other)
-                .record_raw(event.0)
-                .and_then(|()| stream.wait_raw(event.0));
-            device.events.give(event);
-            joined?;
+            device.join_streams(stream, other)?;
         }
         let src = self.ptr_on(stream);
         let mut host = HostBuffer::zeros(self.dtype(), self.len());
