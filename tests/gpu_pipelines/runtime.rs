@@ -36,6 +36,29 @@ fn results_stay_on_the_device_and_inputs_upload_once() {
     assert_eq!(upload_count(0), before);
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn realizing_a_moved_host_tensor_uploads_it_once() {
+    let _g = gpu();
+    let n = 4099;
+    let before = upload_count(0);
+    let x = Tensor::from_vec(data_f32(n, 3), &[n]).to(GPU);
+    let stats = x.realize_with_stats().unwrap();
+    assert_eq!(
+        (stats.uploads, stats.upload_bytes, stats.kernels_launched),
+        (1, 4 * n, 0)
+    );
+    assert_eq!(upload_count(0), before + 1);
+    // Realizing it again, and computing from it, uploads nothing more.
+    assert_eq!(x.realize_with_stats().unwrap().uploads, 0);
+    let y = x.exp();
+    let want = reference_of(&y);
+    assert_eq!(y.realize_with_stats().unwrap().uploads, 0);
+    compare(&host_of(&y), &want).unwrap();
+    drop(x);
+    assert_eq!(upload_count(0), before);
+}
+
 /// A compute-heavy elementwise chain: one long kernel.
 fn heavy(x: &Tensor) -> Tensor {
     let mut y = x.clone();
