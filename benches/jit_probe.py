@@ -58,6 +58,14 @@ def main():
         return host * 1e3
 
     files = sorted(f for d in sys.argv[1:] for f in glob.glob(os.path.join(d, "*.ptx")))
+    if not files:
+        raise SystemExit("no .ptx files under " + " ".join(sys.argv[1:]))
+    # The first JIT of a process also starts the driver's compiler; time it
+    # on its own, then the same module again.
+    first = open(files[0], "rb").read() + b"\0"
+    cold = load(first, 4)
+    print(f"first JIT in this process ({os.path.relpath(files[0])}): {cold:.1f} ms, "
+          f"the same module again: {load(first, 4):.1f} ms")
     ptxas = shutil.which("ptxas")
     print(f"{'module':<55} {'lines':>6} {'O4 ms':>7} {'O1 ms':>7} {'O0 ms':>7} {'cubin ms':>9}")
     for f in files:

@@ -185,6 +185,7 @@ impl CudaDevice {
         // its own buffers order their uses with events (see `memory.rs`), so
         // cudarc's per-slice tracking would only add work.
         unsafe { ctx.disable_event_tracking() };
+        super::module::warm_up_jit(ctx.clone());
         let mut streams = Vec::with_capacity(STREAM_COUNT);
         for index in 0..STREAM_COUNT {
             streams.push(Stream::create(index, &ctx)?);

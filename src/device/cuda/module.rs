@@ -210,6 +210,35 @@ impl CudaDevice {
     }
 }
 
+/// A one-instruction kernel whose only use is to start the driver's compiler.
+const WARM_UP_PTX: &str = ".version 7.8\n.target sm_52\n.address_size 64\n.visible .entry tf_warm_up()\n{\n\tret;\n}\n";
+
+/// Starts the driver's PTX compiler on a background thread by loading (and
+/// unloading) a trivial module. The first JIT of a process pays the
+/// compiler's start-up, about 9 ms on an H200 on top of the module's own
+/// cost; done while the caller is still uploading inputs or recording ops, it
+/// leaves the first pipeline only its own compile. Best effort: any failure
+/// just leaves the start-up to the first real load. `TILEFUSE_JIT_WARM_UP=0`
+/// turns it off (for measuring it).
+pub(crate) fn warm_up_jit(ctx: Arc<CudaContext>) {
+    if std::env::var("TILEFUSE_JIT_WARM_UP").is_ok_and(|v| v == "0") {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("tilefuse-jit-warm-up".into())
+        .spawn(move || {
+            if ctx.bind_to_thread().is_err() {
+                return;
+            }
+            if let Ok(module) = load_module(WARM_UP_PTX, "JIT warm-up") {
+                // SAFETY: the module was just loaded on this thread's current
+                // context and no function of it was ever taken.
+                let _ = unsafe { result::module::unload(module) };
+            }
+        });
+    drop(spawned);
+}
+
 /// Loads PTX text with `cuModuleLoadDataEx`, asking the JIT for its logs.
 fn load_module(ptx: &str, name: &str) -> Result<sys::CUmodule> {
     let image = CString::new(ptx).map_err(|_| Error::PtxLoad {

@@ -104,6 +104,9 @@ pub(super) struct Emitter<'a> {
     pub ticket: bool,
     /// Whether the instructions being lowered are a last point's body.
     pub in_last_point: bool,
+    /// Loop bodies written this many times per trip, loops marked
+    /// `nounroll`; `None` leaves unrolling to ptxas.
+    pub unroll: Option<u64>,
 }
 
 impl<'a> Emitter<'a> {
@@ -133,6 +136,7 @@ impl<'a> Emitter<'a> {
             mapping: Vec::new(),
             ticket: false,
             in_last_point: false,
+            unroll: None,
         }
     }
 
@@ -499,16 +503,33 @@ impl<'a> Emitter<'a> {
                     return Ok(());
                 }
                 let counter = self.reg(Class::B64);
-                let top = self.label();
                 self.ins(format!("mov.u64 {counter}, 0"));
-                self.place_label(&top);
                 self.loop_regs.insert(*var, counter.clone());
-                self.block_of(body)?;
+                // With `unroll` set, the body is written `unroll` times per
+                // trip (a remainder first, outside the loop) and ptxas is
+                // told not to unroll further: the iterations run in the same
+                // order, so results do not change.
+                let unroll = self.unroll.map(|n| n.clamp(1, *count));
+                let per_trip = unroll.unwrap_or(1);
+                for _ in 0..*count % per_trip {
+                    self.block_of(body)?;
+                    self.ins(format!("add.u64 {counter}, {counter}, 1"));
+                }
+                if *count >= per_trip {
+                    let top = self.label();
+                    self.place_label(&top);
+                    if unroll.is_some() {
+                        self.ins(".pragma \"nounroll\"");
+                    }
+                    for _ in 0..per_trip {
+                        self.block_of(body)?;
+                        self.ins(format!("add.u64 {counter}, {counter}, 1"));
+                    }
+                    let p = self.reg(Class::Pred);
+                    self.ins(format!("setp.lt.u64 {p}, {counter}, {count}"));
+                    self.ins(format!("@{p} bra {top}"));
+                }
                 self.loop_regs.remove(var);
-                let p = self.reg(Class::Pred);
-                self.ins(format!("add.u64 {counter}, {counter}, 1"));
-                self.ins(format!("setp.lt.u64 {p}, {counter}, {count}"));
-                self.ins(format!("@{p} bra {top}"));
                 Ok(())
             }
             Inst::Barrier => {

@@ -190,6 +190,11 @@ pub fn choose_version(program: &str, target: &Target, needs: (u32, u32)) -> Resu
 
 /// Lowers `program` (which must pass the verifier) to a PTX module for `target`.
 pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
+    generate_with(program, target, tuning())
+}
+
+/// [`generate`] under explicit tuning settings.
+pub(crate) fn generate_with(program: &Program, target: &Target, tuning: Tuning) -> Result<PtxModule> {
     crate::kernels::ir::verify(program)?;
     let block = layout::choose_block(program);
     let grid_blocks: u64 = program.grid.iter().product();
@@ -202,6 +207,7 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
             .collect::<String>()
     );
     let mut e = Emitter::new(program, target, block);
+    e.unroll = tuning.unroll;
     e.begin(&entry, grid_blocks, grid_blocks > MAX_GRID_X);
     e.init_accs()?;
     e.block_of(&program.body)?;
@@ -227,7 +233,7 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
         ".visible .entry {entry}(\n{}\n)\n.maxntid {}, 1, 1\n.minnctapersm {}\n",
         params.join(",\n"),
         block.threads,
-        (512 / block.threads).max(1)
+        (tuning.resident_threads / block.threads).max(1)
     ));
     Ok(PtxModule {
         text: e.finish(&header),
@@ -237,4 +243,99 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
         mapping,
         shared_bytes,
     })
+}
+
+/// Code-generation settings read from the environment once, for tuning runs
+/// only; the defaults are what the measurements in `benches/NOTES.md` chose.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Tuning {
+    /// Resident threads per SM that `.minnctapersm` asks ptxas to allow for:
+    /// 512, or `TILEFUSE_GPU_RESIDENT` (a multiple of 32 up to 2048). More
+    /// resident threads cap the registers of a thread lower.
+    pub resident_threads: u32,
+    /// `TILEFUSE_GPU_UNROLL=N` (1 to 64): every loop body is written N times
+    /// per trip and the loop marked `nounroll`. Unset, ptxas unrolls as it
+    /// likes (fully, for the suite's constant trip counts).
+    pub unroll: Option<u64>,
+}
+
+pub(crate) fn tuning() -> Tuning {
+    static TUNING: std::sync::OnceLock<Tuning> = std::sync::OnceLock::new();
+    *TUNING.get_or_init(|| Tuning {
+        resident_threads: std::env::var("TILEFUSE_GPU_RESIDENT")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|v| v % 32 == 0 && (32..=2048).contains(v))
+            .unwrap_or(512),
+        unroll: std::env::var("TILEFUSE_GPU_UNROLL")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|v| (1..=64).contains(v)),
+    })
+}
+
+#[cfg(test)]
+mod tuning_tests {
+    use super::*;
+    use crate::graph::BinaryOp;
+    use crate::kernels::ir::{Access, Builder, IndexExpr, TileReduce, ValueType};
+    use crate::tile::Padding;
+    use crate::{DType, Scalar};
+
+    /// Sums 5 tiles of each row in a loop (a trip count no unroll divides).
+    fn row_sum() -> Program {
+        let mut b = Builder::new("row_sum", &[8]);
+        let x = b.param("x", DType::F32, 8 * 5 * 256, Access::Read);
+        let y = b.param("y", DType::F32, 8, Access::Write);
+        let vx = b.view_contiguous(x, &[8, 5 * 256], &[1, 256], Padding::Zero);
+        let vy = b.view_contiguous(y, &[8, 1], &[1, 1], Padding::Zero);
+        let acc = b.acc(ValueType::new(DType::F32, &[1, 256]), Scalar::Float(0.0, DType::F32).into());
+        b.loop_(5, |b, i| {
+            let t = b.load(vx, &[IndexExpr::grid(0), IndexExpr::loop_var(i)], false);
+            b.acc_update(acc, BinaryOp::Add, t);
+        });
+        let total = b.acc_read(acc);
+        let s = b.reduce(TileReduce::Sum, total, 1);
+        b.store(vy, &[IndexExpr::grid(0), IndexExpr::constant(0)], s, false);
+        b.finish().unwrap()
+    }
+
+    fn count(text: &str, needle: &str) -> usize {
+        text.lines()
+            .filter(|l| !l.trim_start().starts_with("//") && l.contains(needle))
+            .count()
+    }
+
+    #[test]
+    fn unrolled_loops_keep_the_trip_count_and_write_the_remainder_first() {
+        let program = row_sum();
+        let target = Target::for_driver(90, 13000);
+        let plain = generate_with(&program, &target, Tuning { resident_threads: 512, unroll: None }).unwrap();
+        assert_eq!(count(&plain.text, "ld.global"), 1);
+        assert_eq!(count(&plain.text, "nounroll"), 0);
+        for (n, loads) in [(1, 1), (2, 3), (3, 5), (4, 5), (5, 5), (9, 5)] {
+            let m = generate_with(&program, &target, Tuning { resident_threads: 512, unroll: Some(n) }).unwrap();
+            assert_eq!(count(&m.text, "ld.global"), loads, "unroll {n}:\n{}", m.text);
+            assert_eq!(count(&m.text, ".pragma \"nounroll\""), 1, "unroll {n}");
+            let trips: Vec<&str> = m.text.lines().filter(|l| l.contains("setp.lt.u64")).collect();
+            assert!(trips.len() == 1 && trips[0].ends_with(", 5;"), "unroll {n}: {trips:?}");
+            // The remainder runs before the loop: `5 % n` bodies precede the label.
+            let head = m.text.split("$L1:").next().unwrap();
+            assert_eq!(count(head, "ld.global"), 5 % n.min(5) as usize, "unroll {n}");
+            if let Some(tool) = super::ptxas::ptxas_for_tests("ptx_gen::tuning_tests") {
+                super::ptxas::assemble(&tool, &m.text, 90).unwrap_or_else(|e| panic!("unroll {n}: {e}\n{}", m.text));
+            }
+        }
+    }
+
+    #[test]
+    fn resident_threads_set_the_blocks_per_sm_asked_for() {
+        let program = row_sum();
+        let target = Target::for_driver(90, 13000);
+        for resident in [512, 2048, 128, 32] {
+            let m = generate_with(&program, &target, Tuning { resident_threads: resident, unroll: None }).unwrap();
+            let blocks = (resident / m.block_threads).max(1);
+            assert!(m.text.contains(&format!(".minnctapersm {blocks}\n")), "{resident}: {}", m.text);
+        }
+    }
 }
