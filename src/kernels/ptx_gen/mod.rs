@@ -289,7 +289,7 @@ mod tuning_tests {
         let y = b.param("y", DType::F32, 8, Access::Write);
         let vx = b.view_contiguous(x, &[8, 5 * 256], &[1, 256], Padding::Zero);
         let vy = b.view_contiguous(y, &[8, 1], &[1, 1], Padding::Zero);
-        let acc = b.acc(ValueType::new(DType::F32, &[1, 256]), Scalar::Float(0.0, DType::F32).into());
+        let acc = b.acc(ValueType::new(DType::F32, &[1, 256]), Scalar::Float(0.0, DType::F32));
         b.loop_(5, |b, i| {
             let t = b.load(vx, &[IndexExpr::grid(0), IndexExpr::loop_var(i)], false);
             b.acc_update(acc, BinaryOp::Add, t);
