@@ -71,7 +71,8 @@ fn suite_reductions_are_one_kernel_each() {
 /// sequence, and the 64-bit ones a subroutine call), row reductions that
 /// keep the row in registers (no tile published to shared memory, two
 /// barriers per reduction to one element, whose broadcast needs none), and
-/// memory accesses after the first of a tile addressed by immediate offsets.
+/// memory accesses after the first of a tile addressed by immediate offsets,
+/// and a quarter tile for elementwise kernels with transcendentals.
 #[test]
 fn suite_kernels_keep_their_fast_shapes() {
     let target = tilefuse::kernels::ptx_gen::Target::for_driver(90, 13000);
@@ -100,9 +101,21 @@ fn suite_kernels_keep_their_fast_shapes() {
                     "{name}: reductions in registers"
                 );
             }
-            if ["chain", "bias_gelu", "softmax", "rmsnorm", "layernorm"].contains(&name) {
+            if ["softmax", "rmsnorm", "layernorm"].contains(&name) {
                 let offset = code.iter().any(|l| l.starts_with("ld.global") && !l.contains("+0]"));
                 assert!(offset, "{name}: no load addressed by an immediate offset");
+            }
+            // Elementwise kernels with transcendentals take a quarter of the
+            // tile: one 16-byte vector per thread and access.
+            if ["chain", "bias_gelu", "bias_gelu_bf16"].contains(&name) {
+                let accesses: Vec<&str> = text
+                    .lines()
+                    .filter(|l| l.contains("mapping: load") || l.contains("mapping: store"))
+                    .collect();
+                assert!(!accesses.is_empty(), "{name}: no mapping lines");
+                for a in accesses {
+                    assert!(a.contains("256 threads x 1 repeats"), "{name}: {a}");
+                }
             }
         }
     }

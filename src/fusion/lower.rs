@@ -147,9 +147,11 @@ pub(crate) fn lower(
         .iter()
         .any(|&n| matches!(cx.g.nodes[n].op, Op::Reduce { .. }));
     // Transcendentals make a kernel issue-bound and hungry for registers:
-    // half the tile keeps more blocks resident. On an H200 the chain of
-    // three went from 89.5 % to 102 % of copy bandwidth, bias + GELU from
-    // 93.3 % to 95.6 % (and its bf16 form's JIT from 82 to 32 ms).
+    // a quarter of the tile keeps more blocks resident and shortens each
+    // block's run. On an H200, against half the tile: bias + GELU 95.4 ->
+    // 99.3 % of copy bandwidth, its bf16 form 92.7 -> 94.3 %, the chain of
+    // three 103.7 -> 104.6 % (and each one's JIT 10-25 % shorter); against
+    // the whole tile, half had taken the chain from 89.5 to 102 %.
     let transcendentals = group
         .nodes
         .iter()
@@ -159,7 +161,7 @@ pub(crate) fn lower(
         super::Target::Gpu if !reduces => {
             let bytes_scaled = cx.opts.tile_elements() as u64 * 4 / narrowest.clamp(1, 4);
             if transcendentals >= 1 {
-                (bytes_scaled / 2).max(1)
+                (bytes_scaled / 4).max(1)
             } else {
                 bytes_scaled
             }

@@ -310,11 +310,27 @@ mod tuning_tests {
     fn unrolled_loops_keep_the_trip_count_and_write_the_remainder_first() {
         let program = row_sum();
         let target = Target::for_driver(90, 13000);
-        let plain = generate_with(&program, &target, Tuning { resident_threads: 512, unroll: None }).unwrap();
+        let plain = generate_with(
+            &program,
+            &target,
+            Tuning {
+                resident_threads: 512,
+                unroll: None,
+            },
+        )
+        .unwrap();
         assert_eq!(count(&plain.text, "ld.global"), 1);
         assert_eq!(count(&plain.text, "nounroll"), 0);
         for (n, loads) in [(1, 1), (2, 3), (3, 5), (4, 5), (5, 5), (9, 5)] {
-            let m = generate_with(&program, &target, Tuning { resident_threads: 512, unroll: Some(n) }).unwrap();
+            let m = generate_with(
+                &program,
+                &target,
+                Tuning {
+                    resident_threads: 512,
+                    unroll: Some(n),
+                },
+            )
+            .unwrap();
             assert_eq!(count(&m.text, "ld.global"), loads, "unroll {n}:\n{}", m.text);
             assert_eq!(count(&m.text, ".pragma \"nounroll\""), 1, "unroll {n}");
             let trips: Vec<&str> = m.text.lines().filter(|l| l.contains("setp.lt.u64")).collect();
@@ -333,9 +349,21 @@ mod tuning_tests {
         let program = row_sum();
         let target = Target::for_driver(90, 13000);
         for resident in [512, 2048, 128, 32] {
-            let m = generate_with(&program, &target, Tuning { resident_threads: resident, unroll: None }).unwrap();
+            let m = generate_with(
+                &program,
+                &target,
+                Tuning {
+                    resident_threads: resident,
+                    unroll: None,
+                },
+            )
+            .unwrap();
             let blocks = (resident / m.block_threads).max(1);
-            assert!(m.text.contains(&format!(".minnctapersm {blocks}\n")), "{resident}: {}", m.text);
+            assert!(
+                m.text.contains(&format!(".minnctapersm {blocks}\n")),
+                "{resident}: {}",
+                m.text
+            );
         }
     }
 }
