@@ -248,29 +248,35 @@ fn load_module(ptx: &str, name: &str) -> Result<sys::CUmodule> {
     let mut error_log = vec![0u8; LOG_BYTES];
     let mut info_log = vec![0u8; LOG_BYTES];
     use sys::CUjit_option as O;
+    // `TILEFUSE_JIT_O=0..4` sets the JIT's optimization level for tuning
+    // runs; unset, the driver's default (4) applies.
+    let level = jit_level();
     let mut options = [
         O::CU_JIT_ERROR_LOG_BUFFER,
         O::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
         O::CU_JIT_INFO_LOG_BUFFER,
         O::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+        O::CU_JIT_OPTIMIZATION_LEVEL,
     ];
-    // Sizes are passed in the pointer-sized value slots, as the driver API
-    // specifies for integer options.
+    // Sizes and levels are passed in the pointer-sized value slots, as the
+    // driver API specifies for integer options.
     let mut values = [
         error_log.as_mut_ptr() as *mut c_void,
         LOG_BYTES as *mut c_void,
         info_log.as_mut_ptr() as *mut c_void,
         LOG_BYTES as *mut c_void,
+        level.unwrap_or(4) as usize as *mut c_void,
     ];
+    let count = if level.is_some() { 5 } else { 4 };
     let mut module = std::ptr::null_mut();
     // SAFETY: `image` is a NUL-terminated PTX string; the option arrays have
-    // the same length, passed as the count; each log buffer holds the number
+    // the same length, of which the first `count` are passed; each log buffer holds the number
     // of bytes given for it and outlives the call.
     let status = unsafe {
         sys::cuModuleLoadDataEx(
             &mut module,
             image.as_ptr() as *const c_void,
-            options.len() as u32,
+            count,
             options.as_mut_ptr(),
             values.as_mut_ptr(),
         )
@@ -289,6 +295,17 @@ fn load_module(ptx: &str, name: &str) -> Result<sys::CUmodule> {
             })
         }
     }
+}
+
+/// The JIT optimization level of `TILEFUSE_JIT_O` (0 to 4), read once.
+fn jit_level() -> Option<u32> {
+    static LEVEL: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        std::env::var("TILEFUSE_JIT_O")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&v| v <= 4)
+    })
 }
 
 /// The text of a log buffer, up to its first NUL.
