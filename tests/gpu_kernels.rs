@@ -503,3 +503,44 @@ fn last_point_combines_once_per_group_and_leaves_the_counters_at_zero() {
         assert_eq!(counters.to_vec::<u32>(), vec![0; col_tiles as usize], "launch {run}");
     }
 }
+
+// ---- The correctly rounded sequences, on every f32 ----
+
+/// `sqrt`, `1/x` and `1/sqrt x` in precise math are emitted as short
+/// sequences instead of the `.rn` instructions (whose slow paths lengthen
+/// the JIT); they must equal the instructions on every one of the 2^32
+/// inputs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn correctly_rounded_sequences_match_the_hardware_on_every_f32() {
+    use tilefuse::device::cuda::{launch, CudaDevice};
+    let device = CudaDevice::open(0).expect("these tests need a CUDA GPU");
+    let module = tilefuse::kernels::ptx_gen::rounding_check_module(&device.target()).unwrap();
+    let kernel = device.load(&module.text, &module.entry, "rounding_check").unwrap();
+    let counts = device.from_host(&HostBuffer::from_elements(&[0u32; 6])).unwrap();
+    let stream = device.stream(0);
+    // SAFETY: the kernel takes one pointer to six u32s, which `counts` holds
+    // until the synchronize below.
+    unsafe {
+        launch(
+            &kernel,
+            (1 << 24, 1, 1),
+            (256, 1, 1),
+            0,
+            stream,
+            &[counts.ptr_on(stream)],
+        )
+    }
+    .unwrap();
+    stream.synchronize().unwrap();
+    let got = counts.to_host().unwrap().to_vec::<u32>();
+    for (i, name) in ["sqrt", "1/x", "1/sqrt x"].into_iter().enumerate() {
+        assert_eq!(
+            got[i],
+            0,
+            "{name}: {} of 2^32 inputs differ from the .rn instructions (largest: {:#010x})",
+            got[i],
+            got[3 + i]
+        );
+    }
+}
