@@ -43,10 +43,8 @@
 //! gives 0; float to integer truncates into i64 (saturating, NaN to 0) and
 //! wraps, as `Scalar::cast` does.
 //!
-//! In [`MathMode::Precise`](crate::kernels::ir::MathMode::Precise) `/` is `div.rn`; f32 `sqrt` and `1/x` are
-//! short sequences equal to `sqrt.rn` and `rcp.rn` on every input (see
-//! `rounding.rs`; f64 uses the instructions), `rsqrt` is `1/x` of `sqrt`,
-//! and the f32 transcendentals are
+//! In [`MathMode::Precise`](crate::kernels::ir::MathMode::Precise) `/`, `sqrt`, `1/x` are `div.rn`, `sqrt.rn`,
+//! `rcp.rn`, `rsqrt` is `rcp.rn(sqrt.rn(x))` and the f32 transcendentals are
 //! the range-reduced sequences of `math`: IEEE-rounded operations plus the
 //! hardware `ex2.approx.f32` (in `exp`, `exp2`, `tanh`, `pow`, `sigmoid`,
 //! `silu`; `gelu_tanh` uses its flush-to-zero form) and
@@ -96,10 +94,6 @@ mod layout;
 mod math;
 mod memory;
 mod ops;
-mod rounding;
-
-#[doc(hidden)]
-pub use rounding::rounding_check_module;
 #[doc(hidden)]
 pub mod ptxas;
 

@@ -328,17 +328,6 @@ impl Emitter<'_> {
             };
         }
         let fast = self.prog.math == MathMode::Fast && d == DType::F32;
-        if d == DType::F32 && !fast {
-            match op {
-                Sqrt => return Ok(self.sqrt_rn_f32(a)),
-                Recip => return Ok(self.rcp_rn_f32(a)),
-                Rsqrt => {
-                    let s = self.sqrt_rn_f32(a);
-                    return Ok(self.rcp_rn_f32(&s));
-                }
-                _ => {}
-            }
-        }
         let simple = match op {
             Neg => Some(format!("neg.{t} {{r}}, {a}")),
             Abs => Some(format!("abs.{t} {{r}}, {a}")),
