@@ -107,6 +107,10 @@ pub(super) struct Emitter<'a> {
     /// Loop bodies written this many times per trip, loops marked
     /// `nounroll`; `None` leaves unrolling to ptxas.
     pub unroll: Option<u64>,
+    /// Loads that read again what an earlier load read (`reload.rs`):
+    /// issued as plain `ld.global` so ptxas does not merge them with the
+    /// first.
+    pub reloads: std::collections::HashSet<ValueId>,
 }
 
 impl<'a> Emitter<'a> {
@@ -137,6 +141,7 @@ impl<'a> Emitter<'a> {
             ticket: false,
             in_last_point: false,
             unroll: None,
+            reloads: std::collections::HashSet::new(),
         }
     }
 

@@ -251,6 +251,7 @@ impl Emitter<'_> {
         // non-coherent path is only for memory no block writes.
         let read_only = format!("ld.global.nc{}", cache_hints().0);
         let op = match param.access {
+            Access::Read if self.reloads.contains(&dst) => "ld.global",
             Access::Read => read_only.as_str(),
             _ if self.in_last_point => "ld.global.cg",
             _ => "ld.global",

@@ -96,6 +96,7 @@ mod memory;
 mod ops;
 #[doc(hidden)]
 pub mod ptxas;
+mod reload;
 
 use crate::error::{Error, Result};
 use crate::kernels::ir::Program;
@@ -196,6 +197,15 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
 /// [`generate`] under explicit tuning settings.
 pub(crate) fn generate_with(program: &Program, target: &Target, tuning: Tuning) -> Result<PtxModule> {
     crate::kernels::ir::verify(program)?;
+    let reloaded = if tuning.reload {
+        reload::reload_after_reductions(program)
+    } else {
+        None
+    };
+    if let Some((p, _)) = &reloaded {
+        crate::kernels::ir::verify(p)?;
+    }
+    let program = reloaded.as_ref().map_or(program, |(p, _)| p);
     let block = layout::choose_block(program);
     let grid_blocks: u64 = program.grid.iter().product();
     let entry = format!(
@@ -208,6 +218,9 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: Tuning) 
     );
     let mut e = Emitter::new(program, target, block);
     e.unroll = tuning.unroll;
+    if let Some((_, values)) = &reloaded {
+        e.reloads.extend(values.iter().copied());
+    }
     e.begin(&entry, grid_blocks, grid_blocks > MAX_GRID_X);
     e.init_accs()?;
     e.block_of(&program.body)?;
@@ -257,6 +270,19 @@ pub(crate) struct Tuning {
     /// per trip and the loop marked `nounroll`. Unset, ptxas unrolls as it
     /// likes (fully, for the suite's constant trip counts).
     pub unroll: Option<u64>,
+    /// `TILEFUSE_GPU_RELOAD=1`: read-only tiles loaded before a reduction
+    /// are loaded again after it rather than held in registers.
+    pub reload: bool,
+}
+
+impl Default for Tuning {
+    fn default() -> Tuning {
+        Tuning {
+            resident_threads: 512,
+            unroll: None,
+            reload: false,
+        }
+    }
 }
 
 pub(crate) fn tuning() -> Tuning {
@@ -271,6 +297,7 @@ pub(crate) fn tuning() -> Tuning {
             .ok()
             .and_then(|v| v.parse::<u64>().ok())
             .filter(|v| (1..=64).contains(v)),
+        reload: std::env::var("TILEFUSE_GPU_RELOAD").is_ok_and(|v| v == "1"),
     })
 }
 
@@ -310,15 +337,7 @@ mod tuning_tests {
     fn unrolled_loops_keep_the_trip_count_and_write_the_remainder_first() {
         let program = row_sum();
         let target = Target::for_driver(90, 13000);
-        let plain = generate_with(
-            &program,
-            &target,
-            Tuning {
-                resident_threads: 512,
-                unroll: None,
-            },
-        )
-        .unwrap();
+        let plain = generate_with(&program, &target, Tuning::default()).unwrap();
         assert_eq!(count(&plain.text, "ld.global"), 1);
         assert_eq!(count(&plain.text, "nounroll"), 0);
         for (n, loads) in [(1, 1), (2, 3), (3, 5), (4, 5), (5, 5), (9, 5)] {
@@ -326,8 +345,8 @@ mod tuning_tests {
                 &program,
                 &target,
                 Tuning {
-                    resident_threads: 512,
                     unroll: Some(n),
+                    ..Tuning::default()
                 },
             )
             .unwrap();
@@ -354,7 +373,7 @@ mod tuning_tests {
                 &target,
                 Tuning {
                     resident_threads: resident,
-                    unroll: None,
+                    ..Tuning::default()
                 },
             )
             .unwrap();
@@ -364,6 +383,48 @@ mod tuning_tests {
                 "{resident}: {}",
                 m.text
             );
+        }
+    }
+
+    #[test]
+    fn reloads_read_the_row_again_after_the_reduction() {
+        // y = x / sum(x) over rows: x is used after the reduction.
+        let mut b = Builder::new("normalize", &[8]);
+        let x = b.param("x", DType::F32, 8 * 256, Access::Read);
+        let y = b.param("y", DType::F32, 8 * 256, Access::Write);
+        let vx = b.view_contiguous(x, &[8, 256], &[1, 256], Padding::Zero);
+        let vy = b.view_contiguous(y, &[8, 256], &[1, 256], Padding::Zero);
+        let idx = [IndexExpr::grid(0), IndexExpr::constant(0)];
+        let t = b.load(vx, &idx, false);
+        let s = b.reduce(TileReduce::Sum, t, 1);
+        let s = b.broadcast(s, &[1, 256]);
+        let q = b.binary(BinaryOp::Div, t, s);
+        b.store(vy, &idx, q, false);
+        let program = b.finish().unwrap();
+        let target = Target::for_driver(90, 13000);
+        let plain = generate_with(&program, &target, Tuning::default()).unwrap();
+        let again = generate_with(
+            &program,
+            &target,
+            Tuning {
+                reload: true,
+                ..Tuning::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (count(&plain.text, "ld.global.nc"), count(&plain.text, "ld.global")),
+            (1, 1)
+        );
+        // The reload is a plain `ld.global` after the reduction's barriers.
+        assert_eq!(
+            (count(&again.text, "ld.global.nc"), count(&again.text, "ld.global")),
+            (1, 2)
+        );
+        let after = again.text.rsplit("bar.sync").next().unwrap();
+        assert_eq!(count(after, "ld.global"), 1, "{}", again.text);
+        if let Some(tool) = super::ptxas::ptxas_for_tests("ptx_gen::tuning_tests") {
+            super::ptxas::assemble(&tool, &again.text, 90).unwrap_or_else(|e| panic!("{e}\n{}", again.text));
         }
     }
 }

@@ -1,0 +1,72 @@
+//! A tuning transform: tiles loaded from read-only memory before a
+//! reduction are loaded again where they are used after it, instead of
+//! being held in registers across it (the schedule of a two-pass row
+//! kernel, whose second pass reads the row from cache). Off unless
+//! `TILEFUSE_GPU_RELOAD=1`; it changes no result, only which instruction
+//! reads the (unchanged) memory.
+
+use crate::kernels::ir::{Access, Inst, Program, ValueId};
+use std::collections::HashMap;
+
+/// `program` with the reloads and the values they load, or `None` when
+/// nothing would change.
+pub(super) fn reload_after_reductions(program: &Program) -> Option<(Program, Vec<ValueId>)> {
+    let mut out = program.clone();
+    let mut loads: HashMap<ValueId, Inst> = HashMap::new();
+    let mut reduced = false;
+    let mut reloaded: HashMap<ValueId, ValueId> = HashMap::new();
+    let mut body = Vec::with_capacity(program.body.len());
+    for inst in &program.body {
+        let mut inst = inst.clone();
+        if reduced {
+            for v in operands(&mut inst) {
+                let Some(load) = loads.get(v) else { continue };
+                let fresh = *reloaded.entry(*v).or_insert_with(|| {
+                    let id = ValueId(out.values.len() as u32);
+                    out.values.push(out.values[v.index()].clone());
+                    let mut again = load.clone();
+                    if let Inst::Load { dst, .. } = &mut again {
+                        *dst = id;
+                    }
+                    body.push(again);
+                    id
+                });
+                *v = fresh;
+            }
+        }
+        match &inst {
+            Inst::Load { dst, view, .. }
+                if !reduced && program.params[program.views[view.index()].param.index()].access == Access::Read =>
+            {
+                loads.insert(*dst, inst.clone());
+            }
+            Inst::Reduce { .. } => reduced = true,
+            _ => {}
+        }
+        body.push(inst);
+    }
+    if reloaded.is_empty() {
+        return None;
+    }
+    out.body = body;
+    Some((out, reloaded.into_values().collect()))
+}
+
+/// The value operands an instruction reads (not loops' bodies: only the
+/// top level is rewritten).
+fn operands(inst: &mut Inst) -> Vec<&mut ValueId> {
+    match inst {
+        Inst::Store { src, .. } | Inst::Atomic { src, .. } | Inst::AccUpdate { src, .. } => vec![src],
+        Inst::Unary { src, .. } | Inst::Cast { src, .. } | Inst::Broadcast { src, .. } | Inst::Reduce { src, .. } => {
+            vec![src]
+        }
+        Inst::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+        Inst::Select {
+            cond,
+            on_true,
+            on_false,
+            ..
+        } => vec![cond, on_true, on_false],
+        _ => vec![],
+    }
+}
