@@ -503,3 +503,79 @@ fn last_point_combines_once_per_group_and_leaves_the_counters_at_zero() {
         assert_eq!(counters.to_vec::<u32>(), vec![0; col_tiles as usize], "launch {run}");
     }
 }
+
+// ---- Division by a value every thread holds ----
+
+/// `x / max(row of d)`: the divisor is a single-output reduction, which
+/// `ptx_gen` divides by through an f64 reciprocal instead of `div.rn.f32`
+/// per element. It must equal the CPU's correctly rounded division bit for
+/// bit, for divisors and dividends across the whole f32 range, specials
+/// included.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn division_by_a_reduced_value_is_correctly_rounded() {
+    use tilefuse::kernels::ir::TileReduce;
+    let divisors: Vec<f32> = [
+        1.0,
+        3.0,
+        -7.0,
+        0.1,
+        f32::MIN_POSITIVE,
+        f32::from_bits(1),
+        f32::from_bits(0x007f_ffff),
+        f32::MAX,
+        -f32::MAX,
+        1e30,
+        1e-30,
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ]
+    .into_iter()
+    .chain(
+        random(DType::F32, 48, (-1e6, 1e6), false, 7)
+            .to_vec::<f32>()
+            .into_iter(),
+    )
+    .collect();
+    let (rows, cols) = (divisors.len() as u64, 4096u64);
+    let mut b = Builder::new("div_by_row_max", &[rows]);
+    let px = b.param("x", DType::F32, rows * cols, Access::Read);
+    let pd = b.param("d", DType::F32, rows * cols, Access::Read);
+    let py = b.param("y", DType::F32, rows * cols, Access::Write);
+    let shape = [rows, cols];
+    let tile = [1, cols as u32];
+    let vx = b.view_contiguous(px, &shape, &tile, Padding::Zero);
+    let vd = b.view_contiguous(pd, &shape, &tile, Padding::Zero);
+    let vy = b.view_contiguous(py, &shape, &tile, Padding::Zero);
+    let idx = [g(0), IndexExpr::constant(0)];
+    let x = b.load(vx, &idx, false);
+    let d = b.load(vd, &idx, false);
+    let m = b.reduce(TileReduce::Max, d, 1);
+    let m = b.broadcast(m, &tile);
+    let q = b.binary(BinaryOp::Div, x, m);
+    b.store(vy, &idx, q, false);
+    let program = b.finish().unwrap();
+    // Each row of `d` holds its divisor in every element (its max is the
+    // divisor); `x` mixes random values of every magnitude with specials.
+    let d: Vec<f32> = divisors
+        .iter()
+        .flat_map(|&v| std::iter::repeat_n(v, cols as usize))
+        .collect();
+    let mut x = random(DType::F32, (rows * cols) as usize, (-1e3, 1e3), true, 11).to_vec::<f32>();
+    let mut bits = 0x2545_f491u32;
+    for v in x.iter_mut().step_by(3) {
+        bits ^= bits << 13;
+        bits ^= bits >> 17;
+        bits ^= bits << 5;
+        *v = f32::from_bits(bits);
+    }
+    let inputs = [
+        HostBuffer::from_elements(&x),
+        HostBuffer::from_elements(&d),
+        HostBuffer::zeros(DType::F32, (rows * cols) as usize),
+    ];
+    gpu_agrees(&program, &inputs, EXACT);
+}

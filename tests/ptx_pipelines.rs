@@ -72,7 +72,8 @@ fn suite_reductions_are_one_kernel_each() {
 /// keep the row in registers (no tile published to shared memory, two
 /// barriers per reduction to one element, whose broadcast needs none), and
 /// memory accesses after the first of a tile addressed by immediate offsets,
-/// and a quarter tile for elementwise kernels with transcendentals.
+/// a quarter tile for elementwise kernels with transcendentals, and no
+/// per-element `div.rn`.
 #[test]
 fn suite_kernels_keep_their_fast_shapes() {
     let target = tilefuse::kernels::ptx_gen::Target::for_driver(90, 13000);
@@ -83,6 +84,9 @@ fn suite_kernels_keep_their_fast_shapes() {
             let code: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.starts_with("//")).collect();
             let count = |needle: &str| code.iter().filter(|l| l.contains(needle)).count();
             assert_eq!(count("div.u") + count("rem.u"), 0, "{name}: an integer division");
+            // The suite divides only by a row's sum (softmax): one f64
+            // reciprocal, not a `div.rn` (and its slow path) per element.
+            assert_eq!(count("div.rn"), 0, "{name}: a per-element division");
             let reductions = match name {
                 "softmax" | "layernorm" => 2,
                 "rmsnorm" => 1,

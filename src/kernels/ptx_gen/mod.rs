@@ -44,7 +44,9 @@
 //! wraps, as `Scalar::cast` does.
 //!
 //! In [`MathMode::Precise`](crate::kernels::ir::MathMode::Precise) `/`, `sqrt`, `1/x` are `div.rn`, `sqrt.rn`,
-//! `rcp.rn`, `rsqrt` is `rcp.rn(sqrt.rn(x))` and the f32 transcendentals are
+//! `rcp.rn` (an f32 division by a value every thread holds, such as a row's
+//! sum, is an f64 reciprocal and product rounded once, which equals
+//! `div.rn`), `rsqrt` is `rcp.rn(sqrt.rn(x))` and the f32 transcendentals are
 //! the range-reduced sequences of `math`: IEEE-rounded operations plus the
 //! hardware `ex2.approx.f32` (in `exp`, `exp2`, `tanh`, `pow`, `sigmoid`,
 //! `silu`; `gelu_tanh` uses its flush-to-zero form) and
