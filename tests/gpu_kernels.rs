@@ -534,11 +534,7 @@ fn division_by_a_reduced_value_is_correctly_rounded() {
         f32::NAN,
     ]
     .into_iter()
-    .chain(
-        random(DType::F32, 48, (-1e6, 1e6), false, 7)
-            .to_vec::<f32>()
-            .into_iter(),
-    )
+    .chain(random(DType::F32, 48, (-1e6, 1e6), false, 7).to_vec::<f32>())
     .collect();
     let (rows, cols) = (divisors.len() as u64, 4096u64);
     let mut b = Builder::new("div_by_row_max", &[rows]);
