@@ -104,9 +104,8 @@ pub(super) struct Emitter<'a> {
     pub ticket: bool,
     /// Whether the instructions being lowered are a last point's body.
     pub in_last_point: bool,
-    /// Loop bodies written this many times per trip, loops marked
-    /// `nounroll`; `None` leaves unrolling to ptxas.
-    pub unroll: Option<u64>,
+    /// The code-generation settings (defaults, or a tuning run's).
+    pub tuning: &'a super::Tuning,
     /// Loads that read again what an earlier load read (`reload.rs`):
     /// issued as plain `ld.global` so ptxas does not merge them with the
     /// first.
@@ -115,7 +114,7 @@ pub(super) struct Emitter<'a> {
 
 impl<'a> Emitter<'a> {
     /// A fresh emitter.
-    pub fn new(prog: &'a Program, target: &'a Target, block: BlockShape) -> Emitter<'a> {
+    pub fn new(prog: &'a Program, target: &'a Target, block: BlockShape, tuning: &'a super::Tuning) -> Emitter<'a> {
         Emitter {
             prog,
             target,
@@ -140,7 +139,7 @@ impl<'a> Emitter<'a> {
             mapping: Vec::new(),
             ticket: false,
             in_last_point: false,
-            unroll: None,
+            tuning,
             reloads: std::collections::HashSet::new(),
         }
     }
@@ -514,7 +513,7 @@ impl<'a> Emitter<'a> {
                 // trip (a remainder first, outside the loop) and ptxas is
                 // told not to unroll further: the iterations run in the same
                 // order, so results do not change.
-                let unroll = self.unroll.map(|n| n.clamp(1, *count));
+                let unroll = self.tuning.unroll.map(|n| n.clamp(1, *count));
                 let per_trip = unroll.unwrap_or(1);
                 for _ in 0..*count % per_trip {
                     self.block_of(body)?;

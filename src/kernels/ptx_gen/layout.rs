@@ -83,10 +83,10 @@ fn memory_dtypes(program: &Program, body: &[Inst], out: &mut Vec<DType>) {
 
 /// Chooses the block for a program: the atom from its narrowest memory
 /// dtype, and the threads from its largest tile so that every thread has at
-/// least one atom (up to 256 threads by default, preferring a count that divides the
+/// least one atom (up to `most` threads, preferring a count that divides the
 /// atoms evenly), doubled up to 1024 while a thread would hold more than 32
 /// elements.
-pub(super) fn choose_block(program: &Program) -> BlockShape {
+pub(super) fn choose_block(program: &Program, most: u32) -> BlockShape {
     let mut dtypes = Vec::new();
     memory_dtypes(program, &program.body, &mut dtypes);
     let narrowest = dtypes.iter().map(|d| d.size_in_bytes() as u32).min().unwrap_or(4);
@@ -100,7 +100,6 @@ pub(super) fn choose_block(program: &Program) -> BlockShape {
         .unwrap_or_default();
     let probe = layout(BlockShape { threads: 1, max_atom }, &largest);
     let atoms = probe.numel / probe.atom;
-    let most = max_threads();
     let candidates = [1024u32, 512, 256, 128, 64, 32];
     let fitting: Vec<u32> = candidates
         .into_iter()
@@ -111,19 +110,6 @@ pub(super) fn choose_block(program: &Program) -> BlockShape {
         threads *= 2;
     }
     BlockShape { threads, max_atom }
-}
-
-/// The most threads a block starts from: 256, or `TILEFUSE_GPU_THREADS`
-/// (a power of two from 32 to 1024) for tuning runs, read once.
-fn max_threads() -> u32 {
-    static MOST: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *MOST.get_or_init(|| {
-        std::env::var("TILEFUSE_GPU_THREADS")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .filter(|v| v.is_power_of_two() && (32..=1024).contains(v))
-            .unwrap_or(256)
-    })
 }
 
 #[cfg(test)]

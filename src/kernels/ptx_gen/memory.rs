@@ -249,7 +249,7 @@ impl Emitter<'_> {
         // Memory the program writes is read in a last point's body through
         // L2 (`.cg`), which is coherent with the other blocks' stores; the
         // non-coherent path is only for memory no block writes.
-        let read_only = format!("ld.global.nc{}", cache_hints().0);
+        let read_only = format!("ld.global.nc{}", self.tuning.load_hints);
         let op = match param.access {
             Access::Read if self.reloads.contains(&dst) => "ld.global",
             Access::Read => read_only.as_str(),
@@ -343,7 +343,7 @@ impl Emitter<'_> {
         self.note_mapping(
             "store",
             view,
-            &format!("st.global{}{}{}", cache_hints().1, vec_suffix(ce), mem_type(d)),
+            &format!("st.global{}{}{}", self.tuning.store_hints, vec_suffix(ce), mem_type(d)),
         );
         let site = self.site(v, index)?;
         let stride = *v.strides.last().unwrap_or(&0);
@@ -381,7 +381,7 @@ impl Emitter<'_> {
                     .collect();
                 self.ins(format!(
                     "{g}st.global{}{}.u8 {at}, {}",
-                    cache_hints().1,
+                    self.tuning.store_hints,
                     vec_suffix(n),
                     reg_list(&tmps)
                 ));
@@ -397,14 +397,14 @@ impl Emitter<'_> {
                     .collect();
                 self.ins(format!(
                     "{g}st.global{}{}.b32 {at}, {}",
-                    cache_hints().1,
+                    self.tuning.store_hints,
                     vec_suffix(n / 2),
                     reg_list(&words)
                 ));
             }
             _ => self.ins(format!(
                 "{g}st.global{}{}{} {at}, {}",
-                cache_hints().1,
+                self.tuning.store_hints,
                 vec_suffix(n),
                 mem_type(d),
                 reg_list(srcs)
@@ -586,24 +586,6 @@ impl Emitter<'_> {
             )),
         }
     }
-}
-
-/// Cache qualifiers of read-only loads and of stores (e.g.
-/// `.L1::no_allocate.L2::256B` and `.cs`), empty by default; set for tuning
-/// runs through `TILEFUSE_GPU_LD` and `TILEFUSE_GPU_ST`, read once per
-/// process. Only qualifiers made of letters, digits, `.`, `:` and `_` are
-/// taken; ptxas rejects the invalid ones when the module loads.
-fn cache_hints() -> &'static (String, String) {
-    static HINTS: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
-    HINTS.get_or_init(|| {
-        let var = |name: &str| {
-            std::env::var(name)
-                .ok()
-                .filter(|v| v.chars().all(|c| c.is_ascii_alphanumeric() || ".:_".contains(c)))
-                .unwrap_or_default()
-        };
-        (var("TILEFUSE_GPU_LD"), var("TILEFUSE_GPU_ST"))
-    })
 }
 
 /// The operand `[addr+byte]` (`[addr-|byte|]` for a negative offset).

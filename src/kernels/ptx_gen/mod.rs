@@ -197,7 +197,7 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
 }
 
 /// [`generate`] under explicit tuning settings.
-pub(crate) fn generate_with(program: &Program, target: &Target, tuning: Tuning) -> Result<PtxModule> {
+pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning) -> Result<PtxModule> {
     crate::kernels::ir::verify(program)?;
     let reloaded = if tuning.reload {
         reload::reload_after_reductions(program)
@@ -208,7 +208,7 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: Tuning) 
         crate::kernels::ir::verify(p)?;
     }
     let program = reloaded.as_ref().map_or(program, |(p, _)| p);
-    let block = layout::choose_block(program);
+    let block = layout::choose_block(program, tuning.max_threads);
     let grid_blocks: u64 = program.grid.iter().product();
     let entry = format!(
         "tf_{}",
@@ -218,8 +218,7 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: Tuning) 
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect::<String>()
     );
-    let mut e = Emitter::new(program, target, block);
-    e.unroll = tuning.unroll;
+    let mut e = Emitter::new(program, target, block, tuning);
     if let Some((_, values)) = &reloaded {
         e.reloads.extend(values.iter().copied());
     }
@@ -262,8 +261,11 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: Tuning) 
 
 /// Code-generation settings read from the environment once, for tuning runs
 /// only; the defaults are what the measurements in `benches/NOTES.md` chose.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Tuning {
+    /// The most threads a block starts from: 256, or `TILEFUSE_GPU_THREADS`
+    /// (a power of two from 32 to 1024).
+    pub max_threads: u32,
     /// Resident threads per SM that `.minnctapersm` asks ptxas to allow for:
     /// 512, or `TILEFUSE_GPU_RESIDENT` (a multiple of 32 up to 2048). More
     /// resident threads cap the registers of a thread lower.
@@ -275,31 +277,52 @@ pub(crate) struct Tuning {
     /// `TILEFUSE_GPU_RELOAD=1`: read-only tiles loaded before a reduction
     /// are loaded again after it rather than held in registers.
     pub reload: bool,
+    /// Cache qualifiers of read-only loads (`TILEFUSE_GPU_LD`, e.g.
+    /// `.L1::no_allocate`) and of stores (`TILEFUSE_GPU_ST`, e.g. `.cs`),
+    /// empty by default. Only letters, digits, `.`, `:` and `_` are taken;
+    /// ptxas rejects invalid qualifiers when the module loads.
+    pub load_hints: String,
+    /// See `load_hints`.
+    pub store_hints: String,
 }
 
 impl Default for Tuning {
     fn default() -> Tuning {
         Tuning {
+            max_threads: 256,
             resident_threads: 512,
             unroll: None,
             reload: false,
+            load_hints: String::new(),
+            store_hints: String::new(),
         }
     }
 }
 
-pub(crate) fn tuning() -> Tuning {
+/// The process's [`Tuning`]: the defaults with what the environment sets.
+pub(crate) fn tuning() -> &'static Tuning {
     static TUNING: std::sync::OnceLock<Tuning> = std::sync::OnceLock::new();
-    *TUNING.get_or_init(|| Tuning {
-        resident_threads: std::env::var("TILEFUSE_GPU_RESIDENT")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .filter(|v| v % 32 == 0 && (32..=2048).contains(v))
-            .unwrap_or(512),
-        unroll: std::env::var("TILEFUSE_GPU_UNROLL")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .filter(|v| (1..=64).contains(v)),
-        reload: std::env::var("TILEFUSE_GPU_RELOAD").is_ok_and(|v| v == "1"),
+    TUNING.get_or_init(|| {
+        let var = |name: &str| std::env::var(name).ok();
+        let number = |name: &str| var(name).and_then(|v| v.parse::<u64>().ok());
+        let hints = |name: &str| {
+            var(name)
+                .filter(|v| v.chars().all(|c| c.is_ascii_alphanumeric() || ".:_".contains(c)))
+                .unwrap_or_default()
+        };
+        let default = Tuning::default();
+        Tuning {
+            max_threads: number("TILEFUSE_GPU_THREADS")
+                .filter(|v| v.is_power_of_two() && (32..=1024).contains(v))
+                .map_or(default.max_threads, |v| v as u32),
+            resident_threads: number("TILEFUSE_GPU_RESIDENT")
+                .filter(|v| v % 32 == 0 && (32..=2048).contains(v))
+                .map_or(default.resident_threads, |v| v as u32),
+            unroll: number("TILEFUSE_GPU_UNROLL").filter(|v| (1..=64).contains(v)),
+            reload: var("TILEFUSE_GPU_RELOAD").is_some_and(|v| v == "1"),
+            load_hints: hints("TILEFUSE_GPU_LD"),
+            store_hints: hints("TILEFUSE_GPU_ST"),
+        }
     })
 }
 
@@ -339,14 +362,14 @@ mod tuning_tests {
     fn unrolled_loops_keep_the_trip_count_and_write_the_remainder_first() {
         let program = row_sum();
         let target = Target::for_driver(90, 13000);
-        let plain = generate_with(&program, &target, Tuning::default()).unwrap();
+        let plain = generate_with(&program, &target, &Tuning::default()).unwrap();
         assert_eq!(count(&plain.text, "ld.global"), 1);
         assert_eq!(count(&plain.text, "nounroll"), 0);
         for (n, loads) in [(1, 1), (2, 3), (3, 5), (4, 5), (5, 5), (9, 5)] {
             let m = generate_with(
                 &program,
                 &target,
-                Tuning {
+                &Tuning {
                     unroll: Some(n),
                     ..Tuning::default()
                 },
@@ -373,7 +396,7 @@ mod tuning_tests {
             let m = generate_with(
                 &program,
                 &target,
-                Tuning {
+                &Tuning {
                     resident_threads: resident,
                     ..Tuning::default()
                 },
@@ -404,11 +427,11 @@ mod tuning_tests {
         b.store(vy, &idx, q, false);
         let program = b.finish().unwrap();
         let target = Target::for_driver(90, 13000);
-        let plain = generate_with(&program, &target, Tuning::default()).unwrap();
+        let plain = generate_with(&program, &target, &Tuning::default()).unwrap();
         let again = generate_with(
             &program,
             &target,
-            Tuning {
+            &Tuning {
                 reload: true,
                 ..Tuning::default()
             },
