@@ -152,15 +152,14 @@ pub(crate) fn lower(
     // 99.3 % of copy bandwidth, its bf16 form 92.7 -> 94.3 %, the chain of
     // three 103.7 -> 104.6 % (and each one's JIT 10-25 % shorter); against
     // the whole tile, half had taken the chain from 89.5 to 102 %.
-    let transcendentals = group
+    let transcendental = group
         .nodes
         .iter()
-        .filter(|&&n| matches!(cx.g.nodes[n].op, Op::Unary(u) if is_transcendental(u)))
-        .count();
+        .any(|&n| matches!(cx.g.nodes[n].op, Op::Unary(u) if is_transcendental(u)));
     let budget = match cx.opts.target {
         super::Target::Gpu if !reduces => {
             let bytes_scaled = cx.opts.tile_elements() as u64 * 4 / narrowest.clamp(1, 4);
-            if transcendentals >= 1 {
+            if transcendental {
                 (bytes_scaled / 4).max(1)
             } else {
                 bytes_scaled

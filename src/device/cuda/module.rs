@@ -215,9 +215,10 @@ const WARM_UP_PTX: &str = ".version 7.8\n.target sm_52\n.address_size 64\n.visib
 
 /// Starts the driver's PTX compiler on a background thread by loading (and
 /// unloading) a trivial module. The first JIT of a process pays the
-/// compiler's start-up, about 9 ms on an H200 on top of the module's own
-/// cost; done while the caller is still uploading inputs or recording ops, it
-/// leaves the first pipeline only its own compile. Best effort: any failure
+/// compiler's start-up: on H200 machines a one-line module took 12.7–86 ms
+/// the first time and 6.9–9.6 ms again. Done while the caller is still
+/// uploading inputs or recording ops, it leaves the first pipeline only its
+/// own compile. Best effort: any failure
 /// just leaves the start-up to the first real load. `TILEFUSE_JIT_WARM_UP=0`
 /// turns it off (for measuring it).
 pub(crate) fn warm_up_jit(ctx: Arc<CudaContext>) {
