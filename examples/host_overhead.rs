@@ -19,19 +19,9 @@ mod suite;
 use std::time::Instant;
 use tilefuse::Result;
 
-/// The median of `v`, in microseconds.
-fn median_us(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2] * 1e6
-}
-
 fn main() -> Result<()> {
     let calls: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
-    let p = suite::gpu_suite()
-        .into_iter()
-        .find(|p| p.id == "chain")
-        .expect("the suite has a chain")
-        .resized(4096);
+    let p = suite::small_chain();
     let inputs = p.host_inputs(3);
     for _ in 0..1000 {
         p.build(&inputs).realize()?;
@@ -78,7 +68,7 @@ fn main() -> Result<()> {
     let parts: Vec<String> = names
         .iter()
         .zip(samples)
-        .map(|(n, v)| format!("{n} {:.2}", median_us(v)))
+        .map(|(n, v)| format!("{n} {:.2}", suite::median(v) * 1e6))
         .collect();
     println!("{calls} calls, medians in µs: {}", parts.join(", "));
     Ok(())

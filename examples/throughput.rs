@@ -34,7 +34,7 @@
 mod suite;
 
 use std::time::{Duration, Instant};
-use suite::{relative_error, tolerance, values, Pipeline};
+use suite::{median, relative_error, tolerance, values, Pipeline};
 use tilefuse::graph::reference;
 use tilefuse::{Device, Error, Result, Tensor};
 
@@ -110,11 +110,6 @@ struct Overhead {
     host: Duration,
     /// The same plus waiting for the device.
     end_to_end: Duration,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn ms(d: Duration) -> f64 {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::reference_programs::{add_one, c, pv_atomic, pv_load, pv_load_masked_nan, pv_store_iota};
+use common::reference_programs::{add_one, c, iota_2x2, pv_atomic, pv_load, pv_load_masked_nan, pv_store_iota};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tilefuse::graph::{BinaryOp, UnaryOp};
@@ -402,17 +402,6 @@ fn version_is_the_targets_minimum_capped_by_the_driver() {
 }
 
 /// `times * iota` over a [2, 2] tile (the row-major flat index), as i32.
-fn iota_2x2(b: &mut Builder, times: i128) -> ValueId {
-    let rows = b.iota(&[2, 2], 0, c(0));
-    let cols = b.iota(&[2, 2], 1, c(0));
-    let two = b.constant(Scalar::Int(2, DType::I64), DType::I64, &[2, 2]);
-    let times = b.constant(Scalar::Int(times, DType::I64), DType::I64, &[2, 2]);
-    let flat = b.binary(BinaryOp::Mul, rows, two);
-    let flat = b.binary(BinaryOp::Add, flat, cols);
-    let a = b.binary(BinaryOp::Mul, flat, times);
-    b.cast(a, DType::I32)
-}
-
 /// The partition-view document's examples as kernel programs: the load of
 /// partition (1, 2) of a 4 × 8 i32 span in 2 × 2 partitions, the NaN-padded
 /// masked load of partition (0, 2) of a 4 × 11 f32 span in 2 × 4

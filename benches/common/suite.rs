@@ -152,6 +152,22 @@ pub fn gpu_suite() -> Vec<Pipeline> {
 }
 
 /// The CPU suite at the sizes of BENCHMARKS.md.
+/// The suite's chain on 4096 elements: the small cached pipeline whose host
+/// overhead per call the reports measure.
+pub fn small_chain() -> Pipeline {
+    gpu_suite()
+        .into_iter()
+        .find(|p| p.id == "chain")
+        .expect("the suite has a chain")
+        .resized(4096)
+}
+
+/// The median of `v` (its upper middle for an even count).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 pub fn cpu_suite() -> Vec<Pipeline> {
     let keep = ["chain", "mse", "softmax", "layernorm"];
     gpu_suite()

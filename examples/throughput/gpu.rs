@@ -146,11 +146,7 @@ fn recomputed(p: &Pipeline, reason: &str) -> Error {
 
 /// The host overhead of the chain on 4096 elements, once cached.
 fn host_overhead(dev: &Arc<CudaDevice>, device: Device) -> Result<Overhead> {
-    let p = suite::gpu_suite()
-        .into_iter()
-        .find(|p| p.id == "chain")
-        .expect("the suite has a chain")
-        .resized(4096);
+    let p = suite::small_chain();
     let host = p.host_inputs(3);
     let inputs: Vec<Tensor> = host.iter().map(|t| t.to(device)).collect();
     Tensor::realize_all(&inputs.iter().collect::<Vec<_>>())?;

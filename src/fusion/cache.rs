@@ -7,8 +7,8 @@
 //! never share a plan by a hash collision.
 
 use super::{FusionOptions, Plan};
-use crate::dtype::{DType, Scalar};
 use crate::error::Result;
+use crate::graph::op::scalar_bits;
 use crate::graph::{Op, Subgraph};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -69,7 +69,7 @@ impl GraphKey {
         words.push(g.nodes.len() as u64);
         for n in &g.nodes {
             push_op(&mut words, &n.op);
-            words.push(dtype_word(n.dtype));
+            words.push(n.dtype as u64);
             push_list(&mut words, n.shape.dims());
             push_list(&mut words, &n.inputs);
         }
@@ -79,11 +79,6 @@ impl GraphKey {
             words,
         }
     }
-}
-
-/// A dtype as a word.
-fn dtype_word(d: DType) -> u64 {
-    d as u64
 }
 
 /// `list`'s length, then its elements.
@@ -98,12 +93,8 @@ fn push_op(words: &mut Vec<u64>, op: &Op) {
     match op {
         Op::Data(_) => words.push(tag::DATA),
         Op::Full(s) => {
-            let (kind, bits, dtype) = match *s {
-                Scalar::Bool(b) => (0, b as u128, DType::Bool),
-                Scalar::Int(i, d) => (1, i as u128, d),
-                Scalar::Float(x, d) => (2, x.to_bits() as u128, d),
-            };
-            words.extend([tag::FULL, kind, bits as u64, (bits >> 64) as u64, dtype_word(dtype)]);
+            let (kind, bits, dtype) = scalar_bits(*s);
+            words.extend([tag::FULL, kind as u64, bits as u64, (bits >> 64) as u64, dtype as u64]);
         }
         Op::Unary(u) => words.extend([tag::UNARY, *u as u64]),
         Op::Binary(b) => words.extend([tag::BINARY, *b as u64]),
@@ -158,6 +149,7 @@ pub(crate) fn get_or_insert(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dtype::{DType, Scalar};
     use crate::graph::{BinaryOp, ReduceOp, SubNode, UnaryOp};
     use crate::shape::Shape;
     use crate::storage::{HostBuffer, Storage};

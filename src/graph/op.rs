@@ -98,7 +98,7 @@ pub enum BinaryOp {
 }
 
 impl UnaryOp {
-    /// The lower-case name used in messages and printed programs (`gelu_tanh`).
+    /// The lower-case name used in messages (`gelu_tanh`).
     pub fn name(self) -> &'static str {
         use UnaryOp::*;
         match self {
@@ -129,7 +129,7 @@ impl UnaryOp {
 }
 
 impl BinaryOp {
-    /// The lower-case name used in messages and printed programs (`bitand`).
+    /// The lower-case name used in messages (`bitand`).
     pub fn name(self) -> &'static str {
         use BinaryOp::*;
         match self {
@@ -302,7 +302,7 @@ impl Hash for Op {
 
 /// A hashable image of a scalar: floats by their bits, so NaN equals NaN and
 /// 0.0 differs from -0.0.
-fn scalar_bits(s: Scalar) -> (u8, i128, u8) {
+pub(crate) fn scalar_bits(s: Scalar) -> (u8, i128, u8) {
     match s {
         Scalar::Bool(b) => (0, b as i128, 0),
         Scalar::Int(i, d) => (1, i, d as u8),

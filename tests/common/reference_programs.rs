@@ -2,7 +2,7 @@
 //! by the PTX tests (assembled) and the GPU tests (run on both back ends).
 
 use tilefuse::graph::BinaryOp;
-use tilefuse::kernels::ir::{Access, AtomicOp, Builder, IndexExpr, Program};
+use tilefuse::kernels::ir::{Access, AtomicOp, Builder, IndexExpr, Program, ValueId};
 use tilefuse::tile::{Padding, ThreadScope};
 use tilefuse::{DType, Scalar};
 
@@ -59,16 +59,21 @@ pub fn pv_store_iota() -> Program {
     let mut b = Builder::new("pv_store_iota", &[1]);
     let x = b.param("x", DType::I32, 32, Access::ReadWrite);
     let vx = b.view_contiguous(x, &[4, 8], &[2, 2], Padding::Zero);
+    let a = iota_2x2(&mut b, 100);
+    b.store(vx, &[c(1), c(3)], a, false);
+    b.finish().unwrap()
+}
+
+/// `times * (2 * row + col)` over a 2 × 2 tile, as i32.
+pub fn iota_2x2(b: &mut Builder, times: i128) -> ValueId {
     let rows = b.iota(&[2, 2], 0, c(0));
     let cols = b.iota(&[2, 2], 1, c(0));
     let two = b.constant(Scalar::Int(2, DType::I64), DType::I64, &[2, 2]);
-    let hundred = b.constant(Scalar::Int(100, DType::I64), DType::I64, &[2, 2]);
+    let times = b.constant(Scalar::Int(times, DType::I64), DType::I64, &[2, 2]);
     let flat = b.binary(BinaryOp::Mul, rows, two);
     let flat = b.binary(BinaryOp::Add, flat, cols);
-    let a = b.binary(BinaryOp::Mul, flat, hundred);
-    let a = b.cast(a, DType::I32);
-    b.store(vx, &[c(1), c(3)], a, false);
-    b.finish().unwrap()
+    let a = b.binary(BinaryOp::Mul, flat, times);
+    b.cast(a, DType::I32)
 }
 
 /// One atomic update of partition `index` of `x` (of `extents`, in `tile`
