@@ -36,10 +36,6 @@ fn check_kernels(g: &Subgraph, expect: usize) {
 }
 
 /// One kernel, under the CPU and GPU options, whether split or not.
-fn check_reduction_kernels(g: &Subgraph) {
-    check_kernels(g, 1);
-}
-
 #[test]
 fn chain_is_one_kernel() {
     check_kernels(&pipelines::chain(100_003), 1);
@@ -52,12 +48,12 @@ fn bias_gelu_is_one_kernel() {
 
 #[test]
 fn mse_is_one_kernel() {
-    check_reduction_kernels(&pipelines::mse(100_003));
+    check_kernels(&pipelines::mse(100_003), 1);
 }
 
 #[test]
 fn sum_is_one_kernel() {
-    check_reduction_kernels(&pipelines::sum(100_003));
+    check_kernels(&pipelines::sum(100_003), 1);
 }
 
 #[test]
@@ -82,7 +78,7 @@ fn rms_norm_is_one_kernel() {
 
 #[test]
 fn colsum_is_one_kernel() {
-    check_reduction_kernels(&pipelines::colsum(1000, 300));
+    check_kernels(&pipelines::colsum(1000, 300), 1);
 }
 
 #[test]

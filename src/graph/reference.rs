@@ -74,7 +74,7 @@ mod reduce;
 #[cfg(test)]
 mod tests;
 
-use super::op::{BinaryOp, Op, ReduceOp, UnaryOp};
+use super::op::{Op, ReduceOp};
 use super::subgraph::{SubNode, Subgraph};
 use crate::dtype::{DType, Scalar};
 use crate::error::{dims, Error, Result};
@@ -445,8 +445,8 @@ fn op_name(op: &Op) -> &'static str {
     match op {
         Op::Data(_) => "data",
         Op::Full(_) => "full",
-        Op::Unary(u) => unary_name(*u),
-        Op::Binary(b) => binary_name(*b),
+        Op::Unary(u) => u.name(),
+        Op::Binary(b) => b.name(),
         Op::Where => "where",
         Op::Cast => "cast",
         Op::Reduce { op, .. } => reduce_name(*op),
@@ -455,14 +455,6 @@ fn op_name(op: &Op) -> &'static str {
         Op::Expand => "expand",
         Op::Slice { .. } => "slice",
     }
-}
-
-fn unary_name(op: UnaryOp) -> &'static str {
-    op.name()
-}
-
-fn binary_name(op: BinaryOp) -> &'static str {
-    op.name()
 }
 
 fn reduce_name(op: ReduceOp) -> &'static str {

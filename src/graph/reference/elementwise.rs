@@ -1,7 +1,7 @@
 //! Elementwise ops of the reference evaluator: their semantics are the
 //! module docs of [`super`].
 
-use super::{binary_name, erf, kind, unary_name, Input, Kind, Values};
+use super::{erf, kind, Input, Kind, Values};
 use crate::dtype::{round_to, wrap_int, DType};
 use crate::error::{Error, Result};
 use crate::graph::op::{BinaryOp, UnaryOp};
@@ -16,7 +16,7 @@ pub(super) fn select<T>(cond: &[bool], a: Vec<T>, b: Vec<T>) -> Vec<T> {
 }
 
 pub(super) fn unary(op: UnaryOp, x: &Input, dtype: DType) -> Result<Values> {
-    let name = unary_name(op);
+    let name = op.name();
     let reject = |reason| Error::UnsupportedDType {
         op: name,
         dtype,
@@ -100,7 +100,7 @@ fn int_unary(op: UnaryOp) -> Option<fn(i128) -> i128> {
 }
 
 pub(super) fn binary(op: BinaryOp, lhs: &Input, rhs: &Input, dtype: DType) -> Result<Values> {
-    let name = binary_name(op);
+    let name = op.name();
     let reject = |dtype, reason| Error::UnsupportedDType {
         op: name,
         dtype,
