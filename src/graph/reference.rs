@@ -22,7 +22,7 @@
 //!   bool. Views and arg-reductions take their input as it is.
 //! - **Floats.** Each op is computed in f64 on the operand values, then
 //!   rounded to the node's dtype. `Rsqrt = 1/sqrt(x)`, `Sigmoid = 1/(1+e^-x)`,
-//!   `Silu = x * sigmoid(x)`, `GeluTanh` as written in [`UnaryOp`], and
+//!   `Silu = x * sigmoid(x)`, `GeluTanh` as written in [`UnaryOp`](super::UnaryOp), and
 //!   `GeluErf = x/2 * erfc(-x/sqrt 2)` ([`erf::gelu_erf`]), which equals
 //!   `x/2 (1 + erf(x/sqrt 2))` without its cancellation for negative `x`. The formulas apply literally
 //!   to infinities, so `Silu`, `GeluTanh` and `GeluErf` of `-inf` are NaN.
