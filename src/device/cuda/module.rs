@@ -222,7 +222,11 @@ const WARM_UP_PTX: &str = ".version 7.8\n.target sm_52\n.address_size 64\n.visib
 /// just leaves the start-up to the first real load. `TILEFUSE_JIT_WARM_UP=0`
 /// turns it off (for measuring it).
 pub(crate) fn warm_up_jit(ctx: Arc<CudaContext>) {
-    if std::env::var("TILEFUSE_JIT_WARM_UP").is_ok_and(|v| v == "0") {
+    // The start-up is the process's, not a device's: once is enough.
+    static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if std::env::var("TILEFUSE_JIT_WARM_UP").is_ok_and(|v| v == "0")
+        || STARTED.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
         return;
     }
     let spawned = std::thread::Builder::new()

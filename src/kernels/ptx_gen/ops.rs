@@ -538,7 +538,9 @@ impl Emitter<'_> {
     pub fn binary_inst(&mut self, dst: ValueId, op: BinaryOp, lhs: ValueId, rhs: ValueId) -> Result<()> {
         let d = self.ty(lhs)?.dtype;
         let (a, b) = (self.val(lhs)?, self.val(rhs)?);
-        if op == BinaryOp::Div && d == DType::F32 && self.uniform.contains(&rhs) && !b.is_empty() {
+        // Fast math keeps its `div.approx`; this path is the exact one.
+        let exact = self.prog.math != MathMode::Fast;
+        if op == BinaryOp::Div && d == DType::F32 && exact && self.uniform.contains(&rhs) && !b.is_empty() {
             let out = self.div_by_uniform_f32(&a, &b[0]);
             self.vals.insert(dst, out);
             return Ok(());
