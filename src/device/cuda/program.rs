@@ -30,8 +30,6 @@ pub struct CompiledProgram {
     module: PtxModule,
     kernel: Kernel,
     compile_time: Duration,
-    /// The launch grid `(x, y)`.
-    grid: (u32, u32),
 }
 
 impl std::fmt::Debug for CompiledProgram {
@@ -97,7 +95,7 @@ impl CompiledProgram {
                 fill(ptr, buffer.len(), Fill::new(init.0, param.dtype), stream)?;
             }
         }
-        let (x, y) = self.grid;
+        let (x, y) = self.module.grid_dims();
         // SAFETY: the generated kernel takes one `.param .u64` pointer per
         // program parameter, in order; each buffer holds the parameter's
         // dtype and length (checked above), so the kernel's accesses, which
@@ -157,24 +155,11 @@ impl CudaDevice {
         let started = Instant::now();
         let module = generate(program, &self.target())?;
         let kernel = self.load(&module.text, &module.entry, &program.name)?;
-        let grid = if module.persistent {
-            self.bind()?;
-            // SAFETY: the function was just loaded into this device's
-            // context, which is current on this thread.
-            let per_sm = unsafe {
-                result::occupancy::max_active_block_per_multiprocessor(kernel.raw(), module.block_threads as i32, 0)
-            }
-            .map_err(driver_error("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?;
-            module.launch_dims(per_sm.max(1) as u64 * u64::from(self.info().sm_count.max(1)))
-        } else {
-            module.grid_dims()
-        };
         let compiled = Arc::new(CompiledProgram {
             program: program.clone(),
             module,
             kernel,
             compile_time: started.elapsed(),
-            grid,
         });
         *slot = Some(compiled.clone());
         Ok(compiled)

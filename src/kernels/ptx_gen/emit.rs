@@ -27,9 +27,9 @@ pub(super) enum Class {
 }
 
 impl Class {
-    pub(super) const ALL: [Class; 6] = [Class::Pred, Class::B16, Class::B32, Class::F32, Class::B64, Class::F64];
+    const ALL: [Class; 6] = [Class::Pred, Class::B16, Class::B32, Class::F32, Class::B64, Class::F64];
 
-    pub(super) fn prefix(self) -> &'static str {
+    fn prefix(self) -> &'static str {
         match self {
             Class::Pred => "%p",
             Class::B16 => "%h",
@@ -37,18 +37,6 @@ impl Class {
             Class::F32 => "%f",
             Class::B64 => "%rd",
             Class::F64 => "%fd",
-        }
-    }
-
-    /// The type a `mov` between two registers of the class names.
-    pub(super) fn mov_type(self) -> &'static str {
-        match self {
-            Class::Pred => "pred",
-            Class::B16 => "b16",
-            Class::B32 => "b32",
-            Class::F32 => "f32",
-            Class::B64 => "b64",
-            Class::F64 => "f64",
         }
     }
 
@@ -242,14 +230,6 @@ impl<'a> Emitter<'a> {
     /// Emits the block-level prologue: thread index, parameter addresses and
     /// grid coordinates (exiting blocks past the grid's end).
     pub fn begin(&mut self, entry: &str, grid_blocks: u64, split: bool) {
-        let lin = self.begin_block(entry, grid_blocks, split);
-        self.prologue(|e| e.grid_coords = e.point_coords(&lin, grid_blocks));
-    }
-
-    /// The prologue's thread index and parameter addresses; returns the
-    /// register of the block's linear index (`u64`). A split grid's blocks
-    /// past `grid_blocks` exit.
-    pub fn begin_block(&mut self, entry: &str, grid_blocks: u64, split: bool) -> String {
         self.prologue(|e| {
             e.tid = e.reg(Class::B32);
             let tid = e.tid.clone();
@@ -275,49 +255,43 @@ impl<'a> Emitter<'a> {
                 e.ins(format!("setp.ge.u64 {p}, {lin}, {grid_blocks}"));
                 e.ins(format!("@{p} bra $L_exit"));
             }
-            lin
-        })
-    }
-
-    /// The grid coordinates (`u64` registers) of the grid point whose linear
-    /// index is in `lin` (`u64`), emitted where instructions go now.
-    pub fn point_coords(&mut self, lin: &str, grid_blocks: u64) -> Vec<String> {
-        let grid = self.prog.grid.clone();
-        let mut coords = vec![String::new(); grid.len()];
-        // Grid points are split in 32 bits when their count allows:
-        // 64-bit division is a subroutine call on the GPU.
-        let narrow = u32::try_from(grid_blocks).is_ok();
-        let (class, ty) = if narrow {
-            (Class::B32, "u32")
-        } else {
-            (Class::B64, "u64")
-        };
-        let mut rest = if narrow {
-            let r = self.reg(Class::B32);
-            self.ins(format!("cvt.u32.u64 {r}, {lin}"));
-            r
-        } else {
-            lin.to_string()
-        };
-        for (k, &ext) in grid.iter().enumerate().rev() {
-            let c = self.reg(class);
-            if k == 0 {
-                self.ins(format!("mov.{ty} {c}, {rest}"));
+            let grid = e.prog.grid.clone();
+            let mut coords = vec![String::new(); grid.len()];
+            // Grid points are split in 32 bits when their count allows:
+            // 64-bit division is a subroutine call on the GPU.
+            let narrow = u32::try_from(grid_blocks).is_ok();
+            let (class, ty) = if narrow {
+                (Class::B32, "u32")
             } else {
-                let q = self.reg(class);
-                self.rem_const(ty, &c, &rest, ext);
-                self.div_const(ty, &q, &rest, ext);
-                rest = q;
-            }
-            coords[k] = if narrow {
-                let wide = self.reg(Class::B64);
-                self.ins(format!("cvt.u64.u32 {wide}, {c}"));
-                wide
-            } else {
-                c
+                (Class::B64, "u64")
             };
-        }
-        coords
+            let mut rest = if narrow {
+                let r = e.reg(Class::B32);
+                e.ins(format!("cvt.u32.u64 {r}, {lin}"));
+                r
+            } else {
+                lin
+            };
+            for (k, &ext) in grid.iter().enumerate().rev() {
+                let c = e.reg(class);
+                if k == 0 {
+                    e.ins(format!("mov.{ty} {c}, {rest}"));
+                } else {
+                    let q = e.reg(class);
+                    e.rem_const(ty, &c, &rest, ext);
+                    e.div_const(ty, &q, &rest, ext);
+                    rest = q;
+                }
+                coords[k] = if narrow {
+                    let wide = e.reg(Class::B64);
+                    e.ins(format!("cvt.u64.u32 {wide}, {c}"));
+                    wide
+                } else {
+                    c
+                };
+            }
+            e.grid_coords = coords;
+        });
     }
 
     /// `dst = a / k` in `ty` (`u32` or `u64`) for a constant `k ≥ 1`: a
@@ -455,7 +429,7 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
-    pub(super) fn inst(&mut self, inst: &Inst) -> Result<()> {
+    fn inst(&mut self, inst: &Inst) -> Result<()> {
         self.lower(inst)?;
         let uniform = match inst {
             Inst::Const { dst, .. } => Some(dst),

@@ -249,8 +249,7 @@ impl Emitter<'_> {
         // Memory the program writes is read in a last point's body through
         // L2 (`.cg`), which is coherent with the other blocks' stores; the
         // non-coherent path is only for memory no block writes.
-        let nc = if self.tuning.coherent_reads { "" } else { ".nc" };
-        let read_only = format!("ld.global{nc}{}", self.tuning.load_hints);
+        let read_only = format!("ld.global.nc{}", self.tuning.load_hints);
         let op = match param.access {
             Access::Read if self.reloads.contains(&dst) => "ld.global",
             Access::Read => read_only.as_str(),

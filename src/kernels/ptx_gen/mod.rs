@@ -97,7 +97,6 @@ mod layout;
 mod math;
 mod memory;
 mod ops;
-mod persistent;
 #[doc(hidden)]
 pub mod ptxas;
 mod reload;
@@ -163,10 +162,6 @@ pub struct PtxModule {
     pub mapping: String,
     /// Bytes of static shared memory per block.
     pub shared_bytes: u32,
-    /// Whether the kernel loops over grid points (`persistent.rs`): it may
-    /// be launched with fewer blocks than `grid_blocks`, any number from 1
-    /// up, and is best launched with as many as the GPU holds at once.
-    pub persistent: bool,
 }
 
 /// The most blocks along `%ctaid.x`.
@@ -178,17 +173,6 @@ impl PtxModule {
     pub fn grid_dims(&self) -> (u32, u32) {
         let x = self.grid_blocks.clamp(1, MAX_GRID_X);
         (x as u32, self.grid_blocks.div_ceil(x).max(1) as u32)
-    }
-
-    /// The launch grid on a GPU holding `resident` blocks of this kernel at
-    /// once: a persistent kernel gets at most that many blocks, any other
-    /// kernel [`grid_dims`](Self::grid_dims).
-    pub fn launch_dims(&self, resident: u64) -> (u32, u32) {
-        if self.persistent {
-            (self.grid_blocks.min(resident).clamp(1, MAX_GRID_X) as u32, 1)
-        } else {
-            self.grid_dims()
-        }
     }
 }
 
@@ -216,15 +200,6 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
 /// [`generate`] under explicit tuning settings.
 pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning) -> Result<PtxModule> {
     crate::kernels::ir::verify(program)?;
-    let hoisted = if tuning.hoist {
-        reload::hoist_read_only_loads(program)
-    } else {
-        None
-    };
-    if let Some(p) = &hoisted {
-        crate::kernels::ir::verify(p)?;
-    }
-    let program = hoisted.as_ref().unwrap_or(program);
     let reloaded = if tuning.reload {
         reload::reload_after_reductions(program)
     } else {
@@ -248,27 +223,10 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
     if let Some((_, values)) = &reloaded {
         e.reloads.extend(values.iter().copied());
     }
-    let persistent = tuning.persistent > 0 && persistent::eligible(program, grid_blocks);
-    if persistent {
-        e.persistent(&entry, grid_blocks, tuning.persistent >= 2)?;
-    } else {
-        e.begin(&entry, grid_blocks, grid_blocks > MAX_GRID_X);
-        e.init_accs()?;
-        e.block_of(&program.body)?;
-    }
-    let mut mapping = vec![if persistent {
-        format!(
-            "block {} threads, persistent over {grid_blocks} grid points{}",
-            block.threads,
-            if tuning.persistent >= 2 {
-                ", next point's tiles prefetched"
-            } else {
-                ""
-            }
-        )
-    } else {
-        format!("block {} threads, grid {grid_blocks} blocks", block.threads)
-    }];
+    e.begin(&entry, grid_blocks, grid_blocks > MAX_GRID_X);
+    e.init_accs()?;
+    e.block_of(&program.body)?;
+    let mut mapping = vec![format!("block {} threads, grid {grid_blocks} blocks", block.threads)];
     mapping.append(&mut std::mem::take(&mut e.mapping));
     let mapping = mapping.join("\n");
     let version = choose_version(&program.name, target, e.needs_version)?;
@@ -299,7 +257,6 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
         grid_blocks,
         mapping,
         shared_bytes,
-        persistent,
     })
 }
 
@@ -321,16 +278,6 @@ pub(crate) struct Tuning {
     /// `TILEFUSE_GPU_RELOAD=1`: read-only tiles loaded before a reduction
     /// are loaded again after it rather than held in registers.
     pub reload: bool,
-    /// Row kernels run persistently (`persistent.rs`): 0 off, 1 a loop
-    /// over grid points, 2 that loop with the next point's tiles
-    /// prefetched (`TILEFUSE_GPU_PERSIST`).
-    pub persistent: u8,
-    /// Read-only loads moved ahead of the first reduction
-    /// (`TILEFUSE_GPU_HOIST=1`).
-    pub hoist: bool,
-    /// Read-only memory read with plain `ld.global` instead of the
-    /// non-coherent `ld.global.nc` (`TILEFUSE_GPU_NC=0`).
-    pub coherent_reads: bool,
     /// Cache qualifiers of read-only loads (`TILEFUSE_GPU_LD`, e.g.
     /// `.L1::no_allocate`) and of stores (`TILEFUSE_GPU_ST`, e.g. `.cs`),
     /// empty by default. Only letters, digits, `.`, `:` and `_` are taken;
@@ -347,9 +294,6 @@ impl Default for Tuning {
             resident_threads: 512,
             unroll: None,
             reload: false,
-            hoist: false,
-            persistent: 0,
-            coherent_reads: false,
             load_hints: String::new(),
             store_hints: String::new(),
         }
@@ -377,11 +321,6 @@ pub(crate) fn tuning() -> &'static Tuning {
                 .map_or(default.resident_threads, |v| v as u32),
             unroll: number("TILEFUSE_GPU_UNROLL").filter(|v| (1..=64).contains(v)),
             reload: var("TILEFUSE_GPU_RELOAD").is_some_and(|v| v == "1"),
-            hoist: var("TILEFUSE_GPU_HOIST").is_some_and(|v| v == "1"),
-            persistent: number("TILEFUSE_GPU_PERSIST")
-                .filter(|v| *v <= 2)
-                .map_or(default.persistent, |v| v as u8),
-            coherent_reads: var("TILEFUSE_GPU_NC").is_some_and(|v| v == "0"),
             load_hints: hints("TILEFUSE_GPU_LD"),
             store_hints: hints("TILEFUSE_GPU_ST"),
         }

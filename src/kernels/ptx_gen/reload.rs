@@ -1,6 +1,4 @@
-//! Scheduling transforms of read-only loads.
-//!
-//! Reload: tiles loaded from read-only memory before a
+//! A tuning transform: tiles loaded from read-only memory before a
 //! reduction are loaded again where they are used after it, instead of
 //! being held in registers across it (the schedule of a two-pass row
 //! kernel, whose second pass reads the row from cache). Off unless
@@ -52,29 +50,6 @@ pub(super) fn reload_after_reductions(program: &Program) -> Option<(Program, Vec
     }
     out.body = body;
     Some((out, reloaded.into_values().collect()))
-}
-
-/// `program` with every top-level load of a read-only parameter moved to the
-/// start of the body, ahead of the first reduction, or `None` when no load
-/// moves. ptxas does not move a load across the barriers of a reduction, so
-/// a tile used only after one (a norm's weights) would otherwise wait for
-/// its own round trip after the row statistics are known; hoisted, it is in
-/// flight together with the row. No read-only parameter is written by the
-/// kernel, so the loads read the same values wherever they sit; a load's
-/// index depends only on the grid point at the top level.
-pub(super) fn hoist_read_only_loads(program: &Program) -> Option<Program> {
-    let read_only = |inst: &Inst| match inst {
-        Inst::Load { view, .. } => program.params[program.views[view.index()].param.index()].access == Access::Read,
-        _ => false,
-    };
-    let first_reduce = program.body.iter().position(|i| matches!(i, Inst::Reduce { .. }))?;
-    if !program.body[first_reduce..].iter().any(read_only) {
-        return None;
-    }
-    let mut out = program.clone();
-    let (loads, rest): (Vec<Inst>, Vec<Inst>) = program.body.iter().cloned().partition(|i| read_only(i));
-    out.body = loads.into_iter().chain(rest).collect();
-    Some(out)
 }
 
 /// The value operands an instruction reads (not loops' bodies: only the
