@@ -103,6 +103,7 @@ fn run_once(
         schedule,
         first_stream,
         counters,
+        launch_streams,
         ..
     } = &*prepared;
 
@@ -135,8 +136,7 @@ fn run_once(
 
     let launching = Instant::now();
     stats.alloc_time += launching - uploaded;
-    let launch_streams: SmallVec<[usize; 8]> = schedule.launches.iter().map(|l| l.stream).collect();
-    wait_for_inputs(device, &inputs, &launch_streams)?;
+    wait_for_inputs(device, &inputs, *launch_streams)?;
     Scheduler::new(STREAM_COUNT).run(device, schedule, |i, stream| {
         let kernel = &plan.kernels[i];
         let args = kernel
@@ -206,6 +206,8 @@ struct Prepared {
     /// For each buffer of the plan: its device memory when it holds
     /// counters, kept for every run; `None` for the buffers of one run.
     counters: Vec<Option<DeviceBuffer>>,
+    /// The streams the schedule launches on, one bit each.
+    launch_streams: u32,
 }
 
 type PreparedTable = HashMap<(usize, usize, usize), Arc<Prepared>, foldhash::fast::FixedState>;
@@ -243,12 +245,14 @@ fn prepared(device: &Arc<CudaDevice>, plan: &Arc<Plan>, inputs: usize) -> Result
         }
     }
     let counters = plan_counters(device, plan, &schedule, &first_stream)?;
+    let launch_streams = schedule.launches.iter().fold(0, |mask, l| mask | 1 << l.stream);
     let prepared = Arc::new(Prepared {
         plan: Arc::downgrade(plan),
         compiled,
         schedule,
         first_stream,
         counters,
+        launch_streams,
     });
     if Arc::strong_count(plan) > 1 {
         let mut table = table();
@@ -326,16 +330,15 @@ fn scheduled_launches(plan: &Plan, inputs: usize) -> Vec<ScheduledLaunch> {
         .collect()
 }
 
-/// Makes every stream in `launch_streams` wait for the work queued so far on
-/// the streams that used the inputs (their uploads, or the kernels of
-/// earlier runs that computed them).
-fn wait_for_inputs(device: &CudaDevice, inputs: &[Input], launch_streams: &[usize]) -> Result<()> {
+/// Makes every stream in `targets` (one bit per stream) wait for the work
+/// queued so far on the streams that used the inputs (their uploads, or the
+/// kernels of earlier runs that computed them).
+fn wait_for_inputs(device: &CudaDevice, inputs: &[Input], targets: u32) -> Result<()> {
     let used: u32 = inputs
         .iter()
         .filter_map(Input::buffer)
         .flat_map(DeviceBuffer::used_streams)
         .fold(0, |mask, s| mask | 1 << s);
-    let targets: u32 = launch_streams.iter().fold(0, |mask, &s| mask | 1 << s);
     if used == 0 || targets == 0 {
         return Ok(());
     }
