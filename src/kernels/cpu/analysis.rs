@@ -11,7 +11,6 @@
 
 use crate::graph::BinaryOp;
 use crate::kernels::ir::{Inst, PartitionIndex, Program, ValueId, ViewId};
-use smallvec::SmallVec;
 
 /// The store a value is forwarded to.
 #[derive(Debug, Clone)]
@@ -28,7 +27,7 @@ pub(crate) struct Forward {
 pub(crate) fn forwarded_stores(program: &Program) -> Vec<Option<Forward>> {
     let mut uses = vec![0u32; program.values.len()];
     super::for_each_inst(&program.body, &mut |inst| {
-        for v in operands(inst) {
+        for v in inst.operands() {
             uses[v.index()] += 1;
         }
     });
@@ -123,7 +122,7 @@ pub(crate) fn spread_operands(program: &Program) -> (Vec<Form>, Vec<bool>) {
             partners[rhs.index()].push(Some(*lhs));
         }
         _ => {
-            for v in operands(inst) {
+            for v in inst.operands() {
                 partners[v.index()].push(None);
             }
         }
@@ -185,33 +184,5 @@ fn broadcast_form(program: &Program, dst: ValueId, src: ValueId) -> Option<Form>
         })
     } else {
         None
-    }
-}
-
-/// The values an instruction reads (loop bodies not included).
-fn operands(inst: &Inst) -> SmallVec<[ValueId; 3]> {
-    match inst {
-        Inst::Store { src, .. }
-        | Inst::Atomic { src, .. }
-        | Inst::Unary { src, .. }
-        | Inst::Cast { src, .. }
-        | Inst::Broadcast { src, .. }
-        | Inst::Reduce { src, .. }
-        | Inst::AccUpdate { src, .. } => smallvec::smallvec![*src],
-        Inst::Binary { lhs, rhs, .. } => smallvec::smallvec![*lhs, *rhs],
-        Inst::Select {
-            cond,
-            on_true,
-            on_false,
-            ..
-        } => smallvec::smallvec![*cond, *on_true, *on_false],
-        Inst::Load { .. }
-        | Inst::InBounds { .. }
-        | Inst::Const { .. }
-        | Inst::Iota { .. }
-        | Inst::AccRead { .. }
-        | Inst::Loop { .. }
-        | Inst::LastPoint { .. }
-        | Inst::Barrier => SmallVec::new(),
     }
 }

@@ -480,7 +480,50 @@ pub enum Inst {
     },
 }
 
+/// The operands of `$inst` (an `&Inst` or `&mut Inst`) as a `SmallVec` of
+/// references of the same kind: one match for both.
+macro_rules! operands_of {
+    ($inst:expr) => {
+        match $inst {
+            Inst::Store { src, .. }
+            | Inst::Atomic { src, .. }
+            | Inst::Unary { src, .. }
+            | Inst::Cast { src, .. }
+            | Inst::Broadcast { src, .. }
+            | Inst::Reduce { src, .. }
+            | Inst::AccUpdate { src, .. } => smallvec::smallvec![src],
+            Inst::Binary { lhs, rhs, .. } => smallvec::smallvec![lhs, rhs],
+            Inst::Select {
+                cond,
+                on_true,
+                on_false,
+                ..
+            } => smallvec::smallvec![cond, on_true, on_false],
+            Inst::Load { .. }
+            | Inst::InBounds { .. }
+            | Inst::Const { .. }
+            | Inst::Iota { .. }
+            | Inst::AccRead { .. }
+            | Inst::Loop { .. }
+            | Inst::LastPoint { .. }
+            | Inst::Barrier => smallvec::SmallVec::new(),
+        }
+    };
+}
+
 impl Inst {
+    /// The values the instruction reads itself (a loop's or last point's
+    /// body not included).
+    pub fn operands(&self) -> smallvec::SmallVec<[ValueId; 3]> {
+        let refs: smallvec::SmallVec<[&ValueId; 3]> = operands_of!(self);
+        refs.into_iter().copied().collect()
+    }
+
+    /// [`operands`](Self::operands), for rewriting them in place.
+    pub fn operands_mut(&mut self) -> smallvec::SmallVec<[&mut ValueId; 3]> {
+        operands_of!(self)
+    }
+
     /// The instructions nested in this one: a loop's or last point's body.
     pub fn nested(&self) -> Option<&[Inst]> {
         match self {

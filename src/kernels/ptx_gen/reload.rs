@@ -19,7 +19,7 @@ pub(super) fn reload_after_reductions(program: &Program) -> Option<(Program, Vec
     for inst in &program.body {
         let mut inst = inst.clone();
         if reduced {
-            for v in operands(&mut inst) {
+            for v in inst.operands_mut() {
                 let Some(load) = loads.get(v) else { continue };
                 let fresh = *reloaded.entry(*v).or_insert_with(|| {
                     let id = ValueId(out.values.len() as u32);
@@ -50,23 +50,4 @@ pub(super) fn reload_after_reductions(program: &Program) -> Option<(Program, Vec
     }
     out.body = body;
     Some((out, reloaded.into_values().collect()))
-}
-
-/// The value operands an instruction reads (not loops' bodies: only the
-/// top level is rewritten).
-fn operands(inst: &mut Inst) -> Vec<&mut ValueId> {
-    match inst {
-        Inst::Store { src, .. } | Inst::Atomic { src, .. } | Inst::AccUpdate { src, .. } => vec![src],
-        Inst::Unary { src, .. } | Inst::Cast { src, .. } | Inst::Broadcast { src, .. } | Inst::Reduce { src, .. } => {
-            vec![src]
-        }
-        Inst::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-        Inst::Select {
-            cond,
-            on_true,
-            on_false,
-            ..
-        } => vec![cond, on_true, on_false],
-        _ => vec![],
-    }
 }
