@@ -109,7 +109,12 @@ pub(super) struct Emitter<'a> {
     /// Loads that read again what an earlier load read (`reload.rs`):
     /// issued as plain `ld.global` so ptxas does not merge them with the
     /// first.
-    pub reloads: std::collections::HashSet<ValueId>,
+    pub reloads: HashMap<ValueId, ValueId>,
+    /// Tiles staged through shared memory (`TILEFUSE_GPU_STAGE`): the
+    /// shared array holding each and its size in bytes.
+    pub staged: HashMap<ValueId, String>,
+    /// `.shared` declarations of the staged tiles.
+    pub stage_decls: Vec<String>,
 }
 
 impl<'a> Emitter<'a> {
@@ -140,7 +145,9 @@ impl<'a> Emitter<'a> {
             ticket: false,
             in_last_point: false,
             tuning,
-            reloads: std::collections::HashSet::new(),
+            reloads: HashMap::new(),
+            staged: HashMap::new(),
+            stage_decls: Vec::new(),
         }
     }
 
@@ -575,6 +582,9 @@ impl<'a> Emitter<'a> {
         }
         if self.ticket {
             let _ = writeln!(out, "\t.shared .align 4 .b32 tf_ticket;");
+        }
+        for decl in &self.stage_decls {
+            let _ = writeln!(out, "\t{decl}");
         }
         out.push_str(&self.prologue);
         out.push_str(&self.body);

@@ -251,7 +251,7 @@ impl Emitter<'_> {
         // non-coherent path is only for memory no block writes.
         let read_only = format!("ld.global.nc{}", self.tuning.load_hints);
         let op = match param.access {
-            Access::Read if self.reloads.contains(&dst) => "ld.global",
+            Access::Read if self.reloads.contains_key(&dst) => "ld.global",
             Access::Read => read_only.as_str(),
             _ if self.in_last_point => "ld.global.cg",
             _ => "ld.global",
@@ -264,6 +264,72 @@ impl Emitter<'_> {
         let site = self.site(v, index)?;
         let stride = *v.strides.last().unwrap_or(&0);
         let mut regs = Vec::with_capacity(l.slots());
+        // Staging (tuning): the original load of a reloaded row tile is
+        // copied to shared memory by `cp.async`, each thread copying the
+        // slots it later reads itself (so no barrier), and it and its
+        // reload read the copy.
+        let staged_from = self.reloads.get(&dst).copied().filter(|o| self.staged.contains_key(o));
+        let stage_here = self.tuning.stage
+            && staged_from.is_none()
+            && param.access == Access::Read
+            && !masked
+            && !self.in_last_point
+            && ce * esize == 16
+            && self.reloads.values().any(|o| *o == dst);
+        if stage_here || staged_from.is_some() {
+            let name = match staged_from {
+                Some(o) => self.staged[&o].clone(),
+                None => {
+                    let name = format!("tf_stage{}", self.stage_decls.len());
+                    self.stage_decls.push(format!(
+                        ".shared .align 16 .b8 {name}[{}];",
+                        l.slots() as u32 * self.block.threads * esize
+                    ));
+                    self.staged.insert(dst, name.clone());
+                    name
+                }
+            };
+            let bases = self.repeat_bases(view, v, &site, esize)?;
+            let mut slots = Vec::new();
+            for r in 0..l.repeats {
+                let (el, _) = self.coords(&v.tile, r);
+                let s_at = self.reg(Class::B32);
+                self.ins(format!("mov.u32 {s_at}, {name}"));
+                self.ins(format!("mad.lo.u32 {s_at}, {el}, {esize}, {s_at}"));
+                let (addr, shift) = match &bases {
+                    Some((base, shifts)) => (base.clone(), shifts[r as usize]),
+                    None => (self.address(view, &site, r)?, 0),
+                };
+                for c in 0..l.atom / ce {
+                    let byte = shift + (c * ce) as i64 * stride * esize as i64;
+                    let s_byte = c * ce * esize;
+                    if staged_from.is_none() {
+                        self.ins(format!(
+                            "cp.async.cg.shared.global [{s_at}+{s_byte}], {}, 16",
+                            at(&addr, byte)
+                        ));
+                    }
+                    slots.push(format!("[{s_at}+{s_byte}]"));
+                }
+            }
+            if staged_from.is_none() {
+                self.need_version((7, 0));
+                self.ins("cp.async.commit_group");
+                self.ins("cp.async.wait_group 0");
+            }
+            for s_at in slots {
+                let dsts: Vec<String> = (0..ce).map(|_| self.reg(Class::of(d))).collect();
+                self.ins(format!(
+                    "ld.shared{}{} {}, {s_at}",
+                    vec_suffix(ce),
+                    mem_type(d),
+                    reg_list(&dsts)
+                ));
+                regs.extend(dsts);
+            }
+            self.vals.insert(dst, regs);
+            return Ok(());
+        }
         let bases = self.repeat_bases(view, v, &site, esize)?;
         for r in 0..l.repeats {
             let (addr, shift) = match &bases {

@@ -200,7 +200,7 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
 /// [`generate`] under explicit tuning settings.
 pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning) -> Result<PtxModule> {
     crate::kernels::ir::verify(program)?;
-    let reloaded = if tuning.reload {
+    let reloaded = if tuning.reload || tuning.stage {
         reload::reload_after_reductions(program)
     } else {
         None
@@ -278,6 +278,10 @@ pub(crate) struct Tuning {
     /// `TILEFUSE_GPU_RELOAD=1`: read-only tiles loaded before a reduction
     /// are loaded again after it rather than held in registers.
     pub reload: bool,
+    /// Row tiles held across a reduction are copied to shared memory with
+    /// `cp.async` and read from there before and after it, instead of
+    /// being held in registers (`TILEFUSE_GPU_STAGE=1`; implies reload).
+    pub stage: bool,
     /// Cache qualifiers of read-only loads (`TILEFUSE_GPU_LD`, e.g.
     /// `.L1::no_allocate`) and of stores (`TILEFUSE_GPU_ST`, e.g. `.cs`),
     /// empty by default. Only letters, digits, `.`, `:` and `_` are taken;
@@ -294,6 +298,7 @@ impl Default for Tuning {
             resident_threads: 512,
             unroll: None,
             reload: false,
+            stage: false,
             load_hints: String::new(),
             store_hints: String::new(),
         }
@@ -321,6 +326,7 @@ pub(crate) fn tuning() -> &'static Tuning {
                 .map_or(default.resident_threads, |v| v as u32),
             unroll: number("TILEFUSE_GPU_UNROLL").filter(|v| (1..=64).contains(v)),
             reload: var("TILEFUSE_GPU_RELOAD").is_some_and(|v| v == "1"),
+            stage: var("TILEFUSE_GPU_STAGE").is_some_and(|v| v == "1"),
             load_hints: hints("TILEFUSE_GPU_LD"),
             store_hints: hints("TILEFUSE_GPU_ST"),
         }

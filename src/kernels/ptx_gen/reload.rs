@@ -8,9 +8,10 @@
 use crate::kernels::ir::{Access, Inst, Program, ValueId};
 use std::collections::HashMap;
 
-/// `program` with the reloads and the values they load, or `None` when
+/// `program` with the reloads and, for each, the value it loads again and
+/// the value it loads it as (`(reload, original)`), or `None` when
 /// nothing would change.
-pub(super) fn reload_after_reductions(program: &Program) -> Option<(Program, Vec<ValueId>)> {
+pub(super) fn reload_after_reductions(program: &Program) -> Option<(Program, Vec<(ValueId, ValueId)>)> {
     let mut out = program.clone();
     let mut loads: HashMap<ValueId, Inst> = HashMap::new();
     let mut reduced = false;
@@ -49,5 +50,5 @@ pub(super) fn reload_after_reductions(program: &Program) -> Option<(Program, Vec
         return None;
     }
     out.body = body;
-    Some((out, reloaded.into_values().collect()))
+    Some((out, reloaded.into_iter().map(|(orig, new)| (new, orig)).collect()))
 }
