@@ -17,6 +17,10 @@ use crate::error::{Error, Result};
 use crate::kernels::ir::{Access, AtomicOp, IndexExpr, PartitionIndex, ValueId, View, ViewId};
 use crate::tile::ThreadScope;
 
+/// Most bytes of staged tiles per block (`TILEFUSE_GPU_STAGE`); static
+/// shared memory is limited to 48 KiB in all, and the exchanges need some.
+const STAGE_LIMIT: u32 = 32 * 1024;
+
 /// Where one partition of a view starts.
 struct Site {
     /// `I_k · tile_k` per axis (`u64` operands).
@@ -275,7 +279,8 @@ impl Emitter<'_> {
             && !masked
             && !self.in_last_point
             && ce * esize == 16
-            && self.reloads.values().any(|o| *o == dst);
+            && self.reloads.values().any(|o| *o == dst)
+            && self.staged_bytes() + l.slots() as u32 * self.block.threads * esize <= STAGE_LIMIT;
         if stage_here || staged_from.is_some() {
             let name = match staged_from {
                 Some(o) => self.staged[&o].clone(),
@@ -347,6 +352,14 @@ impl Emitter<'_> {
         }
         self.vals.insert(dst, regs);
         Ok(())
+    }
+
+    /// Bytes of shared memory the staged tiles take so far.
+    fn staged_bytes(&self) -> u32 {
+        self.stage_decls
+            .iter()
+            .filter_map(|d| d.rsplit('[').next()?.trim_end_matches("];").parse::<u32>().ok())
+            .sum()
     }
 
     /// One memory instruction loading `dsts.len()` consecutive elements.

@@ -454,5 +454,27 @@ mod tuning_tests {
         );
         let after = again.text.rsplit("bar.sync").next().unwrap();
         assert_eq!(count(after, "ld.global"), 1, "{}", again.text);
+        // Staged: one 16-byte `cp.async` per slot (256 f32 on 64 threads of
+        // one atom), read from shared memory before the reduction and again
+        // after it, with no global load left for the row.
+        let staged = gen(
+            &program,
+            Tuning {
+                stage: true,
+                ..Tuning::default()
+            },
+        );
+        assert_eq!(staged.block_threads, 64, "{}", staged.text);
+        assert_eq!(count(&staged.text, "cp.async.cg.shared.global"), 1, "{}", staged.text);
+        assert_eq!(count(&staged.text, "cp.async.wait_group 0"), 1);
+        assert_eq!(count(&staged.text, "ld.global"), 0, "{}", staged.text);
+        let (before, after) = staged.text.split_once("bar.sync").unwrap();
+        assert_eq!(count(before, "ld.shared.v4.f32"), 1, "{}", staged.text);
+        assert_eq!(count(after.rsplit("bar.sync").next().unwrap(), "ld.shared.v4.f32"), 1);
+        assert!(
+            staged.text.contains(".shared .align 16 .b8 tf_stage0[1024];"),
+            "{}",
+            staged.text
+        );
     }
 }

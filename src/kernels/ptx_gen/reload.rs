@@ -2,8 +2,10 @@
 //! reduction are loaded again where they are used after it, instead of
 //! being held in registers across it (the schedule of a two-pass row
 //! kernel, whose second pass reads the row from cache). Off unless
-//! `TILEFUSE_GPU_RELOAD=1`; it changes no result, only which instruction
-//! reads the (unchanged) memory.
+//! `TILEFUSE_GPU_RELOAD=1` or `TILEFUSE_GPU_STAGE=1` (with which the first
+//! load copies the tile to shared memory and both read it there, see
+//! `memory.rs`); it changes no result, only which instruction reads the
+//! (unchanged) memory.
 
 use crate::kernels::ir::{Access, Inst, Program, ValueId};
 use std::collections::HashMap;
