@@ -106,8 +106,32 @@ fn suite_kernels_keep_their_fast_shapes() {
                 );
             }
             if ["softmax", "rmsnorm", "layernorm"].contains(&name) {
-                let offset = code.iter().any(|l| l.starts_with("ld.global") && !l.contains("+0]"));
+                // The global address: `ld.global`'s only one, `cp.async`'s second.
+                let offset = code.iter().any(|&l| {
+                    let address = if l.starts_with("ld.global") {
+                        l.split('[').nth(1)
+                    } else if l.starts_with("cp.async.cg.shared.global") {
+                        l.split('[').nth(2)
+                    } else {
+                        None
+                    };
+                    address.is_some_and(|a| a.contains('+') && !a.contains("+0]"))
+                });
                 assert!(offset, "{name}: no load addressed by an immediate offset");
+                // The row goes through shared memory (16-byte `cp.async`
+                // pieces, read there before and after the reductions) in
+                // 512-thread blocks; it is not loaded from global twice.
+                assert!(text.contains("// mapping: block 512 threads"), "{name}: block");
+                assert!(
+                    text.contains("mapping: load (staged) v0 tile [1, 4096]"),
+                    "{name}: row not staged"
+                );
+                assert_eq!(
+                    count("cp.async.cg.shared.global"),
+                    2,
+                    "{name}: two 16-byte pieces a thread"
+                );
+                assert_eq!(count("cp.async.wait_group 0"), 1, "{name}: one wait");
             }
             // Elementwise kernels with transcendentals take a quarter of the
             // tile: one 16-byte vector per thread and access.

@@ -264,11 +264,10 @@ impl Emitter<'_> {
         let vector = self.vector_ok(v, l.atom, masked);
         let esize = d.size_in_bytes() as u32;
         let ce = if vector { chunk_elems(esize, l.atom) } else { 1 };
-        self.note_mapping("load", view, &format!("{op}{}{}", vec_suffix(ce), mem_type(d)));
         let site = self.site(v, index)?;
         let stride = *v.strides.last().unwrap_or(&0);
         let mut regs = Vec::with_capacity(l.slots());
-        // Staging (tuning): the original load of a reloaded row tile is
+        // Staging: the original load of a reloaded row tile is
         // copied to shared memory by `cp.async`, each thread copying the
         // slots it later reads itself (so no barrier), and it and its
         // reload read the copy.
@@ -281,6 +280,24 @@ impl Emitter<'_> {
             && ce * esize == 16
             && self.reloads.values().any(|o| *o == dst)
             && self.staged_bytes() + l.slots() as u32 * self.block.threads * esize <= STAGE_LIMIT;
+        if let Some(orig) = self.reloads.get(&dst).copied() {
+            if self.tuning.stage && !self.tuning.reload && staged_from.is_none() {
+                // A reload of a tile kept in registers: the same registers.
+                let regs = self.val(orig)?;
+                self.vals.insert(dst, regs);
+                return Ok(());
+            }
+        }
+        if stage_here {
+            let kind = format!(
+                "cp.async.cg.shared.global 16 B, then ld.shared{}{}",
+                vec_suffix(ce),
+                mem_type(d)
+            );
+            self.note_mapping("load (staged)", view, &kind);
+        } else if staged_from.is_none() {
+            self.note_mapping("load", view, &format!("{op}{}{}", vec_suffix(ce), mem_type(d)));
+        }
         if stage_here || staged_from.is_some() {
             let name = match staged_from {
                 Some(o) => self.staged[&o].clone(),

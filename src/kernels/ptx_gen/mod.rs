@@ -209,7 +209,14 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
         crate::kernels::ir::verify(p)?;
     }
     let program = reloaded.as_ref().map_or(program, |(p, _)| p);
-    let block = layout::choose_block(program, tuning.max_threads);
+    // A kernel whose row is staged in shared memory runs wider blocks: the
+    // row no longer takes registers, so more of its rows are in flight.
+    let most = if tuning.stage && reloaded.is_some() {
+        tuning.max_threads.max(tuning.staged_threads)
+    } else {
+        tuning.max_threads
+    };
+    let block = layout::choose_block(program, most);
     let grid_blocks: u64 = program.grid.iter().product();
     let entry = format!(
         "tf_{}",
@@ -280,8 +287,13 @@ pub(crate) struct Tuning {
     pub reload: bool,
     /// Row tiles held across a reduction are copied to shared memory with
     /// `cp.async` and read from there before and after it, instead of
-    /// being held in registers (`TILEFUSE_GPU_STAGE=1`; implies reload).
+    /// being held in registers (on by default; `TILEFUSE_GPU_STAGE=0`
+    /// turns it off). A tile that cannot be staged (masked, not in 16-byte
+    /// pieces, or past the shared-memory bound) stays in registers, unless
+    /// `reload` is set too.
     pub stage: bool,
+    /// The most threads per block of a kernel with a staged tile.
+    pub staged_threads: u32,
     /// Cache qualifiers of read-only loads (`TILEFUSE_GPU_LD`, e.g.
     /// `.L1::no_allocate`) and of stores (`TILEFUSE_GPU_ST`, e.g. `.cs`),
     /// empty by default. Only letters, digits, `.`, `:` and `_` are taken;
@@ -298,7 +310,8 @@ impl Default for Tuning {
             resident_threads: 512,
             unroll: None,
             reload: false,
-            stage: false,
+            stage: true,
+            staged_threads: 512,
             load_hints: String::new(),
             store_hints: String::new(),
         }
@@ -326,7 +339,8 @@ pub(crate) fn tuning() -> &'static Tuning {
                 .map_or(default.resident_threads, |v| v as u32),
             unroll: number("TILEFUSE_GPU_UNROLL").filter(|v| (1..=64).contains(v)),
             reload: var("TILEFUSE_GPU_RELOAD").is_some_and(|v| v == "1"),
-            stage: var("TILEFUSE_GPU_STAGE").is_some_and(|v| v == "1"),
+            stage: var("TILEFUSE_GPU_STAGE").map_or(true, |v| v != "0"),
+            staged_threads: default.staged_threads,
             load_hints: hints("TILEFUSE_GPU_LD"),
             store_hints: hints("TILEFUSE_GPU_ST"),
         }
@@ -435,11 +449,18 @@ mod tuning_tests {
         let q = b.binary(BinaryOp::Div, t, s);
         b.store(vy, &idx, q, false);
         let program = b.finish().unwrap();
-        let plain = gen(&program, Tuning::default());
+        let plain = gen(
+            &program,
+            Tuning {
+                stage: false,
+                ..Tuning::default()
+            },
+        );
         let again = gen(
             &program,
             Tuning {
                 reload: true,
+                stage: false,
                 ..Tuning::default()
             },
         );
@@ -454,16 +475,10 @@ mod tuning_tests {
         );
         let after = again.text.rsplit("bar.sync").next().unwrap();
         assert_eq!(count(after, "ld.global"), 1, "{}", again.text);
-        // Staged: one 16-byte `cp.async` per slot (256 f32 on 64 threads of
-        // one atom), read from shared memory before the reduction and again
-        // after it, with no global load left for the row.
-        let staged = gen(
-            &program,
-            Tuning {
-                stage: true,
-                ..Tuning::default()
-            },
-        );
+        // Staged (the default): one 16-byte `cp.async` per slot (256 f32 on
+        // 64 threads of one atom), read from shared memory before the
+        // reduction and again after it, with no global load left for the row.
+        let staged = gen(&program, Tuning::default());
         assert_eq!(staged.block_threads, 64, "{}", staged.text);
         assert_eq!(count(&staged.text, "cp.async.cg.shared.global"), 1, "{}", staged.text);
         assert_eq!(count(&staged.text, "cp.async.wait_group 0"), 1);
