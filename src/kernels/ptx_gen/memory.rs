@@ -9,6 +9,14 @@
 //! multiple of the atom so an atom is wholly in or out of bounds. Parameter
 //! bases are 16-byte aligned by the runtime's allocator. Otherwise each
 //! element is its own predicated scalar access.
+//!
+//! A read-only tile used again after a reduction (the row of a softmax or
+//! a norm) is staged: `cp.async` copies it to shared memory in 16-byte
+//! pieces, each thread the pieces it reads itself (so only a
+//! `cp.async.wait_group`, no barrier), and the tile is read there before
+//! the reduction and again after it, so the row takes no registers across
+//! the reduction's barriers. Masked tiles, tiles not in 16-byte pieces and
+//! tiles past `STAGE_LIMIT` stay in registers.
 
 use super::emit::{Class, Emitter};
 use super::ops::{immediate, mov_imm};

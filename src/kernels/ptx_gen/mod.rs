@@ -434,21 +434,50 @@ mod tuning_tests {
         }
     }
 
+    /// y = x / sum(x) over rows of `cols`: x is used after the reduction.
+    fn normalize(cols: u64, masked: bool) -> Program {
+        let mut b = Builder::new("normalize", &[8]);
+        let x = b.param("x", DType::F32, 8 * cols, Access::Read);
+        let y = b.param("y", DType::F32, 8 * cols, Access::Write);
+        let vx = b.view_contiguous(x, &[8, cols], &[1, cols as u32], Padding::Zero);
+        let vy = b.view_contiguous(y, &[8, cols], &[1, cols as u32], Padding::Zero);
+        let idx = [IndexExpr::grid(0), IndexExpr::constant(0)];
+        let t = b.load(vx, &idx, masked);
+        let s = b.reduce(TileReduce::Sum, t, 1);
+        let s = b.broadcast(s, &[1, cols as u32]);
+        let q = b.binary(BinaryOp::Div, t, s);
+        b.store(vy, &idx, q, masked);
+        b.finish().unwrap()
+    }
+
+    #[test]
+    fn rows_that_cannot_be_staged_stay_in_registers() {
+        // Masked, or larger than the staging bound (16384 f32 = 64 KiB):
+        // one global load of the row, held in registers across the
+        // reduction, as without staging.
+        for (cols, masked) in [(256, true), (16384, false)] {
+            let m = gen(&normalize(cols, masked), Tuning::default());
+            assert_eq!(count(&m.text, "cp.async"), 0, "{cols} {masked}");
+            assert!(!m.text.contains("tf_stage"), "{cols} {masked}");
+            let loads = m
+                .text
+                .lines()
+                .filter(|l| l.contains("ld.global") && !l.contains("//"))
+                .count();
+            let expected = if cols == 256 {
+                1
+            } else {
+                (cols / 4 / m.block_threads as u64) as usize
+            };
+            assert_eq!(loads, expected, "{cols} {masked}:\n{}", m.text);
+            let after = m.text.rsplit("bar.sync").next().unwrap();
+            assert_eq!(count(after, "ld.global"), 0, "{cols} {masked}");
+        }
+    }
+
     #[test]
     fn reloads_read_the_row_again_after_the_reduction() {
-        // y = x / sum(x) over rows: x is used after the reduction.
-        let mut b = Builder::new("normalize", &[8]);
-        let x = b.param("x", DType::F32, 8 * 256, Access::Read);
-        let y = b.param("y", DType::F32, 8 * 256, Access::Write);
-        let vx = b.view_contiguous(x, &[8, 256], &[1, 256], Padding::Zero);
-        let vy = b.view_contiguous(y, &[8, 256], &[1, 256], Padding::Zero);
-        let idx = [IndexExpr::grid(0), IndexExpr::constant(0)];
-        let t = b.load(vx, &idx, false);
-        let s = b.reduce(TileReduce::Sum, t, 1);
-        let s = b.broadcast(s, &[1, 256]);
-        let q = b.binary(BinaryOp::Div, t, s);
-        b.store(vy, &idx, q, false);
-        let program = b.finish().unwrap();
+        let program = normalize(256, false);
         let plain = gen(
             &program,
             Tuning {
