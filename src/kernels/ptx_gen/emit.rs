@@ -115,9 +115,6 @@ pub(super) struct Emitter<'a> {
     pub staged: HashMap<ValueId, String>,
     /// `.shared` declarations of the staged tiles.
     pub stage_decls: Vec<String>,
-    /// Staged copies issued and not yet waited for: the value, its dtype,
-    /// elements per slot and the slots' shared addresses.
-    pub pending_stage: Vec<(ValueId, DType, u32, Vec<String>)>,
 }
 
 impl<'a> Emitter<'a> {
@@ -151,7 +148,6 @@ impl<'a> Emitter<'a> {
             reloads: HashMap::new(),
             staged: HashMap::new(),
             stage_decls: Vec::new(),
-            pending_stage: Vec::new(),
         }
     }
 
@@ -441,9 +437,6 @@ impl<'a> Emitter<'a> {
     }
 
     fn inst(&mut self, inst: &Inst) -> Result<()> {
-        if !matches!(inst, Inst::Load { .. }) {
-            self.flush_staged();
-        }
         self.lower(inst)?;
         let uniform = match inst {
             Inst::Const { dst, .. } => Some(dst),

@@ -343,15 +343,21 @@ impl Emitter<'_> {
                 }
             }
             if staged_from.is_none() {
-                // Waited for, and read, once the run of loads this one is
-                // in has been issued (`flush_staged`): consecutive staged
-                // loads are in flight together.
                 self.need_version((7, 0));
                 self.ins("cp.async.commit_group");
-                self.pending_stage.push((dst, d, ce, slots));
-                return Ok(());
+                self.ins("cp.async.wait_group 0");
             }
-            self.read_staged(dst, d, ce, &slots);
+            for s_at in slots {
+                let dsts: Vec<String> = (0..ce).map(|_| self.reg(Class::of(d))).collect();
+                self.ins(format!(
+                    "ld.shared{}{} {}, {s_at}",
+                    vec_suffix(ce),
+                    mem_type(d),
+                    reg_list(&dsts)
+                ));
+                regs.extend(dsts);
+            }
+            self.vals.insert(dst, regs);
             return Ok(());
         }
         let bases = self.repeat_bases(view, v, &site, esize)?;
@@ -371,30 +377,6 @@ impl Emitter<'_> {
         }
         self.vals.insert(dst, regs);
         Ok(())
-    }
-
-    /// Waits for the staged copies issued so far and reads them into the
-    /// registers of their values.
-    pub(super) fn flush_staged(&mut self) {
-        if self.pending_stage.is_empty() {
-            return;
-        }
-        self.ins("cp.async.wait_group 0");
-        for (dst, d, ce, slots) in std::mem::take(&mut self.pending_stage) {
-            self.read_staged(dst, d, ce, &slots);
-        }
-    }
-
-    /// Reads a staged tile from its shared-memory slots into fresh
-    /// registers, `ce` elements per slot.
-    fn read_staged(&mut self, dst: ValueId, d: DType, ce: u32, slots: &[String]) {
-        let mut regs = Vec::new();
-        for s_at in slots {
-            let dsts: Vec<String> = (0..ce).map(|_| self.reg(Class::of(d))).collect();
-            self.ins(format!("ld.shared{}{} {}, {s_at}", vec_suffix(ce), mem_type(d), reg_list(&dsts)));
-            regs.extend(dsts);
-        }
-        self.vals.insert(dst, regs);
     }
 
     /// Bytes of shared memory the staged tiles take so far.

@@ -200,11 +200,6 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
 /// [`generate`] under explicit tuning settings.
 pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning) -> Result<PtxModule> {
     crate::kernels::ir::verify(program)?;
-    let hoisted = if tuning.hoist { reload::hoist_read_only_loads(program) } else { None };
-    if let Some(p) = &hoisted {
-        crate::kernels::ir::verify(p)?;
-    }
-    let program = hoisted.as_ref().unwrap_or(program);
     let reloaded = if tuning.reload || tuning.stage {
         reload::reload_after_reductions(program)
     } else {
@@ -238,7 +233,6 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
     e.begin(&entry, grid_blocks, grid_blocks > MAX_GRID_X);
     e.init_accs()?;
     e.block_of(&program.body)?;
-    e.flush_staged();
     let mut mapping = vec![format!("block {} threads, grid {grid_blocks} blocks", block.threads)];
     mapping.append(&mut std::mem::take(&mut e.mapping));
     let mapping = mapping.join("\n");
@@ -298,9 +292,6 @@ pub(crate) struct Tuning {
     /// pieces, or past the shared-memory bound) stays in registers, unless
     /// `reload` is set too.
     pub stage: bool,
-    /// Read-only loads moved ahead of the first reduction
-    /// (`TILEFUSE_GPU_HOIST=1`).
-    pub hoist: bool,
     /// The most threads per block of a kernel with a staged tile.
     pub staged_threads: u32,
     /// Cache qualifiers of read-only loads (`TILEFUSE_GPU_LD`, e.g.
@@ -321,7 +312,6 @@ impl Default for Tuning {
             reload: false,
             stage: true,
             staged_threads: 512,
-            hoist: false,
             load_hints: String::new(),
             store_hints: String::new(),
         }
@@ -351,7 +341,6 @@ pub(crate) fn tuning() -> &'static Tuning {
             reload: var("TILEFUSE_GPU_RELOAD").is_some_and(|v| v == "1"),
             stage: var("TILEFUSE_GPU_STAGE").map_or(true, |v| v != "0"),
             staged_threads: default.staged_threads,
-            hoist: var("TILEFUSE_GPU_HOIST").is_some_and(|v| v == "1"),
             load_hints: hints("TILEFUSE_GPU_LD"),
             store_hints: hints("TILEFUSE_GPU_ST"),
         }

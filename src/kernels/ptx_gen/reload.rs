@@ -10,30 +10,6 @@
 use crate::kernels::ir::{Access, Inst, Program, ValueId};
 use std::collections::HashMap;
 
-/// `program` with every top-level load of a read-only parameter moved to the
-/// start of the body, or `None` when no such load follows a reduction.
-/// ptxas does not move loads across a reduction's barriers, so a tile used
-/// only after one (a norm's weights) would otherwise make its own round
-/// trip once the row statistics are known; moved up, it is in flight with
-/// the row (and, staged, takes no registers meanwhile). No read-only
-/// parameter is written by the kernel, so the loads read the same values
-/// wherever they sit, and at the top level a load's index depends only on
-/// the grid point.
-pub(super) fn hoist_read_only_loads(program: &Program) -> Option<Program> {
-    let read_only = |inst: &Inst| match inst {
-        Inst::Load { view, .. } => program.params[program.views[view.index()].param.index()].access == Access::Read,
-        _ => false,
-    };
-    let first_reduce = program.body.iter().position(|i| matches!(i, Inst::Reduce { .. }))?;
-    if !program.body[first_reduce..].iter().any(read_only) {
-        return None;
-    }
-    let (loads, rest): (Vec<Inst>, Vec<Inst>) = program.body.iter().cloned().partition(|i| read_only(i));
-    let mut out = program.clone();
-    out.body = loads.into_iter().chain(rest).collect();
-    Some(out)
-}
-
 /// `program` with the reloads and, for each, the value it loads again and
 /// the value it loads it as (`(reload, original)`), or `None` when
 /// nothing would change.
