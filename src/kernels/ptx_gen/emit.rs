@@ -111,10 +111,12 @@ pub(super) struct Emitter<'a> {
     /// first.
     pub reloads: HashMap<ValueId, ValueId>,
     /// Tiles staged through shared memory (`TILEFUSE_GPU_STAGE`): the
-    /// shared array holding each and its size in bytes.
+    /// shared array holding each.
     pub staged: HashMap<ValueId, String>,
     /// `.shared` declarations of the staged tiles.
     pub stage_decls: Vec<String>,
+    /// Bytes of shared memory the staged tiles take.
+    pub staged_bytes: u32,
 }
 
 impl<'a> Emitter<'a> {
@@ -148,6 +150,7 @@ impl<'a> Emitter<'a> {
             reloads: HashMap::new(),
             staged: HashMap::new(),
             stage_decls: Vec::new(),
+            staged_bytes: 0,
         }
     }
 

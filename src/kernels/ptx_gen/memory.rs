@@ -287,7 +287,7 @@ impl Emitter<'_> {
             && !self.in_last_point
             && ce * esize == 16
             && self.reloads.values().any(|o| *o == dst)
-            && self.staged_bytes() + l.slots() as u32 * self.block.threads * esize <= STAGE_LIMIT;
+            && self.staged_bytes + l.slots() as u32 * self.block.threads * esize <= STAGE_LIMIT;
         if let Some(orig) = self.reloads.get(&dst).copied() {
             if self.tuning.stage && !self.tuning.reload && staged_from.is_none() {
                 // A reload of a tile kept in registers: the same registers.
@@ -311,10 +311,9 @@ impl Emitter<'_> {
                 Some(o) => self.staged[&o].clone(),
                 None => {
                     let name = format!("tf_stage{}", self.stage_decls.len());
-                    self.stage_decls.push(format!(
-                        ".shared .align 16 .b8 {name}[{}];",
-                        l.slots() as u32 * self.block.threads * esize
-                    ));
+                    let bytes = l.slots() as u32 * self.block.threads * esize;
+                    self.stage_decls.push(format!(".shared .align 16 .b8 {name}[{bytes}];"));
+                    self.staged_bytes += bytes;
                     self.staged.insert(dst, name.clone());
                     name
                 }
@@ -377,14 +376,6 @@ impl Emitter<'_> {
         }
         self.vals.insert(dst, regs);
         Ok(())
-    }
-
-    /// Bytes of shared memory the staged tiles take so far.
-    fn staged_bytes(&self) -> u32 {
-        self.stage_decls
-            .iter()
-            .filter_map(|d| d.rsplit('[').next()?.trim_end_matches("];").parse::<u32>().ok())
-            .sum()
     }
 
     /// One memory instruction loading `dsts.len()` consecutive elements.
