@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+use tilefuse::device::cuda::CudaDevice;
 use tilefuse::fusion::FusionOptions;
 use tilefuse::graph::reference;
 use tilefuse::runtime::{last_realize_stats, run_plan_on_cuda};
@@ -395,7 +396,10 @@ fn benchmark_pipelines_match_the_reference_and_report_first_call_latency() {
         let got = host_of(&out);
         let first_ms = started.elapsed().as_secs_f64() * 1e3;
         compare_with(&got, &want, tolerance(want.dtype()), scale).unwrap_or_else(|e| panic!("{name}: {e}"));
-        // The same pipeline again on the same inputs: everything is cached.
+        // The same pipeline again on the same inputs: everything is cached,
+        // and once the tuned modules are in, they run in place of the
+        // first call's quick ones, with the same bits.
+        CudaDevice::open(0).unwrap().finish_compiles();
         let again = build();
         let second = again.realize_with_stats().unwrap();
         assert_eq!(last_realize_stats(), Some(second));
@@ -408,7 +412,11 @@ fn benchmark_pipelines_match_the_reference_and_report_first_call_latency() {
             "{name}: inputs already on the device are not copied again"
         );
         assert_eq!(second.kernels_launched, first.kernels_launched);
-        compare_with(&host_of(&again), &want, tolerance(want.dtype()), scale).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let tuned = host_of(&again);
+        assert!(
+            tuned.bytes() == got.bytes(),
+            "{name}: the tuned kernels' result differs from the first call's"
+        );
         println!(
             "{name:<15} {:>7} | {:>16.2} ms {:>7.2} {:>7.2} {:>8.2} | {:>11.3} ms  {}",
             first.kernels_launched,

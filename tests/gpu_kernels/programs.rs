@@ -382,6 +382,36 @@ fn compiled_programs_are_cached_per_program() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn the_tuned_module_replaces_the_quick_one() {
+    // A loop of 37 trips, which the quick tier keeps rolled.
+    let p = row_reduction(DType::F32, TileReduce::Sum, 7, 37 * 128, 128);
+    let (_guard, device) = device();
+    let compiled = device.compile(&p).unwrap();
+    device.finish_compiles();
+    assert!(compiled.is_tuned());
+    let tuned_after = compiled.tuned_after().expect("the tuned module's time");
+    assert!(
+        tuned_after >= compiled.compile_time(),
+        "{tuned_after:?} < {:?}",
+        compiled.compile_time()
+    );
+    // The tuned module: default generation at the JIT's default level.
+    assert_eq!(compiled.kernel().jit_level(), None);
+    assert!(
+        !compiled.module().text.contains("nounroll"),
+        "{}",
+        compiled.module().text
+    );
+    assert_eq!(compiled.kernel().ptx(), compiled.module().text);
+    eprintln!(
+        "{}: quick tier after {:?}, tuned after {tuned_after:?}",
+        p.name,
+        compiled.compile_time()
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn argument_errors_match_the_cpu_executor() {
     let p = column_atomic(AtomicOp::Add, DType::I32);
     let (_guard, device) = device();

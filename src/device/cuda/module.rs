@@ -18,6 +18,9 @@ const LOG_BYTES: usize = 16 * 1024;
 struct Module {
     raw: sys::CUmodule,
     ptx: String,
+    /// The JIT optimization level it was loaded at (`None`: the driver's
+    /// default).
+    level: Option<u32>,
     load_time: Duration,
     ctx: Arc<CudaContext>,
 }
@@ -88,6 +91,12 @@ impl Kernel {
         &self.module.ptx
     }
 
+    /// The JIT optimization level the module was loaded at; `None` for the
+    /// driver's default (the highest, 4).
+    pub fn jit_level(&self) -> Option<u32> {
+        self.module.level
+    }
+
     /// The raw driver handle, for calls this module does not wrap.
     pub fn raw(&self) -> sys::CUfunction {
         self.function
@@ -137,14 +146,29 @@ impl CudaDevice {
     ///
     /// A module the JIT rejects, or one without `entry`, returns
     /// [`Error::PtxLoad`] with the JIT's own log.
+    ///
+    /// The JIT runs at the driver's default optimization level, or at
+    /// `TILEFUSE_JIT_O` (0 to 4) when that is set.
     pub fn load(&self, ptx: &str, entry: &str, name: &str) -> Result<Kernel> {
+        self.load_at(ptx, entry, name, jit_level())
+    }
+
+    /// [`load`](Self::load) at JIT optimization level `level` (0 to 4;
+    /// `None`: the driver's default). Modules are cached per (text, level).
+    pub fn load_at(&self, ptx: &str, entry: &str, name: &str, level: Option<u32>) -> Result<Kernel> {
+        if let Some(l) = level.filter(|&l| l > 4) {
+            return Err(Error::PtxLoad {
+                program: name.to_string(),
+                log: format!("JIT optimization level {l} is not one of 0 to 4"),
+            });
+        }
         let hash = hash_text(ptx);
         let key = (hash, entry.to_string());
         let find_module = |state: &CacheState| {
             state
                 .modules
                 .get(&hash)
-                .and_then(|ms| ms.iter().find(|m| m.ptx == ptx))
+                .and_then(|ms| ms.iter().find(|m| m.ptx == ptx && m.level == level))
                 .cloned()
         };
         let cached = {
@@ -152,7 +176,7 @@ impl CudaDevice {
             if let Some(kernel) = state
                 .kernels
                 .get(&key)
-                .and_then(|ks| ks.iter().find(|k| k.module.ptx == ptx))
+                .and_then(|ks| ks.iter().find(|k| k.module.ptx == ptx && k.module.level == level))
             {
                 let kernel = kernel.clone();
                 state.stats.hits += 1;
@@ -168,11 +192,12 @@ impl CudaDevice {
                 // once; callers that must not load one module twice (the
                 // program cache) serialise themselves.
                 let started = Instant::now();
-                let raw = load_module(ptx, name)?;
+                let raw = load_module(ptx, name, level)?;
                 let load_time = started.elapsed();
                 let loaded = Arc::new(Module {
                     raw,
                     ptx: ptx.to_string(),
+                    level,
                     load_time,
                     ctx: self.context().clone(),
                 });
@@ -235,7 +260,7 @@ pub(crate) fn warm_up_jit(ctx: Arc<CudaContext>) {
             if ctx.bind_to_thread().is_err() {
                 return;
             }
-            if let Ok(module) = load_module(WARM_UP_PTX, "JIT warm-up") {
+            if let Ok(module) = load_module(WARM_UP_PTX, "JIT warm-up", None) {
                 // SAFETY: the module was just loaded on this thread's current
                 // context and no function of it was ever taken.
                 let _ = unsafe { result::module::unload(module) };
@@ -244,8 +269,9 @@ pub(crate) fn warm_up_jit(ctx: Arc<CudaContext>) {
     drop(spawned);
 }
 
-/// Loads PTX text with `cuModuleLoadDataEx`, asking the JIT for its logs.
-fn load_module(ptx: &str, name: &str) -> Result<sys::CUmodule> {
+/// Loads PTX text with `cuModuleLoadDataEx` at JIT optimization level
+/// `level` (`None`: the driver's default), asking the JIT for its logs.
+fn load_module(ptx: &str, name: &str, level: Option<u32>) -> Result<sys::CUmodule> {
     let image = CString::new(ptx).map_err(|_| Error::PtxLoad {
         program: name.to_string(),
         log: "the PTX text contains a NUL byte".into(),
@@ -253,9 +279,6 @@ fn load_module(ptx: &str, name: &str) -> Result<sys::CUmodule> {
     let mut error_log = vec![0u8; LOG_BYTES];
     let mut info_log = vec![0u8; LOG_BYTES];
     use sys::CUjit_option as O;
-    // `TILEFUSE_JIT_O=0..4` sets the JIT's optimization level for tuning
-    // runs; unset, the driver's default (4) applies.
-    let level = jit_level();
     let mut options = [
         O::CU_JIT_ERROR_LOG_BUFFER,
         O::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,

@@ -13,33 +13,60 @@ use super::{driver_error, CudaDevice};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::kernels::ir::Program;
-use crate::kernels::ptx_gen::{generate, PtxModule, Target};
+use crate::kernels::ptx_gen::{generate, generate_quick, PtxModule, Target};
 use crate::storage::HostBuffer;
 use cudarc::driver::{result, sys};
 use smallvec::SmallVec;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
+
+/// A generated module with its loaded kernel.
+struct Loaded {
+    module: PtxModule,
+    kernel: Kernel,
+}
 
 /// A program compiled for one device: its PTX module and loaded kernel.
 ///
 /// Get one from [`CudaDevice::compile`]; run it with
 /// [`CompiledProgram::launch`].
+///
+/// **Two tiers.** The driver's JIT takes 10–50 ms for one of our modules at
+/// its highest optimization level, most of it spent unrolling and
+/// scheduling. A new program is therefore first loaded *quickly*: its
+/// loops kept rolled (`.pragma "nounroll"`) and the JIT at a low
+/// optimization level, which gives the first call its result sooner from a
+/// slower kernel. The *tuned* module (default generation, the JIT's highest
+/// level) is loaded on a background thread and replaces the quick one for
+/// every launch once it is ready; [`CudaDevice::finish_compiles`] waits for
+/// that. Both compute the same values (the same operations in the same
+/// order; only unrolling and scheduling differ). `TILEFUSE_JIT_QUICK=off`
+/// loads the tuned module at once and only; `TILEFUSE_JIT_QUICK=<level>`
+/// (0 to 3), optionally with `u` for unrolled loops (`1u`), sets the
+/// quick tier.
 pub struct CompiledProgram {
     program: Program,
-    module: PtxModule,
-    kernel: Kernel,
+    /// The module loaded first: the quick tier, or the tuned module when
+    /// `quick` is false.
+    first: Loaded,
+    quick: bool,
+    tuned: OnceLock<Loaded>,
     compile_time: Duration,
+    tuned_after: OnceLock<Duration>,
+    started: Instant,
 }
 
 impl std::fmt::Debug for CompiledProgram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let current = self.current();
         write!(
             f,
-            "CompiledProgram({} on cuda:{}, {})",
+            "CompiledProgram({} on cuda:{}, {}, {})",
             self.program.name,
-            self.kernel.ordinal(),
-            self.module.mapping.lines().next().unwrap_or_default()
+            current.kernel.ordinal(),
+            if self.is_tuned() { "tuned" } else { "quick" },
+            current.module.mapping.lines().next().unwrap_or_default()
         )
     }
 }
@@ -50,20 +77,38 @@ impl CompiledProgram {
         &self.program
     }
 
-    /// The generated PTX module and its launch shape.
-    pub fn module(&self) -> &PtxModule {
-        &self.module
+    fn current(&self) -> &Loaded {
+        self.tuned.get().unwrap_or(&self.first)
     }
 
-    /// The loaded kernel.
+    /// Whether launches use the tuned module: always when the quick tier is
+    /// off, otherwise once the background load finished.
+    pub fn is_tuned(&self) -> bool {
+        !self.quick || self.tuned.get().is_some()
+    }
+
+    /// The generated PTX module launches use now (the tuned one once it is
+    /// loaded) and its launch shape.
+    pub fn module(&self) -> &PtxModule {
+        &self.current().module
+    }
+
+    /// The loaded kernel launches use now.
     pub fn kernel(&self) -> &Kernel {
-        &self.kernel
+        &self.current().kernel
     }
 
     /// How long PTX generation and loading (the driver's JIT, or its cache)
-    /// took when the program was first compiled on this device.
+    /// of the first module took when the program was first compiled on this
+    /// device.
     pub fn compile_time(&self) -> Duration {
         self.compile_time
+    }
+
+    /// How long after the start of the first compilation the tuned module
+    /// was ready; `None` while it is still being loaded.
+    pub fn tuned_after(&self) -> Option<Duration> {
+        self.tuned_after.get().copied()
     }
 
     /// Queues the program on `stream` with `args`, one buffer per parameter
@@ -78,7 +123,8 @@ impl CompiledProgram {
     pub fn launch(&self, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
         let shapes: SmallVec<[(DType, usize); 8]> = args.iter().map(|b| (b.dtype(), b.len())).collect();
         check_args(&self.program, &shapes)?;
-        let ordinal = self.kernel.ordinal();
+        let Loaded { module, kernel } = self.current();
+        let ordinal = kernel.ordinal();
         for (i, buffer) in args.iter().enumerate() {
             let on = buffer.device().ordinal();
             if on != ordinal || stream.ordinal() != ordinal {
@@ -95,33 +141,71 @@ impl CompiledProgram {
                 fill(ptr, buffer.len(), Fill::new(init.0, param.dtype), stream)?;
             }
         }
-        let (x, y) = self.module.grid_dims();
+        let (x, y) = module.grid_dims();
         // SAFETY: the generated kernel takes one `.param .u64` pointer per
         // program parameter, in order; each buffer holds the parameter's
         // dtype and length (checked above), so the kernel's accesses, which
         // the verifier bounds by the parameters' lengths, stay inside them;
         // the buffers are marked used on `stream`, so their blocks are not
         // reused before the kernel completes.
-        unsafe {
-            launch(
-                &self.kernel,
-                (x, y, 1),
-                (self.module.block_threads, 1, 1),
-                0,
-                stream,
-                &pointers,
-            )
-        }
+        unsafe { launch(kernel, (x, y, 1), (module.block_threads, 1, 1), 0, stream, &pointers) }
     }
 }
 
 /// One program's compiled form, once a compilation succeeded.
 type ProgramSlot = Arc<Mutex<Option<Arc<CompiledProgram>>>>;
 
-/// Compiled programs of one device, by program.
+/// Compiled programs of one device, by program, and the tuned modules still
+/// to load.
 #[derive(Default)]
 pub(crate) struct ProgramCache {
     programs: Mutex<HashMap<Program, ProgramSlot>>,
+    tuner: Mutex<TunerState>,
+    tuned: Condvar,
+}
+
+/// Programs waiting for their tuned module.
+#[derive(Default)]
+struct TunerState {
+    queue: VecDeque<Arc<CompiledProgram>>,
+    /// Queued programs plus the one being loaded.
+    pending: usize,
+    /// Whether a tuner thread is running.
+    running: bool,
+}
+
+/// The quick tier: JIT level and whether loops stay rolled; `None` when
+/// off. From `TILEFUSE_JIT_QUICK`, read once.
+fn quick_tier() -> Option<QuickTier> {
+    static TIER: OnceLock<Option<QuickTier>> = OnceLock::new();
+    *TIER.get_or_init(|| match std::env::var("TILEFUSE_JIT_QUICK") {
+        Ok(v) => QuickTier::parse(&v),
+        Err(_) => Some(QuickTier::DEFAULT),
+    })
+}
+
+/// How the quick tier of a program is generated and loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct QuickTier {
+    /// The JIT optimization level.
+    level: u32,
+    /// Loops written once and marked `nounroll`.
+    rolled: bool,
+}
+
+impl QuickTier {
+    const DEFAULT: QuickTier = QuickTier { level: 1, rolled: true };
+
+    /// `<level>` (0 to 3) is rolled loops at that level; `<level>u` leaves
+    /// unrolling to ptxas; anything else (`off`) is no quick tier.
+    fn parse(v: &str) -> Option<QuickTier> {
+        let (digits, rolled) = match v.strip_suffix('u') {
+            Some(d) => (d, false),
+            None => (v, true),
+        };
+        let level = digits.parse::<u32>().ok().filter(|&l| l <= 3)?;
+        Some(QuickTier { level, rolled })
+    }
 }
 
 impl CudaDevice {
@@ -136,6 +220,9 @@ impl CudaDevice {
     /// use, then shared. A program the generator cannot lower returns its
     /// error; one the driver's JIT rejects returns [`Error::PtxLoad`] with
     /// the JIT's log.
+    ///
+    /// The first compilation loads the quick tier and queues the tuned
+    /// module for a background thread (see [`CompiledProgram`]).
     pub fn compile(&self, program: &Program) -> Result<Arc<CompiledProgram>> {
         // The table is locked only to find the program's slot; the slot is
         // held through generation and the JIT, so threads asking for the same
@@ -153,16 +240,109 @@ impl CudaDevice {
             return Ok(compiled.clone());
         }
         let started = Instant::now();
-        let module = generate(program, &self.target())?;
-        let kernel = self.load(&module.text, &module.entry, &program.name)?;
+        let target = self.target();
+        let (first, quick) = match quick_tier() {
+            Some(tier) => {
+                let module = if tier.rolled {
+                    generate_quick(program, &target)?
+                } else {
+                    generate(program, &target)?
+                };
+                let kernel = self.load_at(&module.text, &module.entry, &program.name, Some(tier.level))?;
+                (Loaded { module, kernel }, true)
+            }
+            None => {
+                let module = generate(program, &target)?;
+                let kernel = self.load(&module.text, &module.entry, &program.name)?;
+                (Loaded { module, kernel }, false)
+            }
+        };
+        let compile_time = started.elapsed();
         let compiled = Arc::new(CompiledProgram {
             program: program.clone(),
-            module,
-            kernel,
-            compile_time: started.elapsed(),
+            tuned: OnceLock::new(),
+            compile_time,
+            tuned_after: OnceLock::new(),
+            started,
+            first,
+            quick,
         });
+        if quick {
+            self.queue_tuning(compiled.clone())?;
+        } else {
+            let _ = compiled.tuned_after.set(compile_time);
+        }
         *slot = Some(compiled.clone());
         Ok(compiled)
+    }
+
+    /// Waits until every program compiled so far on this device launches its
+    /// tuned module (see [`CompiledProgram`]). A tuned module the JIT fails
+    /// to load leaves its program on the quick tier and does not fail this
+    /// call; [`CompiledProgram::is_tuned`] tells.
+    pub fn finish_compiles(&self) {
+        let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
+        while state.pending > 0 {
+            state = self.programs.tuned.wait(state).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Queues `compiled` for its tuned module, starting the tuner thread if
+    /// none is running.
+    fn queue_tuning(&self, compiled: Arc<CompiledProgram>) -> Result<()> {
+        let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
+        state.queue.push_back(compiled);
+        state.pending += 1;
+        if state.running {
+            return Ok(());
+        }
+        state.running = true;
+        let device = CudaDevice::open(self.ordinal())?;
+        let spawned = std::thread::Builder::new()
+            .name(format!("tilefuse-tuner-cuda{}", self.ordinal()))
+            .spawn(move || device.run_tuner());
+        if let Err(e) = spawned {
+            state.running = false;
+            state.queue.clear();
+            state.pending = 0;
+            self.programs.tuned.notify_all();
+            return Err(Error::Driver {
+                call: "std::thread::spawn",
+                message: format!("the thread loading tuned modules did not start: {e}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// The tuner thread: loads queued programs' tuned modules until the
+    /// queue is empty.
+    fn run_tuner(&self) {
+        loop {
+            let next = {
+                let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
+                match state.queue.pop_front() {
+                    Some(next) => next,
+                    None => {
+                        state.running = false;
+                        return;
+                    }
+                }
+            };
+            let program = &next.program;
+            let tuned = generate(program, &self.target()).and_then(|module| {
+                let kernel = self.load(&module.text, &module.entry, &program.name)?;
+                Ok(Loaded { module, kernel })
+            });
+            if let Ok(tuned) = tuned {
+                let _ = next.tuned_after.set(next.started.elapsed());
+                let _ = next.tuned.set(tuned);
+            }
+            let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
+            state.pending -= 1;
+            if state.pending == 0 {
+                self.programs.tuned.notify_all();
+            }
+        }
     }
 }
 
@@ -285,6 +465,17 @@ mod tests {
         let t = b.cast(t, DType::F64);
         b.store(vy, &[IndexExpr::grid(0)], t, false);
         b.finish().unwrap()
+    }
+
+    #[test]
+    fn quick_tier_settings_parse() {
+        let tier = |level, rolled| Some(QuickTier { level, rolled });
+        assert_eq!(QuickTier::parse("1"), tier(1, true));
+        assert_eq!(QuickTier::parse("0"), tier(0, true));
+        assert_eq!(QuickTier::parse("2u"), tier(2, false));
+        for off in ["off", "", "4", "u", "1x", "-1"] {
+            assert_eq!(QuickTier::parse(off), None, "{off:?}");
+        }
     }
 
     #[test]

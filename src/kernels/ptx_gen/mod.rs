@@ -197,6 +197,21 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
     generate_with(program, target, tuning())
 }
 
+/// [`generate`] with every loop written once and marked `nounroll`: a
+/// module the driver's JIT compiles several times faster, for a program's
+/// first call while the [`generate`]d one is loaded in the background.
+/// It computes the same operations in the same order.
+pub fn generate_quick(program: &Program, target: &Target) -> Result<PtxModule> {
+    generate_with(
+        program,
+        target,
+        &Tuning {
+            unroll: Some(1),
+            ..tuning().clone()
+        },
+    )
+}
+
 /// [`generate`] under explicit tuning settings.
 pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning) -> Result<PtxModule> {
     crate::kernels::ir::verify(program)?;
@@ -412,6 +427,26 @@ mod tuning_tests {
             let head = m.text.split("$L1:").next().unwrap();
             assert_eq!(count(head, "ld.global"), 5 % n.min(5) as usize, "unroll {n}");
         }
+    }
+
+    #[test]
+    fn the_quick_tier_keeps_loops_rolled_and_changes_nothing_else() {
+        let target = Target::for_driver(90, 13000);
+        let looped = row_sum();
+        let quick = generate_quick(&looped, &target).unwrap();
+        let tuned = generate(&looped, &target).unwrap();
+        assert_eq!(count(&quick.text, ".pragma \"nounroll\""), 1, "{}", quick.text);
+        assert_eq!(count(&tuned.text, "nounroll"), 0, "{}", tuned.text);
+        assert_eq!(
+            (quick.block_threads, quick.grid_blocks, quick.shared_bytes),
+            (tuned.block_threads, tuned.grid_blocks, tuned.shared_bytes)
+        );
+        // Without a loop the two tiers are the same text.
+        let straight = normalize(1024, false);
+        assert_eq!(
+            generate_quick(&straight, &target).unwrap(),
+            generate(&straight, &target).unwrap()
+        );
     }
 
     #[test]
