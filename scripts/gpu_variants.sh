@@ -7,6 +7,6 @@ while read -r name envs; do
   [ -z "$name" ] && continue
   env $envs timeout 200 $B/example-throughput --reps ${REPS:-30} ${ONLY:+--only $ONLY} > $OUT/var_$name.txt 2>&1
   echo "== $name ($envs) rc=$?"
-  grep -E "^\| [a-z]" $OUT/var_$name.txt | cut -d'|' -f2,8,9,10 | tr '\n' ';'; echo
+  grep -E "^\| [a-z]" $OUT/var_$name.txt | cut -d'|' -f2,8,10,11,12 | tr '\n' ';'; echo
   grep -E "host overhead|phases" $OUT/var_$name.txt
 done <<< "$VARIANTS"
