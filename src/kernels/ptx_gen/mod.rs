@@ -224,15 +224,6 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
         crate::kernels::ir::verify(p)?;
     }
     let program = reloaded.as_ref().map_or(program, |(p, _)| p);
-    let hoisted = if tuning.hoist {
-        reload::hoist_loads_after_reductions(program, reloaded.as_ref().map_or(&[][..], |(_, r)| r))
-    } else {
-        None
-    };
-    if let Some(p) = &hoisted {
-        crate::kernels::ir::verify(p)?;
-    }
-    let program = hoisted.as_ref().unwrap_or(program);
     // A kernel whose row is staged in shared memory runs wider blocks: the
     // row no longer takes registers, so more of its rows are in flight.
     let most = if tuning.stage && reloaded.is_some() {
@@ -318,10 +309,6 @@ pub(crate) struct Tuning {
     pub stage: bool,
     /// The most threads per block of a kernel with a staged tile.
     pub staged_threads: u32,
-    /// `TILEFUSE_GPU_HOIST=1`: read-only loads after the first reduction
-    /// (a norm's weights) move to the start of the kernel, into registers,
-    /// so that they are in flight together with the row.
-    pub hoist: bool,
     /// Cache qualifiers of read-only loads (`TILEFUSE_GPU_LD`, e.g.
     /// `.L1::no_allocate`) and of stores (`TILEFUSE_GPU_ST`, e.g. `.cs`),
     /// empty by default. Only letters, digits, `.`, `:` and `_` are taken;
@@ -340,7 +327,6 @@ impl Default for Tuning {
             reload: false,
             stage: true,
             staged_threads: 512,
-            hoist: false,
             load_hints: String::new(),
             store_hints: String::new(),
         }
@@ -370,7 +356,6 @@ pub(crate) fn tuning() -> &'static Tuning {
             reload: var("TILEFUSE_GPU_RELOAD").is_some_and(|v| v == "1"),
             stage: var("TILEFUSE_GPU_STAGE").map_or(true, |v| v != "0"),
             staged_threads: default.staged_threads,
-            hoist: var("TILEFUSE_GPU_HOIST").map_or(default.hoist, |v| v == "1"),
             load_hints: hints("TILEFUSE_GPU_LD"),
             store_hints: hints("TILEFUSE_GPU_ST"),
         }

@@ -54,36 +54,3 @@ pub(super) fn reload_after_reductions(program: &Program) -> Option<(Program, Vec
     out.body = body;
     Some((out, reloaded.into_iter().map(|(orig, new)| (new, orig)).collect()))
 }
-
-/// `program` with every top-level load of a read-only parameter that
-/// follows the first reduction, other than the reloads in `reloads`, moved
-/// to the start of the body, or `None` when there is none. ptxas does not
-/// move loads across a reduction's barriers, so a tile used only after one
-/// (a norm's weights) would otherwise make its own round trip once the row
-/// statistics are known; at the start it is in flight together with the
-/// row. No read-only parameter is written by the kernel, so the loads read
-/// the same values wherever they sit, and at the top level a load's index
-/// depends only on the grid point. The moved loads are held in registers
-/// (they are not reloads, so they are not staged).
-pub(super) fn hoist_loads_after_reductions(program: &Program, reloads: &[(ValueId, ValueId)]) -> Option<Program> {
-    let first_reduce = program.body.iter().position(|i| matches!(i, Inst::Reduce { .. }))?;
-    let moved = |inst: &Inst| match inst {
-        Inst::Load { dst, view, .. } => {
-            program.params[program.views[view.index()].param.index()].access == Access::Read
-                && !reloads.iter().any(|(reload, _)| reload == dst)
-        }
-        _ => false,
-    };
-    let (tail_loads, tail): (Vec<Inst>, Vec<Inst>) =
-        program.body[first_reduce..].iter().cloned().partition(|i| moved(i));
-    if tail_loads.is_empty() {
-        return None;
-    }
-    let mut out = program.clone();
-    out.body = tail_loads
-        .into_iter()
-        .chain(program.body[..first_reduce].iter().cloned())
-        .chain(tail)
-        .collect();
-    Some(out)
-}
