@@ -403,6 +403,14 @@ fn the_tuned_module_replaces_the_quick_one() {
         compiled.module().text
     );
     assert_eq!(compiled.kernel().ptx(), compiled.module().text);
+    // Without a loop there is no quick tier (under the default settings):
+    // the first module is the tuned one.
+    if std::env::var_os("TILEFUSE_JIT_QUICK").is_none() {
+        let straight = device.compile(&add_one_u8(999, 128)).unwrap();
+        assert!(straight.is_tuned());
+        assert_eq!(straight.kernel().jit_level(), None);
+        assert_eq!(straight.tuned_after(), Some(straight.compile_time()));
+    }
     eprintln!(
         "{}: quick tier after {:?}, tuned after {tuned_after:?}",
         p.name,

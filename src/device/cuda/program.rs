@@ -40,7 +40,8 @@ struct Loaded {
 /// slower kernel. The *tuned* module (default generation, the JIT's highest
 /// level) is loaded on a background thread and replaces the quick one for
 /// every launch once it is ready; [`CudaDevice::finish_compiles`] waits for
-/// that. Both compute the same values (the same operations in the same
+/// that. A program without loops has no quick tier: the JIT's level alone
+/// saves little on straight-line code, so it is loaded tuned at once. Both compute the same values (the same operations in the same
 /// order; only unrolling and scheduling differ). `TILEFUSE_JIT_QUICK=off`
 /// loads the tuned module at once and only; `TILEFUSE_JIT_QUICK=<level>`
 /// (0 to 3), optionally with `u` for unrolled loops (`1u`), sets the
@@ -167,7 +168,7 @@ pub(crate) struct ProgramCache {
 /// Programs waiting for their tuned module.
 #[derive(Default)]
 struct TunerState {
-    queue: VecDeque<Arc<CompiledProgram>>,
+    queue: VecDeque<(Arc<CompiledProgram>, PtxModule)>,
     /// Queued programs plus the one being loaded.
     pending: usize,
     /// Whether a tuner thread is running.
@@ -241,22 +242,35 @@ impl CudaDevice {
         }
         let started = Instant::now();
         let target = self.target();
-        let (first, quick) = match quick_tier() {
-            Some(tier) => {
-                let module = if tier.rolled {
-                    generate_quick(program, &target)?
-                } else {
-                    generate(program, &target)?
-                };
-                let kernel = self.load_at(&module.text, &module.entry, &program.name, Some(tier.level))?;
-                (Loaded { module, kernel }, true)
+        let tuned_module = generate(program, &target)?;
+        // The quick tier's module, unless it would be the tuned text anyway
+        // (a kernel without loops): the JIT's level alone saves little
+        // there, so such a kernel is loaded tuned at once.
+        let quick = match quick_tier() {
+            Some(tier) if tier.rolled => {
+                let module = generate_quick(program, &target)?;
+                (module != tuned_module).then_some((module, tier.level))
+            }
+            Some(tier) => Some((tuned_module.clone(), tier.level)),
+            None => None,
+        };
+        let (first, pending) = match quick {
+            Some((module, level)) => {
+                let kernel = self.load_at(&module.text, &module.entry, &program.name, Some(level))?;
+                (Loaded { module, kernel }, Some(tuned_module))
             }
             None => {
-                let module = generate(program, &target)?;
-                let kernel = self.load(&module.text, &module.entry, &program.name)?;
-                (Loaded { module, kernel }, false)
+                let kernel = self.load(&tuned_module.text, &tuned_module.entry, &program.name)?;
+                (
+                    Loaded {
+                        module: tuned_module,
+                        kernel,
+                    },
+                    None,
+                )
             }
         };
+        let quick = pending.is_some();
         let compile_time = started.elapsed();
         let compiled = Arc::new(CompiledProgram {
             program: program.clone(),
@@ -267,8 +281,8 @@ impl CudaDevice {
             first,
             quick,
         });
-        if quick {
-            self.queue_tuning(compiled.clone())?;
+        if let Some(module) = pending {
+            self.queue_tuning(compiled.clone(), module)?;
         } else {
             let _ = compiled.tuned_after.set(compile_time);
         }
@@ -287,11 +301,11 @@ impl CudaDevice {
         }
     }
 
-    /// Queues `compiled` for its tuned module, starting the tuner thread if
+    /// Queues `compiled` for its tuned `module`, starting the tuner thread if
     /// none is running.
-    fn queue_tuning(&self, compiled: Arc<CompiledProgram>) -> Result<()> {
+    fn queue_tuning(&self, compiled: Arc<CompiledProgram>, module: PtxModule) -> Result<()> {
         let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
-        state.queue.push_back(compiled);
+        state.queue.push_back((compiled, module));
         state.pending += 1;
         if state.running {
             return Ok(());
@@ -328,11 +342,10 @@ impl CudaDevice {
                     }
                 }
             };
-            let program = &next.program;
-            let tuned = generate(program, &self.target()).and_then(|module| {
-                let kernel = self.load(&module.text, &module.entry, &program.name)?;
-                Ok(Loaded { module, kernel })
-            });
+            let (next, module) = next;
+            let tuned = self
+                .load(&module.text, &module.entry, &next.program.name)
+                .map(|kernel| Loaded { module, kernel });
             if let Ok(tuned) = tuned {
                 let _ = next.tuned_after.set(next.started.elapsed());
                 let _ = next.tuned.set(tuned);

@@ -227,7 +227,7 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
     // A kernel whose row is staged in shared memory runs wider blocks: the
     // row no longer takes registers, so more of its rows are in flight.
     let most = if tuning.stage && reloaded.is_some() {
-        tuning.max_threads.max(tuning.staged_threads)
+        tuning.staged_threads
     } else {
         tuning.max_threads
     };
@@ -307,7 +307,8 @@ pub(crate) struct Tuning {
     /// pieces, or past the shared-memory bound) stays in registers, unless
     /// `reload` is set too.
     pub stage: bool,
-    /// The most threads per block of a kernel with a staged tile.
+    /// The most threads per block of a kernel with a staged tile: 512, or
+    /// `TILEFUSE_GPU_STAGED_THREADS` (a power of two from 32 to 1024).
     pub staged_threads: u32,
     /// Cache qualifiers of read-only loads (`TILEFUSE_GPU_LD`, e.g.
     /// `.L1::no_allocate`) and of stores (`TILEFUSE_GPU_ST`, e.g. `.cs`),
@@ -355,7 +356,9 @@ pub(crate) fn tuning() -> &'static Tuning {
             unroll: number("TILEFUSE_GPU_UNROLL").filter(|v| (1..=64).contains(v)),
             reload: var("TILEFUSE_GPU_RELOAD").is_some_and(|v| v == "1"),
             stage: var("TILEFUSE_GPU_STAGE").map_or(true, |v| v != "0"),
-            staged_threads: default.staged_threads,
+            staged_threads: number("TILEFUSE_GPU_STAGED_THREADS")
+                .filter(|v| v.is_power_of_two() && (32..=1024).contains(v))
+                .map_or(default.staged_threads, |v| v as u32),
             load_hints: hints("TILEFUSE_GPU_LD"),
             store_hints: hints("TILEFUSE_GPU_ST"),
         }
