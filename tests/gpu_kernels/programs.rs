@@ -180,6 +180,90 @@ fn softmax_rows_of_4096() {
     run_cases("softmax", cases, |_| false);
 }
 
+/// `y = x / max(d)` per row of `cols` f32: the divisor is one value the
+/// whole block holds, which the generator divides by through an f64
+/// reciprocal (see `div_by_uniform_f32`).
+fn divide_by_row_max(rows: u64, cols: u64) -> Program {
+    let mut b = Builder::new(format!("divide_by_row_max_{cols}"), &[rows]);
+    let x = b.param("x", DType::F32, rows * cols, Access::Read);
+    let d = b.param("d", DType::F32, rows * cols, Access::Read);
+    let y = b.param("y", DType::F32, rows * cols, Access::Write);
+    let tile = [1, cols as u32];
+    let vx = b.view_contiguous(x, &[rows, cols], &tile, Padding::Zero);
+    let vd = b.view_contiguous(d, &[rows, cols], &tile, Padding::NegInf);
+    let vy = b.view_contiguous(y, &[rows, cols], &tile, Padding::Zero);
+    let idx = [g(0), c(0)];
+    let a = b.load(vx, &idx, false);
+    let m = b.load(vd, &idx, false);
+    let s = b.reduce(TileReduce::Max, m, 1);
+    let s = b.broadcast(s, &tile);
+    let q = b.binary(BinaryOp::Div, a, s);
+    b.store(vy, &idx, q, false);
+    b.finish().unwrap()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn division_by_a_row_value_is_correctly_rounded() {
+    // Every finite f32 bit pattern is as likely for x and for the divisor
+    // (so all exponents, subnormals included, and both signs), with the
+    // special values mixed in; each row's divisor is its first element of
+    // `d`, the rest being -inf. The CPU executor divides in f32 (correctly
+    // rounded): the GPU must agree bit for bit, NaNs aside.
+    let (rows, cols) = (8192u64, 256u64);
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let specials = [
+        0.0f32,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1.0,
+        -1.0,
+        f32::MIN_POSITIVE,
+        1e-45,
+        f32::MAX,
+    ];
+    let mut any = |k: u64| -> f32 {
+        let r = next();
+        if r % 97 == 0 {
+            return specials[(r >> 8) as usize % specials.len()];
+        }
+        let v = f32::from_bits((r >> 16) as u32 ^ (k as u32).rotate_left(7));
+        if v.is_finite() {
+            v
+        } else {
+            v.signum() * 1.5
+        }
+    };
+    let n = (rows * cols) as usize;
+    let xs: Vec<f32> = (0..n as u64).map(&mut any).collect();
+    let mut ds = vec![f32::NEG_INFINITY; n];
+    for r in 0..rows as usize {
+        ds[r * cols as usize] = if r < specials.len() { specials[r] } else { any(r as u64) };
+    }
+    let inputs = [
+        HostBuffer::from_elements(&xs),
+        HostBuffer::from_elements(&ds),
+        HostBuffer::zeros(DType::F32, n),
+    ];
+    let program = divide_by_row_max(rows, cols);
+    gpu_agrees(&program, &inputs, EXACT);
+    let text = tilefuse::kernels::ptx_gen::generate(&program, &device().1.target())
+        .unwrap()
+        .text;
+    assert!(
+        text.contains("rcp.approx.ftz.f64"),
+        "the uniform-divisor path was not taken:\n{text}"
+    );
+}
+
 /// Column reductions across grid points: `(op, dtype, input range, NaNs in
 /// the input, tolerance)`. A (301, 67) tensor in (32, 67) tiles; each grid
 /// point reduces its tile over the rows and combines into the output with
