@@ -7,7 +7,7 @@ use super::harness::{self, check_program, device, random, rel_abs, run_cases, Ou
 use super::{c, g, gpu_agrees};
 use std::sync::Arc;
 use tilefuse::device::cuda::run_program;
-use tilefuse::graph::BinaryOp;
+use tilefuse::graph::{BinaryOp, UnaryOp};
 use tilefuse::kernels::ir::{Access, AtomicOp, Builder, IndexExpr, Program, TileReduce, ValueType};
 use tilefuse::storage::HostBuffer;
 use tilefuse::tile::{Padding, ThreadScope};
@@ -180,11 +180,12 @@ fn softmax_rows_of_4096() {
     run_cases("softmax", cases, |_| false);
 }
 
-/// `y = x / max(d)` per row of `cols` f32: the divisor is one value the
-/// whole block holds, which the generator divides by through an f64
-/// reciprocal (see `div_by_uniform_f32`).
-fn divide_by_row_max(rows: u64, cols: u64) -> Program {
-    let mut b = Builder::new(format!("divide_by_row_max_{cols}"), &[rows]);
+/// `y = x / max(d)` per row of `cols` f32, or with `op` `y = x · op(max(d))`:
+/// the row value is one value the whole block holds, which the generator
+/// divides by (or takes the reciprocal of) through an f64 reciprocal (see
+/// `div_by_uniform_f32`).
+fn divide_by_row_max(rows: u64, cols: u64, op: Option<UnaryOp>) -> Program {
+    let mut b = Builder::new(format!("divide_by_row_max_{cols}_{op:?}"), &[rows]);
     let x = b.param("x", DType::F32, rows * cols, Access::Read);
     let d = b.param("d", DType::F32, rows * cols, Access::Read);
     let y = b.param("y", DType::F32, rows * cols, Access::Write);
@@ -196,15 +197,24 @@ fn divide_by_row_max(rows: u64, cols: u64) -> Program {
     let a = b.load(vx, &idx, false);
     let m = b.load(vd, &idx, false);
     let s = b.reduce(TileReduce::Max, m, 1);
-    let s = b.broadcast(s, &tile);
-    let q = b.binary(BinaryOp::Div, a, s);
+    let q = match op {
+        None => {
+            let s = b.broadcast(s, &tile);
+            b.binary(BinaryOp::Div, a, s)
+        }
+        Some(op) => {
+            let r = b.unary(op, s);
+            let r = b.broadcast(r, &tile);
+            b.binary(BinaryOp::Mul, a, r)
+        }
+    };
     b.store(vy, &idx, q, false);
     b.finish().unwrap()
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn division_by_a_row_value_is_correctly_rounded() {
+fn division_and_reciprocals_of_a_row_value_are_correctly_rounded() {
     // Every finite f32 bit pattern is as likely for x and for the divisor
     // (so all exponents, subnormals included, and both signs), with the
     // special values mixed in; each row's divisor is its first element of
@@ -253,15 +263,19 @@ fn division_by_a_row_value_is_correctly_rounded() {
         HostBuffer::from_elements(&ds),
         HostBuffer::zeros(DType::F32, n),
     ];
-    let program = divide_by_row_max(rows, cols);
-    gpu_agrees(&program, &inputs, EXACT);
-    let text = tilefuse::kernels::ptx_gen::generate(&program, &device().1.target())
-        .unwrap()
-        .text;
-    assert!(
-        text.contains("rcp.approx.ftz.f64"),
-        "the uniform-divisor path was not taken:\n{text}"
-    );
+    // x / s, x · (1/s) and x · (1/sqrt(s)): each rounding as on the CPU.
+    for op in [None, Some(UnaryOp::Recip), Some(UnaryOp::Rsqrt)] {
+        let program = divide_by_row_max(rows, cols, op);
+        gpu_agrees(&program, &inputs, EXACT);
+        let text = tilefuse::kernels::ptx_gen::generate(&program, &device().1.target())
+            .unwrap()
+            .text;
+        assert!(
+            text.contains("rcp.approx.ftz.f64"),
+            "{op:?}: the uniform path was not taken:\n{text}"
+        );
+        assert!(!text.contains("rcp.rn"), "{op:?}:\n{text}");
+    }
 }
 
 /// Column reductions across grid points: `(op, dtype, input range, NaNs in

@@ -44,9 +44,10 @@
 //! wraps, as `Scalar::cast` does.
 //!
 //! In [`MathMode::Precise`](crate::kernels::ir::MathMode::Precise) `/`, `sqrt`, `1/x` are `div.rn`, `sqrt.rn`,
-//! `rcp.rn` (an f32 division by a value every thread holds, such as a row's
-//! sum, is an f64 reciprocal and product rounded once, which equals
-//! `div.rn`), `rsqrt` is `rcp.rn(sqrt.rn(x))` and the f32 transcendentals are
+//! `rcp.rn` (an f32 division by, or reciprocal of, a value every thread
+//! holds, such as a row's sum, is a Newton-refined f64 reciprocal and
+//! product rounded once, which equals `div.rn`/`rcp.rn`), `rsqrt` is
+//! `rcp.rn(sqrt.rn(x))` and the f32 transcendentals are
 //! the range-reduced sequences of `math`: IEEE-rounded operations plus the
 //! hardware `ex2.approx.f32` (in `exp`, `exp2`, `tanh`, `pow`, `sigmoid`,
 //! `silu`; `gelu_tanh` uses its flush-to-zero form) and
@@ -266,11 +267,19 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
     // `.minnctapersm` asks for 512 resident threads per SM, which gives ptxas
     // a budget of 128 registers a thread. Left to `.maxntid` alone it may
     // aim at more resident blocks and spill to local memory to get there.
+    // A kernel with a staged row holds little in registers and asks for
+    // 2048 (a full SM: 32 registers), so that a few more live values (an
+    // f64 reciprocal) do not cost it a resident block.
+    let resident = if e.staged_bytes > 0 {
+        tuning.staged_resident_threads
+    } else {
+        tuning.resident_threads
+    };
     header.push_str(&format!(
         ".visible .entry {entry}(\n{}\n)\n.maxntid {}, 1, 1\n.minnctapersm {}\n",
         params.join(",\n"),
         block.threads,
-        (tuning.resident_threads / block.threads).max(1)
+        (resident / block.threads).max(1)
     ));
     Ok(PtxModule {
         text: e.finish(&header),
@@ -307,6 +316,9 @@ pub(crate) struct Tuning {
     /// pieces, or past the shared-memory bound) stays in registers, unless
     /// `reload` is set too.
     pub stage: bool,
+    /// `resident_threads` of a kernel with a staged tile: 2048, or
+    /// `TILEFUSE_GPU_STAGED_RESIDENT` (a multiple of 32 up to 2048).
+    pub staged_resident_threads: u32,
     /// The most threads per block of a kernel with a staged tile: 512, or
     /// `TILEFUSE_GPU_STAGED_THREADS` (a power of two from 32 to 1024).
     pub staged_threads: u32,
@@ -328,6 +340,7 @@ impl Default for Tuning {
             reload: false,
             stage: true,
             staged_threads: 512,
+            staged_resident_threads: 2048,
             load_hints: String::new(),
             store_hints: String::new(),
         }
@@ -356,6 +369,9 @@ pub(crate) fn tuning() -> &'static Tuning {
             unroll: number("TILEFUSE_GPU_UNROLL").filter(|v| (1..=64).contains(v)),
             reload: var("TILEFUSE_GPU_RELOAD").is_some_and(|v| v == "1"),
             stage: var("TILEFUSE_GPU_STAGE").map_or(true, |v| v != "0"),
+            staged_resident_threads: number("TILEFUSE_GPU_STAGED_RESIDENT")
+                .filter(|v| v % 32 == 0 && (32..=2048).contains(v))
+                .map_or(default.staged_resident_threads, |v| v as u32),
             staged_threads: number("TILEFUSE_GPU_STAGED_THREADS")
                 .filter(|v| v.is_power_of_two() && (32..=1024).contains(v))
                 .map_or(default.staged_threads, |v| v as u32),
@@ -449,6 +465,30 @@ mod tuning_tests {
         assert_eq!(
             generate_quick(&straight, &target).unwrap(),
             generate(&straight, &target).unwrap()
+        );
+    }
+
+    #[test]
+    fn staged_kernels_ask_for_a_full_sm_and_take_row_reciprocals_in_f64() {
+        // y = x / sum(x): the row is staged, and the division by the row's
+        // sum goes through the f64 reciprocal, never `rcp.rn`/`div.rn`.
+        let m = gen(&normalize(1024, false), Tuning::default());
+        assert!(m.shared_bytes > 0, "{}", m.text);
+        assert!(
+            m.text.contains(&format!(".minnctapersm {}\n", 2048 / m.block_threads)),
+            "{}",
+            m.text
+        );
+        assert!(m.text.contains("rcp.approx.ftz.f64"), "{}", m.text);
+        assert!(!m.text.contains("rcp.rn") && !m.text.contains("div.rn"), "{}", m.text);
+        // Not staged: the general budget (512 resident threads).
+        let m = gen(&row_sum(), Tuning::default());
+        assert!(!m.text.contains("cp.async"), "{}", m.text);
+        assert!(
+            m.text
+                .contains(&format!(".minnctapersm {}\n", (512 / m.block_threads).max(1))),
+            "{}",
+            m.text
         );
     }
 

@@ -529,6 +529,14 @@ impl Emitter<'_> {
     pub fn unary_inst(&mut self, dst: ValueId, op: UnaryOp, src: ValueId) -> Result<()> {
         let d = self.ty(src)?.dtype;
         let regs = self.val(src)?;
+        let exact = self.prog.math != MathMode::Fast;
+        if matches!(op, UnaryOp::Recip | UnaryOp::Rsqrt) && d == DType::F32 && exact && self.uniform.contains(&src) {
+            if let Some(first) = regs.first() {
+                let r = self.recip_of_uniform_f32(op, first);
+                self.vals.insert(dst, vec![r; regs.len()]);
+                return Ok(());
+            }
+        }
         let out = regs.iter().map(|r| self.unary(op, d, r)).collect::<Result<_>>()?;
         self.vals.insert(dst, out);
         Ok(())
@@ -574,6 +582,20 @@ impl Emitter<'_> {
     /// is 0, ±∞ or NaN; for those the steps give NaN and the hardware
     /// reciprocal (±∞, ±0, NaN: exact) is kept.
     fn div_by_uniform_f32(&mut self, xs: &[String], s: &str) -> Vec<String> {
+        let rd = self.recip_f64_of_f32(s);
+        xs.iter()
+            .map(|x| {
+                let xd = self.reg(Class::F64);
+                self.ins(format!("cvt.f64.f32 {xd}, {x}"));
+                self.ins(format!("mul.rn.f64 {xd}, {xd}, {rd}"));
+                self.emit(DType::F32, |r| format!("cvt.rn.f32.f64 {r}, {xd}"))
+            })
+            .collect()
+    }
+
+    /// `1/s` in f64 for an f32 `s`, within 2^-52 relative (exact for 0,
+    /// ±∞ and NaN): see [`div_by_uniform_f32`](Self::div_by_uniform_f32).
+    fn recip_f64_of_f32(&mut self, s: &str) -> String {
         const ONE: &str = "0d3FF0000000000000";
         let sd = self.reg(Class::F64);
         self.ins(format!("cvt.f64.f32 {sd}, {s}"));
@@ -593,14 +615,22 @@ impl Emitter<'_> {
         self.ins(format!("testp.finite.f64 {finite}, {r}"));
         let rd = self.reg(Class::F64);
         self.ins(format!("selp.f64 {rd}, {r}, {start}, {finite}"));
-        xs.iter()
-            .map(|x| {
-                let xd = self.reg(Class::F64);
-                self.ins(format!("cvt.f64.f32 {xd}, {x}"));
-                self.ins(format!("mul.rn.f64 {xd}, {xd}, {rd}"));
-                self.emit(DType::F32, |r| format!("cvt.rn.f32.f64 {r}, {xd}"))
-            })
-            .collect()
+        rd
+    }
+
+    /// `1/s` (`Recip`) or `1/sqrt(s)` (`Rsqrt`, as `1/sqrt.rn(s)`) of an f32
+    /// value every thread holds: the reciprocal through
+    /// [`recip_f64_of_f32`](Self::recip_f64_of_f32), rounded once to f32,
+    /// which equals `rcp.rn.f32` (the argument of `div_by_uniform_f32` with
+    /// `x = 1`) without its slow path.
+    fn recip_of_uniform_f32(&mut self, op: UnaryOp, s: &str) -> String {
+        let s = if op == UnaryOp::Rsqrt {
+            self.emit(DType::F32, |r| format!("sqrt.rn.f32 {r}, {s}"))
+        } else {
+            s.to_string()
+        };
+        let rd = self.recip_f64_of_f32(&s);
+        self.emit(DType::F32, |r| format!("cvt.rn.f32.f64 {r}, {rd}"))
     }
 
     /// Lowers `Inst::Select`.
