@@ -33,19 +33,23 @@ struct Loaded {
 /// [`CompiledProgram::launch`].
 ///
 /// **Two tiers.** The driver's JIT takes 10–50 ms for one of our modules at
-/// its highest optimization level, most of it spent unrolling and
-/// scheduling. A new program is therefore first loaded *quickly*: its
-/// loops kept rolled (`.pragma "nounroll"`) and the JIT at a low
-/// optimization level, which gives the first call its result sooner from a
-/// slower kernel. The *tuned* module (default generation, the JIT's highest
-/// level) is loaded on a background thread and replaces the quick one for
-/// every launch once it is ready; [`CudaDevice::finish_compiles`] waits for
-/// that. A program without loops has no quick tier: the JIT's level alone
-/// saves little on straight-line code, so it is loaded tuned at once. Both compute the same values (the same operations in the same
-/// order; only unrolling and scheduling differ). `TILEFUSE_JIT_QUICK=off`
-/// loads the tuned module at once and only; `TILEFUSE_JIT_QUICK=<level>`
-/// (0 to 3), optionally with `u` for unrolled loops (`1u`), sets the
-/// quick tier.
+/// its highest optimization level, much of it spent on unrolled loops and
+/// on the IEEE slow paths of `rcp.rn`. A new program is therefore first
+/// loaded *quickly*: its loops kept rolled (`.pragma "nounroll"`), the
+/// reciprocals of row values taken through f64 (see
+/// [`generate_quick`](crate::kernels::ptx_gen::generate_quick)) and the JIT
+/// at a low optimization level, which gives the first call its result
+/// sooner from a slightly slower kernel. The *tuned* module (default
+/// generation, the JIT's highest level) is loaded on a background thread
+/// and replaces the quick one for every launch once it is ready;
+/// [`CudaDevice::finish_compiles`] waits for that. A program whose quick
+/// module would be its tuned text (no loops, no row reciprocals) has no
+/// quick tier: the JIT's level alone saves little on straight-line code,
+/// so it is loaded tuned at once. Both tiers compute the same values: the
+/// same operations in the same order, with reciprocals rounded the same.
+/// `TILEFUSE_JIT_QUICK=off` loads the tuned module at once and only;
+/// `TILEFUSE_JIT_QUICK=<level>` (0 to 3), optionally with `u` for the
+/// tuned text at that level (`1u`), sets the quick tier.
 pub struct CompiledProgram {
     program: Program,
     /// The module loaded first: the quick tier, or the tuned module when
@@ -190,7 +194,8 @@ fn quick_tier() -> Option<QuickTier> {
 struct QuickTier {
     /// The JIT optimization level.
     level: u32,
-    /// Loops written once and marked `nounroll`.
+    /// The quick generation (`generate_quick`: loops rolled, row
+    /// reciprocals in f64) rather than the tuned text.
     rolled: bool,
 }
 
@@ -244,8 +249,8 @@ impl CudaDevice {
         let target = self.target();
         let tuned_module = generate(program, &target)?;
         // The quick tier's module, unless it would be the tuned text anyway
-        // (a kernel without loops): the JIT's level alone saves little
-        // there, so such a kernel is loaded tuned at once.
+        // (no loops, no row reciprocals): the JIT's level alone saves
+        // little there, so such a kernel is loaded tuned at once.
         let quick = match quick_tier() {
             Some(tier) if tier.rolled => {
                 let module = generate_quick(program, &target)?;

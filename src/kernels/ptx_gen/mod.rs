@@ -198,16 +198,19 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
     generate_with(program, target, tuning())
 }
 
-/// [`generate`] with every loop written once and marked `nounroll`: a
-/// module the driver's JIT compiles several times faster, for a program's
-/// first call while the [`generate`]d one is loaded in the background.
-/// It computes the same operations in the same order.
+/// [`generate`] with every loop written once and marked `nounroll`, and
+/// the reciprocals of row values through f64 rather than `rcp.rn` (see
+/// [`Tuning::row_reciprocal_f64`]): a module the driver's JIT compiles
+/// faster, for a program's first call while the [`generate`]d one is
+/// loaded in the background. It computes the same values: the same
+/// operations in the same order, and reciprocals rounded the same.
 pub fn generate_quick(program: &Program, target: &Target) -> Result<PtxModule> {
     generate_with(
         program,
         target,
         &Tuning {
             unroll: Some(1),
+            row_reciprocal_f64: true,
             ..tuning().clone()
         },
     )
@@ -319,6 +322,12 @@ pub(crate) struct Tuning {
     /// `resident_threads` of a kernel with a staged tile: 2048, or
     /// `TILEFUSE_GPU_STAGED_RESIDENT` (a multiple of 32 up to 2048).
     pub staged_resident_threads: u32,
+    /// `1/x` and `1/sqrt(x)` of an f32 every thread holds through the
+    /// Newton-refined f64 reciprocal, instead of `rcp.rn.f32`: both round
+    /// the same; the f64 form JITs 4–7 ms faster (no slow path) and ran
+    /// 0.3–0.4 point slower in the norms, so the quick tier uses it and the
+    /// tuned module does not, unless `TILEFUSE_GPU_ROW_RCP=f64`.
+    pub row_reciprocal_f64: bool,
     /// The most threads per block of a kernel with a staged tile: 512, or
     /// `TILEFUSE_GPU_STAGED_THREADS` (a power of two from 32 to 1024).
     pub staged_threads: u32,
@@ -341,6 +350,7 @@ impl Default for Tuning {
             stage: true,
             staged_threads: 512,
             staged_resident_threads: 2048,
+            row_reciprocal_f64: false,
             load_hints: String::new(),
             store_hints: String::new(),
         }
@@ -369,6 +379,7 @@ pub(crate) fn tuning() -> &'static Tuning {
             unroll: number("TILEFUSE_GPU_UNROLL").filter(|v| (1..=64).contains(v)),
             reload: var("TILEFUSE_GPU_RELOAD").is_some_and(|v| v == "1"),
             stage: var("TILEFUSE_GPU_STAGE").map_or(true, |v| v != "0"),
+            row_reciprocal_f64: var("TILEFUSE_GPU_ROW_RCP").is_some_and(|v| v == "f64"),
             staged_resident_threads: number("TILEFUSE_GPU_STAGED_RESIDENT")
                 .filter(|v| v % 32 == 0 && (32..=2048).contains(v))
                 .map_or(default.staged_resident_threads, |v| v as u32),
@@ -460,7 +471,32 @@ mod tuning_tests {
             (quick.block_threads, quick.grid_blocks, quick.shared_bytes),
             (tuned.block_threads, tuned.grid_blocks, tuned.shared_bytes)
         );
-        // Without a loop the two tiers are the same text.
+        // A reciprocal square root of a row value: `rcp.rn` in the tuned
+        // module, the f64 reciprocal in the quick one.
+        let mut b = Builder::new("rms", &[8]);
+        let x = b.param("x", DType::F32, 8 * 1024, Access::Read);
+        let y = b.param("y", DType::F32, 8 * 1024, Access::Write);
+        let vx = b.view_contiguous(x, &[8, 1024], &[1, 1024], Padding::Zero);
+        let vy = b.view_contiguous(y, &[8, 1024], &[1, 1024], Padding::Zero);
+        let idx = [IndexExpr::grid(0), IndexExpr::constant(0)];
+        let t = b.load(vx, &idx, false);
+        let s = b.reduce(TileReduce::Sum, t, 1);
+        let r = b.unary(crate::graph::UnaryOp::Rsqrt, s);
+        let r = b.broadcast(r, &[1, 1024]);
+        let q = b.binary(BinaryOp::Mul, t, r);
+        b.store(vy, &idx, q, false);
+        let rms = b.finish().unwrap();
+        let tuned = generate(&rms, &target).unwrap().text;
+        let quick = generate_quick(&rms, &target).unwrap().text;
+        assert!(
+            tuned.contains("rcp.rn.f32") && !tuned.contains("rcp.approx.ftz.f64"),
+            "{tuned}"
+        );
+        assert!(
+            quick.contains("rcp.approx.ftz.f64") && !quick.contains("rcp.rn"),
+            "{quick}"
+        );
+        // Without a loop or a row reciprocal the two tiers are the same text.
         let straight = normalize(1024, false);
         assert_eq!(
             generate_quick(&straight, &target).unwrap(),

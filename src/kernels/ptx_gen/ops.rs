@@ -530,7 +530,12 @@ impl Emitter<'_> {
         let d = self.ty(src)?.dtype;
         let regs = self.val(src)?;
         let exact = self.prog.math != MathMode::Fast;
-        if matches!(op, UnaryOp::Recip | UnaryOp::Rsqrt) && d == DType::F32 && exact && self.uniform.contains(&src) {
+        if matches!(op, UnaryOp::Recip | UnaryOp::Rsqrt)
+            && d == DType::F32
+            && exact
+            && self.tuning.row_reciprocal_f64
+            && self.uniform.contains(&src)
+        {
             if let Some(first) = regs.first() {
                 let r = self.recip_of_uniform_f32(op, first);
                 self.vals.insert(dst, vec![r; regs.len()]);
