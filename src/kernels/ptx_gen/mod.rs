@@ -199,8 +199,8 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
 }
 
 /// [`generate`] with every loop written once and marked `nounroll`, and
-/// the reciprocals of row values through f64 rather than `rcp.rn` (see
-/// [`Tuning::row_reciprocal_f64`]): a module the driver's JIT compiles
+/// the reciprocals of row values (an f32 every thread holds) through a
+/// Newton-refined f64 reciprocal rather than `rcp.rn`: a module the driver's JIT compiles
 /// faster, for a program's first call while the [`generate`]d one is
 /// loaded in the background. It computes the same values: the same
 /// operations in the same order, and reciprocals rounded the same.
