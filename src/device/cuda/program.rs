@@ -179,8 +179,7 @@ struct TunerState {
     running: bool,
 }
 
-/// The quick tier: JIT level and whether loops stay rolled; `None` when
-/// off. From `TILEFUSE_JIT_QUICK`, read once.
+/// The quick tier: JIT level and which text; `None` when off. From `TILEFUSE_JIT_QUICK`, read once.
 fn quick_tier() -> Option<QuickTier> {
     static TIER: OnceLock<Option<QuickTier>> = OnceLock::new();
     *TIER.get_or_init(|| match std::env::var("TILEFUSE_JIT_QUICK") {
@@ -196,21 +195,24 @@ struct QuickTier {
     level: u32,
     /// The quick generation (`generate_quick`: loops rolled, row
     /// reciprocals in f64) rather than the tuned text.
-    rolled: bool,
+    quick_text: bool,
 }
 
 impl QuickTier {
-    const DEFAULT: QuickTier = QuickTier { level: 1, rolled: true };
+    const DEFAULT: QuickTier = QuickTier {
+        level: 1,
+        quick_text: true,
+    };
 
-    /// `<level>` (0 to 3) is rolled loops at that level; `<level>u` leaves
-    /// unrolling to ptxas; anything else (`off`) is no quick tier.
+    /// `<level>` (0 to 3) is the quick text at that level; `<level>u` the
+    /// tuned text at that level; anything else (`off`) is no quick tier.
     fn parse(v: &str) -> Option<QuickTier> {
-        let (digits, rolled) = match v.strip_suffix('u') {
+        let (digits, quick_text) = match v.strip_suffix('u') {
             Some(d) => (d, false),
             None => (v, true),
         };
         let level = digits.parse::<u32>().ok().filter(|&l| l <= 3)?;
-        Some(QuickTier { level, rolled })
+        Some(QuickTier { level, quick_text })
     }
 }
 
@@ -252,7 +254,7 @@ impl CudaDevice {
         // (no loops, no row reciprocals): the JIT's level alone saves
         // little there, so such a kernel is loaded tuned at once.
         let quick = match quick_tier() {
-            Some(tier) if tier.rolled => {
+            Some(tier) if tier.quick_text => {
                 let module = generate_quick(program, &target)?;
                 (module != tuned_module).then_some((module, tier.level))
             }
@@ -337,17 +339,16 @@ impl CudaDevice {
     /// queue is empty.
     fn run_tuner(&self) {
         loop {
-            let next = {
+            let (next, module) = {
                 let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
                 match state.queue.pop_front() {
-                    Some(next) => next,
+                    Some(job) => job,
                     None => {
                         state.running = false;
                         return;
                     }
                 }
             };
-            let (next, module) = next;
             let tuned = self
                 .load(&module.text, &module.entry, &next.program.name)
                 .map(|kernel| Loaded { module, kernel });
@@ -487,7 +488,7 @@ mod tests {
 
     #[test]
     fn quick_tier_settings_parse() {
-        let tier = |level, rolled| Some(QuickTier { level, rolled });
+        let tier = |level, quick_text| Some(QuickTier { level, quick_text });
         assert_eq!(QuickTier::parse("1"), tier(1, true));
         assert_eq!(QuickTier::parse("0"), tier(0, true));
         assert_eq!(QuickTier::parse("2u"), tier(2, false));

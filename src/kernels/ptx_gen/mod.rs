@@ -200,8 +200,8 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
 
 /// [`generate`] with every loop written once and marked `nounroll`, and
 /// the reciprocals of row values (an f32 every thread holds) through a
-/// Newton-refined f64 reciprocal rather than `rcp.rn`: a module the driver's JIT compiles
-/// faster, for a program's first call while the [`generate`]d one is
+/// Newton-refined f64 reciprocal rather than `rcp.rn`: a module the
+/// driver's JIT compiles faster, for a program's first call while the [`generate`]d one is
 /// loaded in the background. It computes the same values: the same
 /// operations in the same order, and reciprocals rounded the same.
 pub fn generate_quick(program: &Program, target: &Target) -> Result<PtxModule> {
@@ -324,9 +324,11 @@ pub(crate) struct Tuning {
     pub staged_resident_threads: u32,
     /// `1/x` and `1/sqrt(x)` of an f32 every thread holds through the
     /// Newton-refined f64 reciprocal, instead of `rcp.rn.f32`: both round
-    /// the same; the f64 form JITs 4–7 ms faster (no slow path) and ran
-    /// 0.3–0.4 point slower in the norms, so the quick tier uses it and the
-    /// tuned module does not, unless `TILEFUSE_GPU_ROW_RCP=f64`.
+    /// the same; the f64 form has no slow path for the JIT (7 ms less local
+    /// ptxas time for rmsnorm, 15–19 ms less first call for the norms on
+    /// one H200) and ran 0.3–0.4 point slower in the norms, so the quick
+    /// tier uses it and the tuned module does not, unless
+    /// `TILEFUSE_GPU_ROW_RCP=f64`.
     pub row_reciprocal_f64: bool,
     /// The most threads per block of a kernel with a staged tile: 512, or
     /// `TILEFUSE_GPU_STAGED_THREADS` (a power of two from 32 to 1024).

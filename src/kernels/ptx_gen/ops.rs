@@ -537,7 +537,7 @@ impl Emitter<'_> {
             && self.uniform.contains(&src)
         {
             if let Some(first) = regs.first() {
-                let r = self.recip_of_uniform_f32(op, first);
+                let r = self.recip_of_uniform_f32(op, first)?;
                 self.vals.insert(dst, vec![r; regs.len()]);
                 return Ok(());
             }
@@ -578,11 +578,14 @@ impl Emitter<'_> {
     /// slow path per element, which on an H200 was 17 ms of softmax's JIT.
     ///
     /// The reciprocal is `rcp.approx.ftz.f64` refined by two Newton steps
-    /// (`e = 1 − s·r`, `r += r·e`, each one `fma`): the hardware start is
-    /// good to about 2^-22, so two steps leave only the f64 rounding of
-    /// the last step, within 2^-52 relative, which the bound above allows
-    /// for. `rcp.rn.f64` would be exact but brings its own slow path (18 ms
-    /// of ptxas time for softmax in a local measurement). `s` is an f32, so
+    /// (`e = 1 − s·r`, `r += r·e`, each one `fma`). Each step squares the
+    /// relative error, so any start good to 2^-14 or better ends at the f64
+    /// rounding of the last step, within 2^-52 relative, which the bound
+    /// above allows for; the GPU test
+    /// `division_and_reciprocals_of_a_row_value_are_correctly_rounded`
+    /// checks the result bit for bit on 2^21 values of all exponents.
+    /// `rcp.rn.f64` would be exact but brings its own slow path (about 6 ms
+    /// of local ptxas time for softmax). `s` is an f32, so
     /// in f64 it is never subnormal and its reciprocal is finite unless `s`
     /// is 0, ±∞ or NaN; for those the steps give NaN and the hardware
     /// reciprocal (±∞, ±0, NaN: exact) is kept.
@@ -628,14 +631,14 @@ impl Emitter<'_> {
     /// [`recip_f64_of_f32`](Self::recip_f64_of_f32), rounded once to f32,
     /// which equals `rcp.rn.f32` (the argument of `div_by_uniform_f32` with
     /// `x = 1`) without its slow path.
-    fn recip_of_uniform_f32(&mut self, op: UnaryOp, s: &str) -> String {
+    fn recip_of_uniform_f32(&mut self, op: UnaryOp, s: &str) -> Result<String> {
         let s = if op == UnaryOp::Rsqrt {
-            self.emit(DType::F32, |r| format!("sqrt.rn.f32 {r}, {s}"))
+            self.unary(UnaryOp::Sqrt, DType::F32, s)?
         } else {
             s.to_string()
         };
         let rd = self.recip_f64_of_f32(&s);
-        self.emit(DType::F32, |r| format!("cvt.rn.f32.f64 {r}, {rd}"))
+        Ok(self.emit(DType::F32, |r| format!("cvt.rn.f32.f64 {r}, {rd}")))
     }
 
     /// Lowers `Inst::Select`.
