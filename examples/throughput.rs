@@ -31,7 +31,8 @@
 //! layernorm on [4096, 1024]) timed with `Instant`, against a host memcpy.
 //!
 //! `--ptx DIR` needs no GPU: it writes the PTX of every kernel of the GPU
-//! suite for sm_90 into `DIR` and prints each kernel's thread mapping.
+//! suite for sm_90 into `DIR`, and the first-call (quick) module into
+//! `DIR/quick` where it differs, and prints each kernel's thread mapping.
 
 #[path = "../benches/common/suite.rs"]
 mod suite;
@@ -285,20 +286,31 @@ fn write_json(path: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhea
 /// Writes the PTX of every kernel of the GPU suite for sm_90 into `dir`.
 fn dump_ptx(args: &Args, dir: &str) -> Result<()> {
     use tilefuse::fusion::{plan, FusionOptions};
-    use tilefuse::kernels::ptx_gen::{generate, Target};
+    use tilefuse::kernels::ptx_gen::{generate, generate_quick, Target};
     std::fs::create_dir_all(dir).map_err(|e| Error::InvalidProgram {
         program: "throughput".into(),
         reason: format!("could not create {dir}: {e}"),
     })?;
+    std::fs::create_dir_all(format!("{dir}/quick")).map_err(|e| Error::InvalidProgram {
+        program: "throughput".into(),
+        reason: format!("could not create {dir}/quick: {e}"),
+    })?;
     for p in suite::gpu_suite().into_iter().filter(|p| selected(args, p)) {
         let y = p.build(&p.host_inputs(1));
         for k in &plan(&y.subgraph(), &FusionOptions::gpu())?.kernels {
-            let m = generate(&k.program, &Target::for_driver(90, 13000))?;
-            let path = format!("{dir}/{}__{}.ptx", p.id, m.entry);
-            std::fs::write(&path, &m.text).map_err(|e| Error::InvalidProgram {
-                program: p.id.into(),
-                reason: format!("could not write {path}: {e}"),
-            })?;
+            let target = Target::for_driver(90, 13000);
+            let m = generate(&k.program, &target)?;
+            let quick = generate_quick(&k.program, &target)?;
+            let write = |path: String, text: &str| {
+                std::fs::write(&path, text).map_err(|e| Error::InvalidProgram {
+                    program: p.id.into(),
+                    reason: format!("could not write {path}: {e}"),
+                })
+            };
+            write(format!("{dir}/{}__{}.ptx", p.id, m.entry), &m.text)?;
+            if quick.text != m.text {
+                write(format!("{dir}/quick/{}__{}.ptx", p.id, m.entry), &quick.text)?;
+            }
             println!(
                 "{}: {} ({} bytes of PTX)\n  {}",
                 p.id,

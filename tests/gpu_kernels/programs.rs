@@ -504,13 +504,20 @@ fn the_tuned_module_replaces_the_quick_one() {
         compiled.module().text
     );
     assert_eq!(compiled.kernel().ptx(), compiled.module().text);
-    // Without a loop there is no quick tier (under the default settings):
-    // the first module is the tuned one.
+    // Under the default settings: a loop-free row kernel without row
+    // reciprocals has no quick tier (the first module is the tuned one);
+    // an elementwise one has, computing one element per thread.
     if std::env::var_os("TILEFUSE_JIT_QUICK").is_none() {
-        let straight = device.compile(&add_one_u8(999, 128)).unwrap();
+        let straight = device.compile(&softmax(7, 1000, 1024)).unwrap();
         assert!(straight.is_tuned());
         assert_eq!(straight.kernel().jit_level(), None);
         assert_eq!(straight.tuned_after(), Some(straight.compile_time()));
+        let elementwise = device.compile(&add_one_u8(999, 512)).unwrap();
+        device.finish_compiles();
+        assert!(elementwise.is_tuned());
+        // The tuned module came after a first one.
+        assert!(elementwise.tuned_after() > Some(elementwise.compile_time()));
+        assert!(elementwise.kernel().ptx().contains("// mapping: block 32 threads"));
     }
     eprintln!(
         "{}: quick tier after {:?}, tuned after {tuned_after:?}",

@@ -36,17 +36,18 @@ struct Loaded {
 /// its highest optimization level, much of it spent on unrolled loops and
 /// on the IEEE slow paths of `rcp.rn`. A new program is therefore first
 /// loaded *quickly*: its loops kept rolled (`.pragma "nounroll"`), the
-/// reciprocals of row values taken through f64 (see
-/// [`generate_quick`](crate::kernels::ptx_gen::generate_quick)) and the JIT
-/// at a low optimization level, which gives the first call its result
-/// sooner from a slightly slower kernel. The *tuned* module (default
+/// reciprocals of row values taken through f64, an elementwise program
+/// computed one element per thread so its per-element code is written once
+/// (see [`generate_quick`](crate::kernels::ptx_gen::generate_quick)), and
+/// the JIT at a low optimization level, which gives the first call its
+/// result sooner from a slower kernel. The *tuned* module (default
 /// generation, the JIT's highest level) is loaded on a background thread
 /// and replaces the quick one for every launch once it is ready;
 /// [`CudaDevice::finish_compiles`] waits for that. A program whose quick
-/// module would be its tuned text (no loops, no row reciprocals) has no
-/// quick tier: the JIT's level alone saves little on straight-line code,
-/// so it is loaded tuned at once. Both tiers compute the same values: the
-/// same operations in the same order, with reciprocals rounded the same.
+/// module would be its tuned text has no quick tier: the JIT's level alone
+/// saves little on straight-line code, so it is loaded tuned at once. Both
+/// tiers compute the same values: the same operations in the same order on
+/// every element, with reciprocals rounded the same.
 /// `TILEFUSE_JIT_QUICK=off` loads the tuned module at once and only;
 /// `TILEFUSE_JIT_QUICK=<level>` (0 to 3), optionally with `u` for the
 /// tuned text at that level (`1u`), sets the quick tier.

@@ -81,16 +81,38 @@ fn memory_dtypes(program: &Program, body: &[Inst], out: &mut Vec<DType>) {
     }
 }
 
+/// Whether `body` computes every element on its own: no reductions, loops,
+/// atomic updates or last-point sections, so how its tiles are spread over
+/// threads changes no value.
+pub(super) fn elementwise_only(body: &[Inst]) -> bool {
+    body.iter().all(|inst| {
+        matches!(
+            inst,
+            Inst::Load { .. }
+                | Inst::Store { .. }
+                | Inst::InBounds { .. }
+                | Inst::Const { .. }
+                | Inst::Iota { .. }
+                | Inst::Unary { .. }
+                | Inst::Binary { .. }
+                | Inst::Select { .. }
+                | Inst::Cast { .. }
+                | Inst::Broadcast { .. }
+        )
+    })
+}
+
 /// Chooses the block for a program: the atom from its narrowest memory
 /// dtype, and the threads from its largest tile so that every thread has at
 /// least one atom (up to `most` threads, preferring a count that divides the
 /// atoms evenly), doubled up to 1024 while a thread would hold more than 32
-/// elements.
-pub(super) fn choose_block(program: &Program, most: u32) -> BlockShape {
+/// elements. `atom_cap` caps the atom below the 16-byte one (a power of
+/// two; 16 or more leaves it uncapped).
+pub(super) fn choose_block(program: &Program, most: u32, atom_cap: u32) -> BlockShape {
     let mut dtypes = Vec::new();
     memory_dtypes(program, &program.body, &mut dtypes);
     let narrowest = dtypes.iter().map(|d| d.size_in_bytes() as u32).min().unwrap_or(4);
-    let max_atom = 16 / narrowest;
+    let max_atom = (16 / narrowest).min(atom_cap.max(1));
     let largest = program
         .values
         .iter()

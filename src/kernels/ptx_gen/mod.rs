@@ -198,12 +198,16 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
     generate_with(program, target, tuning())
 }
 
-/// [`generate`] with every loop written once and marked `nounroll`, and
-/// the reciprocals of row values (an f32 every thread holds) through a
-/// Newton-refined f64 reciprocal rather than `rcp.rn`: a module the
-/// driver's JIT compiles faster, for a program's first call while the [`generate`]d one is
+/// [`generate`] with every loop written once and marked `nounroll`, the
+/// reciprocals of row values (an f32 every thread holds) through a
+/// Newton-refined f64 reciprocal rather than `rcp.rn`, and a program
+/// without reductions or loops spread one element per thread, so its
+/// per-element code is written once, not once per element of a 16-byte
+/// atom: a module the driver's JIT compiles
+/// faster, for a program's first call while the [`generate`]d one is
 /// loaded in the background. It computes the same values: the same
-/// operations in the same order, and reciprocals rounded the same.
+/// operations in the same order on every element, and reciprocals rounded
+/// the same.
 pub fn generate_quick(program: &Program, target: &Target) -> Result<PtxModule> {
     generate_with(
         program,
@@ -211,6 +215,7 @@ pub fn generate_quick(program: &Program, target: &Target) -> Result<PtxModule> {
         &Tuning {
             unroll: Some(1),
             row_reciprocal_f64: true,
+            one_element_per_thread: true,
             ..tuning().clone()
         },
     )
@@ -235,7 +240,12 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
     } else {
         tuning.max_threads
     };
-    let block = layout::choose_block(program, most);
+    let scalar = tuning.one_element_per_thread && layout::elementwise_only(&program.body);
+    let block = if scalar {
+        layout::choose_block(program, 1024, 1)
+    } else {
+        layout::choose_block(program, most, u32::MAX)
+    };
     let grid_blocks: u64 = program.grid.iter().product();
     let entry = format!(
         "tf_{}",
@@ -330,6 +340,13 @@ pub(crate) struct Tuning {
     /// tier uses it and the tuned module does not, unless
     /// `TILEFUSE_GPU_ROW_RCP=f64`.
     pub row_reciprocal_f64: bool,
+    /// A program without reductions or loops spreads its tiles one element
+    /// per thread (atom 1, up to 1024 threads), so its per-element code is
+    /// written once rather than once per element of a 16-byte atom: a
+    /// shorter module for the JIT, at the cost of scalar memory accesses.
+    /// Its values do not change, as every element is computed alone. Off
+    /// by default; the quick tier turns it on.
+    pub one_element_per_thread: bool,
     /// The most threads per block of a kernel with a staged tile: 512, or
     /// `TILEFUSE_GPU_STAGED_THREADS` (a power of two from 32 to 1024).
     pub staged_threads: u32,
@@ -353,6 +370,7 @@ impl Default for Tuning {
             staged_threads: 512,
             staged_resident_threads: 2048,
             row_reciprocal_f64: false,
+            one_element_per_thread: false,
             load_hints: String::new(),
             store_hints: String::new(),
         }
@@ -382,6 +400,7 @@ pub(crate) fn tuning() -> &'static Tuning {
             reload: var("TILEFUSE_GPU_RELOAD").is_some_and(|v| v == "1"),
             stage: var("TILEFUSE_GPU_STAGE").map_or(true, |v| v != "0"),
             row_reciprocal_f64: var("TILEFUSE_GPU_ROW_RCP").is_some_and(|v| v == "f64"),
+            one_element_per_thread: false,
             staged_resident_threads: number("TILEFUSE_GPU_STAGED_RESIDENT")
                 .filter(|v| v % 32 == 0 && (32..=2048).contains(v))
                 .map_or(default.staged_resident_threads, |v| v as u32),
@@ -504,6 +523,56 @@ mod tuning_tests {
             generate_quick(&straight, &target).unwrap(),
             generate(&straight, &target).unwrap()
         );
+    }
+
+    #[test]
+    fn the_quick_tier_computes_an_elementwise_program_one_element_per_thread() {
+        // y = tanh(a * b) on tiles of 1024: the tuned module spreads a tile
+        // as 256 threads of 4-element atoms and writes the tanh four times;
+        // the quick one has 1024 threads of one element and writes it once.
+        let mut b = Builder::new("ew", &[64]);
+        let a = b.param("a", DType::F32, 64 * 1024, Access::Read);
+        let c = b.param("b", DType::F32, 64 * 1024, Access::Read);
+        let y = b.param("y", DType::F32, 64 * 1024, Access::Write);
+        let views: Vec<_> = [a, c, y]
+            .into_iter()
+            .map(|p| b.view_contiguous(p, &[64 * 1024], &[1024], Padding::Zero))
+            .collect();
+        let idx = [IndexExpr::grid(0)];
+        let ta = b.load(views[0], &idx, false);
+        let tb = b.load(views[1], &idx, false);
+        let p = b.binary(BinaryOp::Mul, ta, tb);
+        let t = b.unary(crate::graph::UnaryOp::Tanh, p);
+        b.store(views[2], &idx, t, false);
+        let ew = b.finish().unwrap();
+        let tuned = gen(&ew, Tuning::default());
+        let quick = gen(
+            &ew,
+            Tuning {
+                one_element_per_thread: true,
+                ..Tuning::default()
+            },
+        );
+        assert_eq!((tuned.block_threads, quick.block_threads), (256, 1024));
+        assert_eq!((tuned.grid_blocks, quick.grid_blocks), (64, 64));
+        assert_eq!(count(&tuned.text, "ld.global.nc.v4.f32"), 2, "{}", tuned.text);
+        assert_eq!(count(&quick.text, "ld.global.nc.f32"), 2, "{}", quick.text);
+        assert_eq!(count(&tuned.text, "ex2.approx"), 4, "{}", tuned.text);
+        assert_eq!(count(&quick.text, "ex2.approx"), 1, "{}", quick.text);
+        assert_eq!(
+            generate_quick(&ew, &Target::for_driver(90, 13000)).unwrap().text,
+            quick.text
+        );
+        // A reduction keeps its mapping: spreading it differently would
+        // change the order of its sums.
+        let looped = gen(
+            &row_sum(),
+            Tuning {
+                one_element_per_thread: true,
+                ..Tuning::default()
+            },
+        );
+        assert_eq!(looped.text, gen(&row_sum(), Tuning::default()).text);
     }
 
     #[test]
