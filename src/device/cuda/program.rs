@@ -60,6 +60,8 @@ pub struct CompiledProgram {
     tuned: OnceLock<Loaded>,
     compile_time: Duration,
     tuned_after: OnceLock<Duration>,
+    /// Why the tuned module did not load, when it did not.
+    tuning_error: OnceLock<Error>,
     started: Instant,
 }
 
@@ -112,9 +114,16 @@ impl CompiledProgram {
     }
 
     /// How long after the start of the first compilation the tuned module
-    /// was ready; `None` while it is still being loaded.
+    /// was ready; `None` while it is still being loaded, or when it failed
+    /// to load ([`tuning_error`](Self::tuning_error)).
     pub fn tuned_after(&self) -> Option<Duration> {
         self.tuned_after.get().copied()
+    }
+
+    /// Why the tuned module failed to load, if it did: the program then
+    /// keeps launching its quick module, which computes the same values.
+    pub fn tuning_error(&self) -> Option<&Error> {
+        self.tuning_error.get()
     }
 
     /// Queues the program on `stream` with `args`, one buffer per parameter
@@ -252,8 +261,8 @@ impl CudaDevice {
         let target = self.target();
         let tuned_module = generate(program, &target)?;
         // The quick tier's module, unless it would be the tuned text anyway
-        // (no loops, no row reciprocals): the JIT's level alone saves
-        // little there, so such a kernel is loaded tuned at once.
+        // (a row kernel without loops or row reciprocals): the JIT's level
+        // alone saves little there, so such a kernel is loaded tuned at once.
         let quick = match quick_tier() {
             Some(tier) if tier.quick_text => {
                 let module = generate_quick(program, &target)?;
@@ -285,6 +294,7 @@ impl CudaDevice {
             tuned: OnceLock::new(),
             compile_time,
             tuned_after: OnceLock::new(),
+            tuning_error: OnceLock::new(),
             started,
             first,
             quick,
@@ -301,7 +311,8 @@ impl CudaDevice {
     /// Waits until every program compiled so far on this device launches its
     /// tuned module (see [`CompiledProgram`]). A tuned module the JIT fails
     /// to load leaves its program on the quick tier and does not fail this
-    /// call; [`CompiledProgram::is_tuned`] tells.
+    /// call; [`CompiledProgram::is_tuned`] and
+    /// [`CompiledProgram::tuning_error`] tell.
     pub fn finish_compiles(&self) {
         let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
         while state.pending > 0 {
@@ -350,12 +361,30 @@ impl CudaDevice {
                     }
                 }
             };
-            let tuned = self
-                .load(&module.text, &module.entry, &next.program.name)
-                .map(|kernel| Loaded { module, kernel });
-            if let Ok(tuned) = tuned {
-                let _ = next.tuned_after.set(next.started.elapsed());
-                let _ = next.tuned.set(tuned);
+            // A panic while loading must not stop the thread with the job
+            // still pending: `finish_compiles` would wait forever.
+            let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.load(&module.text, &module.entry, &next.program.name)
+            }))
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Err(Error::Driver {
+                    call: "cuModuleLoadDataEx",
+                    message: format!("loading the tuned module panicked: {what}"),
+                })
+            });
+            match loaded {
+                Ok(kernel) => {
+                    let _ = next.tuned_after.set(next.started.elapsed());
+                    let _ = next.tuned.set(Loaded { module, kernel });
+                }
+                Err(e) => {
+                    let _ = next.tuning_error.set(e);
+                }
             }
             let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
             state.pending -= 1;
@@ -485,6 +514,41 @@ mod tests {
         let t = b.cast(t, DType::F64);
         b.store(vy, &[IndexExpr::grid(0)], t, false);
         b.finish().unwrap()
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn a_tuned_module_that_fails_to_load_leaves_the_quick_one_and_says_why() {
+        let device = CudaDevice::open(0).unwrap();
+        let p = copy_program();
+        let module = generate_quick(&p, &device.target()).unwrap();
+        let kernel = device.load_at(&module.text, &module.entry, &p.name, Some(1)).unwrap();
+        let mut broken = module.clone();
+        broken.text = broken.text.replace("ret;", "not_an_instruction;");
+        let compiled = Arc::new(CompiledProgram {
+            program: p,
+            first: Loaded { module, kernel },
+            quick: true,
+            tuned: OnceLock::new(),
+            compile_time: Duration::ZERO,
+            tuned_after: OnceLock::new(),
+            tuning_error: OnceLock::new(),
+            started: Instant::now(),
+        });
+        device.queue_tuning(compiled.clone(), broken).unwrap();
+        device.finish_compiles();
+        assert!(!compiled.is_tuned());
+        assert_eq!(compiled.tuned_after(), None);
+        let error = compiled.tuning_error().expect("the load error");
+        assert!(matches!(error, Error::PtxLoad { .. }), "{error:?}");
+        // The quick module still runs: y = 1.0 (its fill), then x as f64.
+        let stream = device.stream(0);
+        let xs: Vec<f32> = (0..8).map(|i| i as f32 - 2.5).collect();
+        let x = device.from_host_on(&HostBuffer::from_elements(&xs), stream).unwrap();
+        let y = device.alloc_on(DType::F64, 8, stream).unwrap();
+        compiled.launch(&[&x, &y], stream).unwrap();
+        let out: Vec<f64> = y.to_host_on(stream).unwrap().to_vec();
+        assert_eq!(out, xs.iter().map(|&v| v as f64).collect::<Vec<_>>());
     }
 
     #[test]

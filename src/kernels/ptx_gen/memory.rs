@@ -334,7 +334,8 @@ impl Emitter<'_> {
                     let s_byte = c * ce * esize;
                     if staged_from.is_none() {
                         self.ins(format!(
-                            "cp.async.cg.shared.global [{s_at}+{s_byte}], {}, 16",
+                            "cp.async.cg.shared.global{} [{s_at}+{s_byte}], {}, 16",
+                            self.tuning.stage_hints,
                             at(&addr, byte)
                         ));
                     }

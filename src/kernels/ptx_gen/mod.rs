@@ -357,6 +357,9 @@ pub(crate) struct Tuning {
     pub load_hints: String,
     /// See `load_hints`.
     pub store_hints: String,
+    /// Qualifiers of the `cp.async` copies that stage a tile
+    /// (`TILEFUSE_GPU_CP`, e.g. `.L2::128B`), empty by default.
+    pub stage_hints: String,
 }
 
 impl Default for Tuning {
@@ -373,6 +376,7 @@ impl Default for Tuning {
             one_element_per_thread: false,
             load_hints: String::new(),
             store_hints: String::new(),
+            stage_hints: String::new(),
         }
     }
 }
@@ -409,6 +413,7 @@ pub(crate) fn tuning() -> &'static Tuning {
                 .map_or(default.staged_threads, |v| v as u32),
             load_hints: hints("TILEFUSE_GPU_LD"),
             store_hints: hints("TILEFUSE_GPU_ST"),
+            stage_hints: hints("TILEFUSE_GPU_CP"),
         }
     })
 }
