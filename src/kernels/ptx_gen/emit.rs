@@ -117,6 +117,11 @@ pub(super) struct Emitter<'a> {
     pub stage_decls: Vec<String>,
     /// Bytes of shared memory the staged tiles take.
     pub staged_bytes: u32,
+    /// The bytes of `tf_smem` the threads may still be reading for the
+    /// latest exchange (start, end): an exchange writing elsewhere needs no
+    /// barrier first, as every earlier exchange's readers have passed the
+    /// latest one's barrier. `None` before any exchange.
+    pub exchange_reads: Option<(u32, u32)>,
 }
 
 impl<'a> Emitter<'a> {
@@ -148,6 +153,7 @@ impl<'a> Emitter<'a> {
             in_last_point: false,
             tuning,
             reloads: HashMap::new(),
+            exchange_reads: None,
             staged: HashMap::new(),
             stage_decls: Vec::new(),
             staged_bytes: 0,
@@ -524,8 +530,13 @@ impl<'a> Emitter<'a> {
                 // told not to unroll further: the iterations run in the same
                 // order, so results do not change.
                 let unroll = self.tuning.unroll.map(|n| n.clamp(1, *count));
+                // An exchange in the body may follow one of the previous
+                // trip, or any before the loop: assume all of shared memory
+                // is being read, at the start of every written body.
+                self.exchange_reads = Some((0, u32::MAX));
                 let per_trip = unroll.unwrap_or(1);
                 for _ in 0..*count % per_trip {
+                    self.exchange_reads = Some((0, u32::MAX));
                     self.block_of(body)?;
                     self.ins(format!("add.u64 {counter}, {counter}, 1"));
                 }
@@ -536,6 +547,7 @@ impl<'a> Emitter<'a> {
                         self.ins(".pragma \"nounroll\"");
                     }
                     for _ in 0..per_trip {
+                        self.exchange_reads = Some((0, u32::MAX));
                         self.block_of(body)?;
                         self.ins(format!("add.u64 {counter}, {counter}, 1"));
                     }
@@ -544,6 +556,7 @@ impl<'a> Emitter<'a> {
                     self.ins(format!("@{p} bra {top}"));
                 }
                 self.loop_regs.remove(var);
+                self.exchange_reads = Some((0, u32::MAX));
                 Ok(())
             }
             Inst::Barrier => {

@@ -98,7 +98,11 @@ impl Emitter<'_> {
     fn publish(&mut self, d: DType, shape: &[u32], regs: &[String]) {
         let (size, _) = shared_slot(d);
         let l = self.layout(shape);
+        // The tile goes to the start of shared memory, where an earlier
+        // exchange's readers may still be; the readers of this one may read
+        // anywhere.
         self.ins("bar.sync 0");
+        self.exchange_reads = Some((0, u32::MAX));
         for r in 0..l.repeats {
             let valid = self.slot_valid(shape, r);
             let (el, _) = self.coords(shape, r);
@@ -292,7 +296,20 @@ impl Emitter<'_> {
         let outputs = l.numel / len;
         let warps = threads / 32;
         let (size, _) = shared_slot(d);
-        self.reserve_shared(outputs * warps * size)?;
+        let bytes = outputs * warps * size;
+        // The partials go where the latest exchange's readers are not
+        // reading (after its bytes, or at the start), so no barrier is
+        // needed before they are written; one is where neither fits.
+        let (base, wait) = match self.exchange_reads {
+            None => (0, false),
+            Some((start, _)) if bytes <= start => (0, false),
+            Some((_, end)) => match end.checked_next_multiple_of(8) {
+                Some(after) if after.checked_add(bytes).is_some_and(|e| e <= SHARED_LIMIT) => (after, false),
+                _ => (0, true),
+            },
+        };
+        self.reserve_shared(base + bytes)?;
+        self.exchange_reads = Some((base, base + bytes));
         self.comment(format!(
             "reduce the last axis of {shape:?} in registers: {outputs} outputs, {warps} warp partials each"
         ));
@@ -313,8 +330,10 @@ impl Emitter<'_> {
         self.ins(format!("and.b32 {lane}, {lane}, 31"));
         let leader = self.reg(Class::Pred);
         self.ins(format!("setp.eq.u32 {leader}, {lane}, 0"));
-        // Readers of an earlier exchange may still be reading shared memory.
-        self.ins("bar.sync 0");
+        if wait {
+            // Readers of an earlier exchange may still be reading there.
+            self.ins("bar.sync 0");
+        }
         for (o, acc) in accs.into_iter().enumerate() {
             let mut acc = match acc {
                 Some(acc) => acc,
@@ -332,11 +351,11 @@ impl Emitter<'_> {
             }
             let slot = self.reg(Class::B32);
             self.ins(format!("add.u32 {slot}, {warp}, {}", o as u32 * warps));
-            let at = self.shared_addr(&slot, size, 0);
+            let at = self.shared_addr(&slot, size, base);
             self.st_shared(d, &Some(leader.clone()), &format!("[{at}]"), &acc);
         }
         self.ins("bar.sync 0");
-        self.gather_partials(dst, bin, d, id, warps, 0)
+        self.gather_partials(dst, bin, d, id, warps, base)
     }
 
     /// Gives every thread the slots of `dst` it holds, each the combination

@@ -66,6 +66,7 @@ impl Emitter<'_> {
         self.comment("the last block of the group: see every block's stores");
         self.ins("fence.acq_rel.gpu");
         self.in_last_point = true;
+        self.exchange_reads = Some((0, u32::MAX));
         let done = self.block_of(body);
         self.in_last_point = false;
         done

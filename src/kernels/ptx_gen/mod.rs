@@ -581,6 +581,45 @@ mod tuning_tests {
     }
 
     #[test]
+    fn consecutive_row_reductions_alternate_their_partials_and_wait_once_each() {
+        // sum(x), max(x) and sum(x * x) of each row, added and stored: each
+        // reduction's warp partials go where the previous one's readers are
+        // not reading, so each needs one barrier (before its readers).
+        let mut b = Builder::new("three", &[8]);
+        let x = b.param("x", DType::F32, 8 * 1024, Access::Read);
+        let y = b.param("y", DType::F32, 8, Access::Write);
+        let vx = b.view_contiguous(x, &[8, 1024], &[1, 1024], Padding::Zero);
+        let vy = b.view_contiguous(y, &[8, 1], &[1, 1], Padding::Zero);
+        let t = b.load(vx, &[IndexExpr::grid(0), IndexExpr::constant(0)], false);
+        let s = b.reduce(TileReduce::Sum, t, 1);
+        let m = b.reduce(TileReduce::Max, t, 1);
+        let sq = b.binary(BinaryOp::Mul, t, t);
+        let q = b.reduce(TileReduce::Sum, sq, 1);
+        let sm = b.binary(BinaryOp::Add, s, m);
+        let all = b.binary(BinaryOp::Add, sm, q);
+        b.store(vy, &[IndexExpr::grid(0), IndexExpr::constant(0)], all, false);
+        let m = gen(&b.finish().unwrap(), Tuning::default());
+        assert_eq!(count(&m.text, "bar.sync"), 3, "{}", m.text);
+        // The offsets added to `tf_smem`, in order: each reduction's
+        // partial store and its readers' gather use one base; the bases go
+        // 0, then past the first's bytes, then 0 again.
+        let bases: Vec<&str> = m
+            .text
+            .lines()
+            .zip(m.text.lines().skip(1))
+            .filter(|(a, _)| a.trim_end().ends_with(", tf_smem;"))
+            .filter_map(|(_, b)| b.trim().strip_suffix(';')?.rsplit(", ").next())
+            .collect();
+        let mut runs = bases.clone();
+        runs.dedup();
+        let second = (m.block_threads / 32 * 4).to_string();
+        assert_eq!(runs, ["0", second.as_str(), "0"], "{bases:?}\n{}", m.text);
+        // After a loop every exchange waits first, as before.
+        let looped = gen(&row_sum(), Tuning::default());
+        assert_eq!(count(&looped.text, "bar.sync"), 2, "{}", looped.text);
+    }
+
+    #[test]
     fn staged_kernels_ask_for_a_full_sm_and_take_row_reciprocals_in_f64() {
         // y = x / sum(x): the row is staged, and the division by the row's
         // sum goes through the f64 reciprocal, never `rcp.rn`/`div.rn`.
