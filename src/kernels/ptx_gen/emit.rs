@@ -531,9 +531,9 @@ impl<'a> Emitter<'a> {
                 // order, so results do not change.
                 let unroll = self.tuning.unroll.map(|n| n.clamp(1, *count));
                 // An exchange in the body may follow one of the previous
-                // trip, or any before the loop: assume all of shared memory
-                // is being read, at the start of every written body.
-                self.exchange_reads = Some((0, u32::MAX));
+                // trip, or any before the loop: every written body starts
+                // assuming all of shared memory is being read, and so does
+                // the code after the loop.
                 let per_trip = unroll.unwrap_or(1);
                 for _ in 0..*count % per_trip {
                     self.exchange_reads = Some((0, u32::MAX));

@@ -203,9 +203,8 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
 /// Newton-refined f64 reciprocal rather than `rcp.rn`, and a program
 /// without reductions or loops spread one element per thread, so its
 /// per-element code is written once, not once per element of a 16-byte
-/// atom: a module the driver's JIT compiles
-/// faster, for a program's first call while the [`generate`]d one is
-/// loaded in the background. It computes the same values: the same
+/// atom: a module the driver's JIT compiles faster, for a program's first
+/// call while the [`generate`]d one is loaded in the background. It computes the same values: the same
 /// operations in the same order on every element, and reciprocals rounded
 /// the same.
 pub fn generate_quick(program: &Program, target: &Target) -> Result<PtxModule> {
@@ -340,10 +339,11 @@ pub(crate) struct Tuning {
     /// tier uses it and the tuned module does not, unless
     /// `TILEFUSE_GPU_ROW_RCP=f64`.
     pub row_reciprocal_f64: bool,
-    /// A program without reductions or loops spreads its tiles one element
-    /// per thread (atom 1, up to 1024 threads), so its per-element code is
-    /// written once rather than once per element of a 16-byte atom: a
-    /// shorter module for the JIT, at the cost of scalar memory accesses.
+    /// A program without reductions or loops spreads its tiles in atoms of
+    /// one element over up to 1024 threads (one element per thread for a
+    /// tile of up to 1024), so its per-element code is written once rather
+    /// than once per element of a 16-byte atom: a shorter module for the
+    /// JIT, at the cost of scalar memory accesses.
     /// Its values do not change, as every element is computed alone. Off
     /// by default; the quick tier turns it on.
     pub one_element_per_thread: bool,
