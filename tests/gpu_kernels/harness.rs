@@ -178,10 +178,7 @@ pub fn run_gpu(program: &Program, inputs: &[HostBuffer]) -> Result<Vec<HostBuffe
     device.finish_compiles();
     assert!(compiled.is_tuned(), "{}: the tuned module did not load", program.name);
     let tuned = run()?;
-    let float_atomic_add = compiled.module().text.lines().any(|l| {
-        l.contains("red.relaxed") && l.contains(".add.") && ["f16", "f32", "f64"].iter().any(|t| l.contains(t))
-    });
-    if float_atomic_add {
+    if program.adds_floats_atomically() {
         return Ok(tuned);
     }
     for (i, (a, b)) in first.iter().zip(&tuned).enumerate() {

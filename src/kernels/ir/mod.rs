@@ -556,3 +556,27 @@ pub struct Program {
     /// How transcendentals are computed (part of the cache key).
     pub math: MathMode,
 }
+
+impl Program {
+    /// Whether the program adds floats atomically (an [`Inst::Atomic`] with
+    /// [`AtomicOp::Add`](crate::tile::AtomicOp::Add) on a float parameter):
+    /// such a result depends on the order the updates land in, which
+    /// varies from launch to launch.
+    pub fn adds_floats_atomically(&self) -> bool {
+        fn any(p: &Program, body: &[Inst]) -> bool {
+            body.iter().any(|inst| match inst {
+                Inst::Atomic {
+                    op: crate::tile::AtomicOp::Add,
+                    view,
+                    ..
+                } => p
+                    .views
+                    .get(view.index())
+                    .and_then(|v| p.params.get(v.param.index()))
+                    .is_some_and(|param| param.dtype.is_float()),
+                other => other.nested().is_some_and(|b| any(p, b)),
+            })
+        }
+        any(self, &self.body)
+    }
+}

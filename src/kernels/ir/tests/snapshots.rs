@@ -164,6 +164,27 @@ pub(super) fn column_sum() -> crate::Result<Program> {
 }
 
 #[test]
+fn float_atomic_adds_are_recognised_at_any_depth() {
+    assert!(column_sum().unwrap().adds_floats_atomically());
+    let atomic_in_loop = |d: DType, op: AtomicOp| {
+        let mut b = Builder::new("a", &[4]);
+        let x = b.param("x", d, 4 * 64, Access::Read);
+        let y = b.param("y", d, 64, Access::ReadWrite);
+        let vx = b.view_contiguous(x, &[4, 64], &[1, 64], Padding::Zero);
+        let vy = b.view_contiguous(y, &[1, 64], &[1, 64], Padding::Zero);
+        b.loop_(1, |b, _| {
+            let t = b.load(vx, &[G0, ZERO], false);
+            b.atomic(op, vy, &[ZERO, ZERO], t, false, ThreadScope::Device);
+        });
+        b.finish().unwrap()
+    };
+    assert!(atomic_in_loop(DType::F32, AtomicOp::Add).adds_floats_atomically());
+    assert!(atomic_in_loop(DType::F64, AtomicOp::Add).adds_floats_atomically());
+    assert!(!atomic_in_loop(DType::I32, AtomicOp::Add).adds_floats_atomically());
+    assert!(!atomic_in_loop(DType::F32, AtomicOp::Max).adds_floats_atomically());
+}
+
+#[test]
 fn column_sum_prints() {
     check(
         column_sum(),
