@@ -215,7 +215,19 @@ fn out_of_memory_is_an_error_and_the_cache_is_freed_to_retry() {
     drop(big);
     let x = device.from_host(&HostBuffer::from_elements(&[1.0f32, 2.0])).unwrap();
     assert_eq!(x.to_host().unwrap().to_vec::<f32>(), vec![1.0, 2.0]);
+    // A block two streams used is cached behind an event on each; freeing
+    // the cache waits for them and frees it with the others.
+    let shared = device.alloc_on(DType::F32, 1 << 20, device.stream(1)).unwrap();
+    shared.zero_on(device.stream(1)).unwrap();
+    shared.mark_used(device.stream(2));
+    drop(shared);
+    let before = device.memory_stats();
+    assert!(before.bytes_cached >= 4 << 20, "{before:?}");
     device.free_cached().unwrap();
+    let freed = device.memory_stats();
+    assert_eq!(freed.bytes_cached, 0, "{freed:?}");
+    assert!(freed.frees >= before.frees + 2, "{before:?} -> {freed:?}");
+    assert_eq!(x.to_host().unwrap().to_vec::<f32>(), vec![1.0, 2.0]);
 }
 
 #[test]

@@ -344,19 +344,38 @@ impl CudaDevice {
     }
 
     fn free_cached_locked(&self, state: &mut PoolState) -> Result<()> {
-        for block in state.free.drain().flat_map(|(_, blocks)| blocks) {
-            if let Some(owner) = block.owner {
-                self.stream(owner).synchronize()?;
+        // Every stream owning a block once, rather than once per block. On
+        // an error the blocks stay cached: nothing is freed under work that
+        // may still use it, and nothing is lost.
+        let mut owners: Vec<usize> = state.free.values().flatten().filter_map(|b| b.owner).collect();
+        owners.sort_unstable();
+        owners.dedup();
+        for owner in owners {
+            self.stream(owner).synchronize()?;
+        }
+        let mut capacities: Vec<usize> = state.free.keys().copied().collect();
+        capacities.sort_unstable();
+        for capacity in capacities {
+            while let Some(mut block) = state.free.get_mut(&capacity).and_then(Vec::pop) {
+                while let Some(event) = block.pending.pop() {
+                    // SAFETY: the pool owns the event and it is alive.
+                    if let Err(e) = unsafe { result::event::synchronize(event.0) } {
+                        block.pending.push(event);
+                        state.free.entry(capacity).or_default().push(block);
+                        return Err(driver_error("cuEventSynchronize")(e));
+                    }
+                    self.events.give(event);
+                }
+                // SAFETY: the block came from `cuMemAlloc`, no buffer refers to
+                // it, and the work that used it completed.
+                if let Err(e) = unsafe { result::free_sync(block.ptr) } {
+                    state.free.entry(capacity).or_default().push(block);
+                    return Err(driver_error("cuMemFree")(e));
+                }
+                state.stats.frees += 1;
+                state.stats.bytes_cached -= capacity.min(state.stats.bytes_cached);
             }
-            for event in block.pending {
-                // SAFETY: the pool owns the event and it is alive.
-                unsafe { result::event::synchronize(event.0) }.map_err(driver_error("cuEventSynchronize"))?;
-                self.events.give(event);
-            }
-            // SAFETY: the block came from `cuMemAlloc`, no buffer refers to it,
-            // and the work that used it completed.
-            unsafe { result::free_sync(block.ptr) }.map_err(driver_error("cuMemFree"))?;
-            state.stats.frees += 1;
+            state.free.remove(&capacity);
         }
         state.stats.bytes_cached = 0;
         Ok(())
