@@ -559,7 +559,7 @@ pub struct Program {
 
 impl Program {
     /// Whether the program adds floats atomically (an [`Inst::Atomic`] with
-    /// [`AtomicOp::Add`](crate::tile::AtomicOp::Add) on a float parameter):
+    /// [`AtomicOp::Add`] on a float parameter):
     /// such a result depends on the order the updates land in, which
     /// varies from launch to launch.
     pub fn adds_floats_atomically(&self) -> bool {
