@@ -163,8 +163,9 @@ impl HostBuffer {
 /// Data in a graph node never changes once stored, which the variants rely
 /// on to cache copies:
 ///
-/// - A [`Storage::Cuda`] keeps a host copy, made by the first
-///   [`Storage::host`] call (a download) and reused by every later one.
+/// - A `Storage::Cuda` (with the `cuda` feature) keeps a host copy, made
+///   by the first [`Storage::host`] call (a download) and reused by every
+///   later one.
 /// - A [`Storage::Host`] used on a CUDA device is uploaded once per device;
 ///   the runtime keeps the device copy in a per-device table keyed by the
 ///   storage's address, holding only a weak reference to the storage, so

@@ -18,8 +18,8 @@
 //! latency of a new pipeline), the kernels launched and the bytes uploaded.
 //! [`Tensor::realize_with_stats`] returns them; [`last_realize_stats`] gives
 //! those of the calling thread's last realization, including the ones
-//! `to_vec` makes. On request ([`time_launches`]) each GPU kernel launch is
-//! timed with CUDA events ([`launch_times`]).
+//! `to_vec` makes. With the `cuda` feature, on request (`time_launches`)
+//! each GPU kernel launch is timed with CUDA events (`launch_times`).
 
 #[cfg(feature = "cuda")]
 mod cuda;
