@@ -353,8 +353,7 @@ impl CudaDevice {
         for owner in owners {
             self.stream(owner).synchronize()?;
         }
-        let mut capacities: Vec<usize> = state.free.keys().copied().collect();
-        capacities.sort_unstable();
+        let capacities: Vec<usize> = state.free.keys().copied().collect();
         for capacity in capacities {
             while let Some(mut block) = state.free.get_mut(&capacity).and_then(Vec::pop) {
                 while let Some(event) = block.pending.pop() {

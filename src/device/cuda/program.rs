@@ -203,8 +203,7 @@ fn quick_tier() -> Option<QuickTier> {
 struct QuickTier {
     /// The JIT optimization level.
     level: u32,
-    /// The quick generation (`generate_quick`: loops rolled, row
-    /// reciprocals in f64) rather than the tuned text.
+    /// The quick generation (`generate_quick`) rather than the tuned text.
     quick_text: bool,
 }
 

@@ -559,14 +559,13 @@ pub struct Program {
 
 impl Program {
     /// Whether the program adds floats atomically (an [`Inst::Atomic`] with
-    /// [`AtomicOp::Add`] on a float parameter):
-    /// such a result depends on the order the updates land in, which
-    /// varies from launch to launch.
+    /// [`AtomicOp::Add`] on a float parameter): such a result depends on
+    /// the order the updates land in, which varies from launch to launch.
     pub fn adds_floats_atomically(&self) -> bool {
         fn any(p: &Program, body: &[Inst]) -> bool {
             body.iter().any(|inst| match inst {
                 Inst::Atomic {
-                    op: crate::tile::AtomicOp::Add,
+                    op: AtomicOp::Add,
                     view,
                     ..
                 } => p

@@ -204,9 +204,9 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
 /// without reductions or loops spread one element per thread, so its
 /// per-element code is written once, not once per element of a 16-byte
 /// atom: a module the driver's JIT compiles faster, for a program's first
-/// call while the [`generate`]d one is loaded in the background. It computes the same values: the same
-/// operations in the same order on every element, and reciprocals rounded
-/// the same.
+/// call while the [`generate`]d one is loaded in the background. It
+/// computes the same values: the same operations in the same order on
+/// every element, and reciprocals rounded the same.
 pub fn generate_quick(program: &Program, target: &Target) -> Result<PtxModule> {
     generate_with(
         program,
@@ -232,18 +232,15 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
         crate::kernels::ir::verify(p)?;
     }
     let program = reloaded.as_ref().map_or(program, |(p, _)| p);
-    // A kernel whose row is staged in shared memory runs wider blocks: the
-    // row no longer takes registers, so more of its rows are in flight.
-    let most = if tuning.stage && reloaded.is_some() {
-        tuning.staged_threads
-    } else {
-        tuning.max_threads
-    };
-    let scalar = tuning.one_element_per_thread && layout::elementwise_only(&program.body);
-    let block = if scalar {
+    let block = if tuning.one_element_per_thread && layout::elementwise_only(&program.body) {
         layout::choose_block(program, 1024, 1)
+    } else if tuning.stage && reloaded.is_some() {
+        // A kernel whose row is staged in shared memory runs wider blocks:
+        // the row no longer takes registers, so more of its rows are in
+        // flight.
+        layout::choose_block(program, tuning.staged_threads, u32::MAX)
     } else {
-        layout::choose_block(program, most, u32::MAX)
+        layout::choose_block(program, tuning.max_threads, u32::MAX)
     };
     let grid_blocks: u64 = program.grid.iter().product();
     let entry = format!(
@@ -404,7 +401,7 @@ pub(crate) fn tuning() -> &'static Tuning {
             reload: var("TILEFUSE_GPU_RELOAD").is_some_and(|v| v == "1"),
             stage: var("TILEFUSE_GPU_STAGE").map_or(true, |v| v != "0"),
             row_reciprocal_f64: var("TILEFUSE_GPU_ROW_RCP").is_some_and(|v| v == "f64"),
-            one_element_per_thread: false,
+            one_element_per_thread: default.one_element_per_thread,
             staged_resident_threads: number("TILEFUSE_GPU_STAGED_RESIDENT")
                 .filter(|v| v % 32 == 0 && (32..=2048).contains(v))
                 .map_or(default.staged_resident_threads, |v| v as u32),
