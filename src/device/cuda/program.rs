@@ -25,9 +25,6 @@ use std::time::{Duration, Instant};
 struct Loaded {
     module: PtxModule,
     kernel: Kernel,
-    /// The launch grid `(x, y)`: [`PtxModule::launch_dims`] for the blocks
-    /// of this kernel the device holds at once.
-    grid: (u32, u32),
 }
 
 /// A program compiled for one device: its PTX module and loaded kernel.
@@ -141,7 +138,7 @@ impl CompiledProgram {
     pub fn launch(&self, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
         let shapes: SmallVec<[(DType, usize); 8]> = args.iter().map(|b| (b.dtype(), b.len())).collect();
         check_args(&self.program, &shapes)?;
-        let Loaded { module, kernel, grid } = self.current();
+        let Loaded { module, kernel } = self.current();
         let ordinal = kernel.ordinal();
         for (i, buffer) in args.iter().enumerate() {
             let on = buffer.device().ordinal();
@@ -159,7 +156,7 @@ impl CompiledProgram {
                 fill(ptr, buffer.len(), Fill::new(init.0, param.dtype), stream)?;
             }
         }
-        let (x, y) = *grid;
+        let (x, y) = module.grid_dims();
         // SAFETY: the generated kernel takes one `.param .u64` pointer per
         // program parameter, in order; each buffer holds the parameter's
         // dtype and length (checked above), so the kernel's accesses, which
@@ -276,11 +273,17 @@ impl CudaDevice {
         let (first, pending) = match quick {
             Some((module, level)) => {
                 let kernel = self.load_at(&module.text, &module.entry, &program.name, Some(level))?;
-                (self.loaded(module, kernel)?, Some(tuned_module))
+                (Loaded { module, kernel }, Some(tuned_module))
             }
             None => {
                 let kernel = self.load(&tuned_module.text, &tuned_module.entry, &program.name)?;
-                (self.loaded(tuned_module, kernel)?, None)
+                (
+                    Loaded {
+                        module: tuned_module,
+                        kernel,
+                    },
+                    None,
+                )
             }
         };
         let quick = pending.is_some();
@@ -302,27 +305,6 @@ impl CudaDevice {
         }
         *slot = Some(compiled.clone());
         Ok(compiled)
-    }
-
-    /// `module` with its loaded `kernel` and launch grid: a persistent
-    /// kernel gets as many blocks as the device holds at once
-    /// (`cuOccupancyMaxActiveBlocksPerMultiprocessor` times the SMs).
-    fn loaded(&self, module: PtxModule, kernel: Kernel) -> Result<Loaded> {
-        let resident = if module.persistent {
-            self.bind()?;
-            // SAFETY: the function was loaded into this device's context,
-            // which `bind` made current on this thread; the kernel uses
-            // static shared memory only.
-            let per_sm = unsafe {
-                result::occupancy::max_active_block_per_multiprocessor(kernel.raw(), module.block_threads as i32, 0)
-            }
-            .map_err(driver_error("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?;
-            per_sm.max(1) as u64 * u64::from(self.info().sm_count.max(1))
-        } else {
-            u64::MAX
-        };
-        let grid = module.launch_dims(resident);
-        Ok(Loaded { module, kernel, grid })
     }
 
     /// Waits until every program compiled so far on this device launches its
@@ -381,8 +363,7 @@ impl CudaDevice {
             // A panic while loading must not stop the thread with the job
             // still pending: `finish_compiles` would wait forever.
             let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let kernel = self.load(&module.text, &module.entry, &next.program.name)?;
-                self.loaded(module, kernel)
+                self.load(&module.text, &module.entry, &next.program.name)
             }))
             .unwrap_or_else(|panic| {
                 let what = panic
@@ -396,9 +377,9 @@ impl CudaDevice {
                 })
             });
             match loaded {
-                Ok(loaded) => {
+                Ok(kernel) => {
                     let _ = next.tuned_after.set(next.started.elapsed());
-                    let _ = next.tuned.set(loaded);
+                    let _ = next.tuned.set(Loaded { module, kernel });
                 }
                 Err(e) => {
                     let _ = next.tuning_error.set(e);
@@ -545,7 +526,7 @@ mod tests {
         broken.text = broken.text.replace("ret;", "not_an_instruction;");
         let compiled = Arc::new(CompiledProgram {
             program: p,
-            first: device.loaded(module, kernel).unwrap(),
+            first: Loaded { module, kernel },
             quick: true,
             tuned: OnceLock::new(),
             compile_time: Duration::ZERO,
@@ -567,75 +548,6 @@ mod tests {
         compiled.launch(&[&x, &y], stream).unwrap();
         let out: Vec<f64> = y.to_host_on(stream).unwrap().to_vec();
         assert_eq!(out, xs.iter().map(|&v| v as f64).collect::<Vec<_>>());
-    }
-
-    /// `y = (x − max(x)) / sum(x)` over each of the 37 rows of 1024 f32:
-    /// a staged row and two exchanges a point.
-    fn two_reductions_a_row() -> Program {
-        use crate::graph::BinaryOp;
-        use crate::kernels::ir::TileReduce;
-        let (rows, cols) = (37u64, 1024u64);
-        let mut b = Builder::new("centred", &[rows]);
-        let x = b.param("x", DType::F32, rows * cols, Access::Read);
-        let y = b.param("y", DType::F32, rows * cols, Access::Write);
-        let vx = b.view_contiguous(x, &[rows, cols], &[1, cols as u32], Padding::Zero);
-        let vy = b.view_contiguous(y, &[rows, cols], &[1, cols as u32], Padding::Zero);
-        let idx = [IndexExpr::grid(0), IndexExpr::constant(0)];
-        let t = b.load(vx, &idx, false);
-        let m = b.reduce(TileReduce::Max, t, 1);
-        let m = b.broadcast(m, &[1, cols as u32]);
-        let s = b.reduce(TileReduce::Sum, t, 1);
-        let s = b.broadcast(s, &[1, cols as u32]);
-        let c = b.binary(BinaryOp::Sub, t, m);
-        let q = b.binary(BinaryOp::Div, c, s);
-        b.store(vy, &idx, q, false);
-        b.finish().unwrap()
-    }
-
-    #[test]
-    #[ignore = "needs a CUDA GPU"]
-    fn persistent_kernels_compute_every_point_as_the_one_point_form_does_on_any_grid() {
-        use crate::kernels::ptx_gen::{generate_with, Tuning};
-        let device = CudaDevice::open(0).unwrap();
-        let p = two_reductions_a_row();
-        let target = device.target();
-        let plain = generate_with(&p, &target, &Tuning::default()).unwrap();
-        let looped = generate_with(
-            &p,
-            &target,
-            &Tuning {
-                persistent: true,
-                ..Tuning::default()
-            },
-        )
-        .unwrap();
-        assert!(looped.persistent && !plain.persistent);
-        let stream = device.stream(0);
-        let n = p.params[0].len as usize;
-        let xs: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1013) as f32 * 0.01 + 0.5).collect();
-        let x = device.from_host_on(&HostBuffer::from_elements(&xs), stream).unwrap();
-        let run = |module: &PtxModule, blocks: u32| -> Vec<f32> {
-            let kernel = device.load(&module.text, &module.entry, &p.name).unwrap();
-            let y = device
-                .from_host_on(&HostBuffer::from_elements(&vec![f32::NAN; n]), stream)
-                .unwrap();
-            let args = [x.ptr_on(stream), y.ptr_on(stream)];
-            // SAFETY: both kernels take (x, y) as the program declares them,
-            // with the buffers of its lengths; a persistent kernel covers
-            // every point with any number of blocks.
-            unsafe { launch(&kernel, (blocks, 1, 1), (module.block_threads, 1, 1), 0, stream, &args) }.unwrap();
-            y.to_host_on(stream).unwrap().to_vec()
-        };
-        let want = run(&plain, plain.grid_dims().0);
-        assert!(want.iter().all(|v| v.is_finite()));
-        let resident = device.loaded(looped.clone(), device.load(&looped.text, &looped.entry, "l").unwrap());
-        let (full, _) = resident.unwrap().grid;
-        assert!((1..=37).contains(&full), "{full}");
-        for blocks in [1, 2, 5, 36, 37, full] {
-            let got = run(&looped, blocks);
-            let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
-            assert!(same, "{blocks} blocks: the results differ");
-        }
     }
 
     #[test]

@@ -117,12 +117,6 @@ pub(super) struct Emitter<'a> {
     pub stage_decls: Vec<String>,
     /// Bytes of shared memory the staged tiles take.
     pub staged_bytes: u32,
-    /// Staged loads whose copies a persistent kernel's loop issues one grid
-    /// point ahead (`persistent.rs`): the shared array of each.
-    pub prefetched: HashMap<ValueId, String>,
-    /// The register holding the byte offset of a shared array's current
-    /// buffer, for arrays a persistent kernel double-buffers.
-    pub stage_offsets: HashMap<String, String>,
     /// The bytes of `tf_smem` the threads may still be reading for the
     /// latest exchange (start, end): an exchange writing elsewhere needs no
     /// barrier first, as every earlier exchange's readers have passed the
@@ -163,8 +157,6 @@ impl<'a> Emitter<'a> {
             staged: HashMap::new(),
             stage_decls: Vec::new(),
             staged_bytes: 0,
-            prefetched: HashMap::new(),
-            stage_offsets: HashMap::new(),
         }
     }
 
@@ -202,7 +194,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// Runs `f` with its instructions going to the prologue.
-    pub(super) fn prologue<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+    fn prologue<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         let was = std::mem::replace(&mut self.in_prologue, true);
         let r = f(self);
         self.in_prologue = was;
@@ -254,14 +246,6 @@ impl<'a> Emitter<'a> {
     /// Emits the block-level prologue: thread index, parameter addresses and
     /// grid coordinates (exiting blocks past the grid's end).
     pub fn begin(&mut self, entry: &str, grid_blocks: u64, split: bool) {
-        let lin = self.begin_block(entry, grid_blocks, split);
-        self.prologue(|e| e.grid_coords = e.point_coords(&lin, grid_blocks));
-    }
-
-    /// The prologue's thread index and parameter addresses; returns the
-    /// register of the block's linear index (`u64`). A split grid's blocks
-    /// past `grid_blocks` exit.
-    pub fn begin_block(&mut self, entry: &str, grid_blocks: u64, split: bool) -> String {
         self.prologue(|e| {
             e.tid = e.reg(Class::B32);
             let tid = e.tid.clone();
@@ -287,49 +271,43 @@ impl<'a> Emitter<'a> {
                 e.ins(format!("setp.ge.u64 {p}, {lin}, {grid_blocks}"));
                 e.ins(format!("@{p} bra $L_exit"));
             }
-            lin
-        })
-    }
-
-    /// The grid coordinates (`u64` registers) of the grid point whose linear
-    /// index is in `lin` (`u64`), emitted where instructions go now.
-    pub fn point_coords(&mut self, lin: &str, grid_blocks: u64) -> Vec<String> {
-        let grid = self.prog.grid.clone();
-        let mut coords = vec![String::new(); grid.len()];
-        // Grid points are split in 32 bits when their count allows:
-        // 64-bit division is a subroutine call on the GPU.
-        let narrow = u32::try_from(grid_blocks).is_ok();
-        let (class, ty) = if narrow {
-            (Class::B32, "u32")
-        } else {
-            (Class::B64, "u64")
-        };
-        let mut rest = if narrow {
-            let r = self.reg(Class::B32);
-            self.ins(format!("cvt.u32.u64 {r}, {lin}"));
-            r
-        } else {
-            lin.to_string()
-        };
-        for (k, &ext) in grid.iter().enumerate().rev() {
-            let c = self.reg(class);
-            if k == 0 {
-                self.ins(format!("mov.{ty} {c}, {rest}"));
+            let grid = e.prog.grid.clone();
+            let mut coords = vec![String::new(); grid.len()];
+            // Grid points are split in 32 bits when their count allows:
+            // 64-bit division is a subroutine call on the GPU.
+            let narrow = u32::try_from(grid_blocks).is_ok();
+            let (class, ty) = if narrow {
+                (Class::B32, "u32")
             } else {
-                let q = self.reg(class);
-                self.rem_const(ty, &c, &rest, ext);
-                self.div_const(ty, &q, &rest, ext);
-                rest = q;
-            }
-            coords[k] = if narrow {
-                let wide = self.reg(Class::B64);
-                self.ins(format!("cvt.u64.u32 {wide}, {c}"));
-                wide
-            } else {
-                c
+                (Class::B64, "u64")
             };
-        }
-        coords
+            let mut rest = if narrow {
+                let r = e.reg(Class::B32);
+                e.ins(format!("cvt.u32.u64 {r}, {lin}"));
+                r
+            } else {
+                lin
+            };
+            for (k, &ext) in grid.iter().enumerate().rev() {
+                let c = e.reg(class);
+                if k == 0 {
+                    e.ins(format!("mov.{ty} {c}, {rest}"));
+                } else {
+                    let q = e.reg(class);
+                    e.rem_const(ty, &c, &rest, ext);
+                    e.div_const(ty, &q, &rest, ext);
+                    rest = q;
+                }
+                coords[k] = if narrow {
+                    let wide = e.reg(Class::B64);
+                    e.ins(format!("cvt.u64.u32 {wide}, {c}"));
+                    wide
+                } else {
+                    c
+                };
+            }
+            e.grid_coords = coords;
+        });
     }
 
     /// `dst = a / k` in `ty` (`u32` or `u64`) for a constant `k ≥ 1`: a
@@ -467,7 +445,7 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
-    pub(super) fn inst(&mut self, inst: &Inst) -> Result<()> {
+    fn inst(&mut self, inst: &Inst) -> Result<()> {
         self.lower(inst)?;
         let uniform = match inst {
             Inst::Const { dst, .. } => Some(dst),

@@ -272,18 +272,22 @@ impl Emitter<'_> {
         let vector = self.vector_ok(v, l.atom, masked);
         let esize = d.size_in_bytes() as u32;
         let ce = if vector { chunk_elems(esize, l.atom) } else { 1 };
+        let site = self.site(v, index)?;
+        let stride = *v.strides.last().unwrap_or(&0);
         let mut regs = Vec::with_capacity(l.slots());
         // Staging: the original load of a reloaded row tile is
         // copied to shared memory by `cp.async`, each thread copying the
         // slots it later reads itself (so no barrier), and it and its
-        // reload read the copy. A persistent kernel's loop has issued the
-        // copies of a prefetched tile already (`persistent.rs`).
+        // reload read the copy.
         let staged_from = self.reloads.get(&dst).copied().filter(|o| self.staged.contains_key(o));
-        let prefetched = self.prefetched.get(&dst).cloned();
-        let stage_here = prefetched.is_none()
+        let stage_here = self.tuning.stage
             && staged_from.is_none()
-            && self.stages(dst, view, masked)?
-            && self.staged_bytes + self.stage_bytes(view)? <= STAGE_LIMIT;
+            && param.access == Access::Read
+            && !masked
+            && !self.in_last_point
+            && ce * esize == 16
+            && self.reloads.values().any(|o| *o == dst)
+            && self.staged_bytes + l.slots() as u32 * self.block.threads * esize <= STAGE_LIMIT;
         if let Some(orig) = self.reloads.get(&dst).copied() {
             if self.tuning.stage && !self.tuning.reload && staged_from.is_none() {
                 // A reload of a tile kept in registers: the same registers.
@@ -292,10 +296,9 @@ impl Emitter<'_> {
                 return Ok(());
             }
         }
-        if stage_here || prefetched.is_some() {
+        if stage_here {
             let kind = format!(
-                "cp.async.cg.shared.global 16 B{}, then ld.shared{}{}",
-                if prefetched.is_some() { " one grid point ahead" } else { "" },
+                "cp.async.cg.shared.global 16 B, then ld.shared{}{}",
                 vec_suffix(ce),
                 mem_type(d)
             );
@@ -303,21 +306,44 @@ impl Emitter<'_> {
         } else if staged_from.is_none() {
             self.note_mapping("load", view, &format!("{op}{}{}", vec_suffix(ce), mem_type(d)));
         }
-        if stage_here || staged_from.is_some() || prefetched.is_some() {
-            let name = match (staged_from, prefetched) {
-                (Some(o), _) => self.staged[&o].clone(),
-                (None, Some(name)) => name,
-                (None, None) => {
+        if stage_here || staged_from.is_some() {
+            let name = match staged_from {
+                Some(o) => self.staged[&o].clone(),
+                None => {
                     let name = format!("tf_stage{}", self.stage_decls.len());
-                    let bytes = self.stage_bytes(view)?;
+                    let bytes = l.slots() as u32 * self.block.threads * esize;
                     self.stage_decls.push(format!(".shared .align 16 .b8 {name}[{bytes}];"));
                     self.staged_bytes += bytes;
                     self.staged.insert(dst, name.clone());
                     name
                 }
             };
-            let slots = self.stage_slots(view, index, &name, stage_here)?;
-            if stage_here {
+            let bases = self.repeat_bases(view, v, &site, esize)?;
+            let mut slots = Vec::new();
+            for r in 0..l.repeats {
+                let (el, _) = self.coords(&v.tile, r);
+                let s_at = self.reg(Class::B32);
+                self.ins(format!("mov.u32 {s_at}, {name}"));
+                self.ins(format!("mad.lo.u32 {s_at}, {el}, {esize}, {s_at}"));
+                let (addr, shift) = match &bases {
+                    Some((base, shifts)) => (base.clone(), shifts[r as usize]),
+                    None => (self.address(view, &site, r)?, 0),
+                };
+                for c in 0..l.atom / ce {
+                    let byte = shift + (c * ce) as i64 * stride * esize as i64;
+                    let s_byte = c * ce * esize;
+                    if staged_from.is_none() {
+                        self.ins(format!(
+                            "cp.async.cg.shared.global{} [{s_at}+{s_byte}], {}, 16",
+                            self.tuning.stage_hints,
+                            at(&addr, byte)
+                        ));
+                    }
+                    slots.push(format!("[{s_at}+{s_byte}]"));
+                }
+            }
+            if staged_from.is_none() {
+                self.need_version((7, 0));
                 self.ins("cp.async.commit_group");
                 self.ins("cp.async.wait_group 0");
             }
@@ -334,8 +360,6 @@ impl Emitter<'_> {
             self.vals.insert(dst, regs);
             return Ok(());
         }
-        let site = self.site(v, index)?;
-        let stride = *v.strides.last().unwrap_or(&0);
         let bases = self.repeat_bases(view, v, &site, esize)?;
         for r in 0..l.repeats {
             let (addr, shift) = match &bases {
@@ -356,79 +380,6 @@ impl Emitter<'_> {
     }
 
     /// One memory instruction loading `dsts.len()` consecutive elements.
-    /// Whether load `dst` of `view` stages its tile in shared memory (see
-    /// the module docs), budget aside: a read-only, unmasked tile in 16-byte
-    /// pieces that a later reload reads again, outside a last point.
-    pub fn stages(&self, dst: ValueId, view: ViewId, masked: bool) -> Result<bool> {
-        let v = self.view(view)?;
-        let param = &self.prog.params[v.param.index()];
-        let esize = param.dtype.size_in_bytes() as u32;
-        let l = self.layout(&v.tile);
-        let ce = if self.vector_ok(v, l.atom, masked) {
-            chunk_elems(esize, l.atom)
-        } else {
-            1
-        };
-        Ok(self.tuning.stage
-            && param.access == Access::Read
-            && !masked
-            && !self.in_last_point
-            && ce * esize == 16
-            && self.reloads.values().any(|o| *o == dst))
-    }
-
-    /// Bytes of shared memory one staged tile of `view` takes.
-    pub fn stage_bytes(&self, view: ViewId) -> Result<u32> {
-        let v = self.view(view)?;
-        let esize = self.prog.params[v.param.index()].dtype.size_in_bytes() as u32;
-        Ok(self.layout(&v.tile).slots() as u32 * self.block.threads * esize)
-    }
-
-    /// The shared-memory operands (`[%r+byte]`) of the 16-byte pieces of
-    /// this thread's slots of partition `index` of `view`, staged in
-    /// `array` (plus the register offset of its current buffer, in a
-    /// persistent kernel); with `copy`, also issues their `cp.async` copies.
-    pub fn stage_slots(&mut self, view: ViewId, index: &PartitionIndex, array: &str, copy: bool) -> Result<Vec<String>> {
-        let v = self.view(view)?;
-        let esize = self.prog.params[v.param.index()].dtype.size_in_bytes() as u32;
-        let l = self.layout(&v.tile);
-        let ce = chunk_elems(esize, l.atom);
-        let stride = *v.strides.last().unwrap_or(&0);
-        let site = self.site(v, index)?;
-        let bases = self.repeat_bases(view, v, &site, esize)?;
-        let buffer = self.stage_offsets.get(array).cloned();
-        let mut slots = Vec::new();
-        for r in 0..l.repeats {
-            let (el, _) = self.coords(&v.tile, r);
-            let s_at = self.reg(Class::B32);
-            self.ins(format!("mov.u32 {s_at}, {array}"));
-            self.ins(format!("mad.lo.u32 {s_at}, {el}, {esize}, {s_at}"));
-            if let Some(off) = &buffer {
-                self.ins(format!("add.u32 {s_at}, {s_at}, {off}"));
-            }
-            let (addr, shift) = match &bases {
-                Some((base, shifts)) => (base.clone(), shifts[r as usize]),
-                None => (self.address(view, &site, r)?, 0),
-            };
-            for c in 0..l.atom / ce {
-                let s_byte = c * ce * esize;
-                if copy {
-                    let byte = shift + (c * ce) as i64 * stride * esize as i64;
-                    self.ins(format!(
-                        "cp.async.cg.shared.global{} [{s_at}+{s_byte}], {}, 16",
-                        self.tuning.stage_hints,
-                        at(&addr, byte)
-                    ));
-                }
-                slots.push(format!("[{s_at}+{s_byte}]"));
-            }
-        }
-        if copy {
-            self.need_version((7, 0));
-        }
-        Ok(slots)
-    }
-
     fn load_chunk(&mut self, op: &str, d: DType, p: &Option<String>, at: &str, dsts: &[String], pad: Option<&str>) {
         let n = dsts.len() as u32;
         let g = guard(p);

@@ -98,7 +98,6 @@ mod layout;
 mod math;
 mod memory;
 mod ops;
-mod persistent;
 #[doc(hidden)]
 pub mod ptxas;
 mod reload;
@@ -164,10 +163,6 @@ pub struct PtxModule {
     pub mapping: String,
     /// Bytes of static shared memory per block.
     pub shared_bytes: u32,
-    /// Whether the kernel loops over its grid points (`persistent.rs`): it
-    /// computes every point with any number of blocks from 1 up, and is
-    /// best launched with [`launch_dims`](Self::launch_dims).
-    pub persistent: bool,
 }
 
 /// The most blocks along `%ctaid.x`.
@@ -179,20 +174,6 @@ impl PtxModule {
     pub fn grid_dims(&self) -> (u32, u32) {
         let x = self.grid_blocks.clamp(1, MAX_GRID_X);
         (x as u32, self.grid_blocks.div_ceil(x).max(1) as u32)
-    }
-
-    /// The launch grid on a GPU that holds `resident` blocks of this kernel
-    /// at once. A persistent kernel gets at most that many blocks, as few
-    /// as still give every block the same number of grid points give or
-    /// take one less (so no block runs a point alone at the end); any other
-    /// kernel gets [`grid_dims`](Self::grid_dims).
-    pub fn launch_dims(&self, resident: u64) -> (u32, u32) {
-        if !self.persistent {
-            return self.grid_dims();
-        }
-        let points = self.grid_blocks.max(1);
-        let per_block = points.div_ceil(resident.clamp(1, points));
-        (points.div_ceil(per_block).min(MAX_GRID_X) as u32, 1)
     }
 }
 
@@ -274,23 +255,10 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
     if let Some((_, values)) = &reloaded {
         e.reloads.extend(values.iter().copied());
     }
-    let persistent = tuning.persistent
-        && reloaded.is_some()
-        && persistent::eligible(program, grid_blocks)
-        && e.persistent(&entry, grid_blocks)?;
-    if !persistent {
-        e.begin(&entry, grid_blocks, grid_blocks > MAX_GRID_X);
-        e.init_accs()?;
-        e.block_of(&program.body)?;
-    }
-    let mut mapping = vec![if persistent {
-        format!(
-            "block {} threads, persistent over {grid_blocks} grid points, staged tiles copied one point ahead",
-            block.threads
-        )
-    } else {
-        format!("block {} threads, grid {grid_blocks} blocks", block.threads)
-    }];
+    e.begin(&entry, grid_blocks, grid_blocks > MAX_GRID_X);
+    e.init_accs()?;
+    e.block_of(&program.body)?;
+    let mut mapping = vec![format!("block {} threads, grid {grid_blocks} blocks", block.threads)];
     mapping.append(&mut std::mem::take(&mut e.mapping));
     let mapping = mapping.join("\n");
     let version = choose_version(&program.name, target, e.needs_version)?;
@@ -329,7 +297,6 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
         grid_blocks,
         mapping,
         shared_bytes,
-        persistent,
     })
 }
 
@@ -390,11 +357,6 @@ pub(crate) struct Tuning {
     /// Qualifiers of the `cp.async` copies that stage a tile
     /// (`TILEFUSE_GPU_CP`, e.g. `.L2::128B`), empty by default.
     pub stage_hints: String,
-    /// A kernel with staged tiles, no accumulators, loops, last points or
-    /// atomics loops over its grid points with each staged tile
-    /// double-buffered, the next point's copies in flight while the current
-    /// point is computed (`persistent.rs`); `TILEFUSE_GPU_PERSIST=1`.
-    pub persistent: bool,
 }
 
 impl Default for Tuning {
@@ -412,7 +374,6 @@ impl Default for Tuning {
             load_hints: String::new(),
             store_hints: String::new(),
             stage_hints: String::new(),
-            persistent: false,
         }
     }
 }
@@ -450,7 +411,6 @@ pub(crate) fn tuning() -> &'static Tuning {
             load_hints: hints("TILEFUSE_GPU_LD"),
             store_hints: hints("TILEFUSE_GPU_ST"),
             stage_hints: hints("TILEFUSE_GPU_CP"),
-            persistent: var("TILEFUSE_GPU_PERSIST").map_or(default.persistent, |v| v == "1"),
         }
     })
 }
@@ -714,99 +674,6 @@ mod tuning_tests {
         let q = b.binary(BinaryOp::Div, t, s);
         b.store(vy, &idx, q, masked);
         b.finish().unwrap()
-    }
-
-    #[test]
-    fn persistent_kernels_double_buffer_their_staged_rows() {
-        let persistent = Tuning {
-            persistent: true,
-            ..Tuning::default()
-        };
-        let one = gen(&normalize(1024, false), Tuning::default());
-        let m = gen(&normalize(1024, false), persistent.clone());
-        assert!(m.persistent && !one.persistent);
-        assert_eq!((m.block_threads, m.grid_blocks), (one.block_threads, one.grid_blocks));
-        // Two buffers of the row where the one-point form has one.
-        let row = 1024 * 4;
-        assert!(one.text.contains(&format!("tf_stage0[{row}];")), "{}", one.text);
-        assert!(m.text.contains(&format!("tf_stage0[{}];", 2 * row)), "{}", m.text);
-        assert_eq!(m.shared_bytes, one.shared_bytes);
-        // The copies: the first point's before the loop, the next point's
-        // inside it (skipped past the last point); one group a point, and a
-        // wait that leaves the next point's copies in flight.
-        let copies = count(&one.text, "cp.async.cg.shared.global");
-        assert_eq!(count(&m.text, "cp.async.cg.shared.global"), 2 * copies, "{}", m.text);
-        let (head, looped) = m.text.split_once("$L1:").unwrap();
-        assert_eq!(count(head, "cp.async.cg.shared.global"), copies, "{}", m.text);
-        assert_eq!(count(&m.text, "cp.async.commit_group"), 2, "{}", m.text);
-        assert_eq!(count(&m.text, "cp.async.wait_group 1"), 1, "{}", m.text);
-        assert_eq!(count(&m.text, "cp.async.wait_group 0"), 0, "{}", m.text);
-        assert_eq!(count(looped, "%nctaid.x"), 0, "{}", m.text);
-        assert!(m.text.contains("setp.lt.u64 %p1, %rd"), "{}", m.text);
-        assert!(m.text.contains(", 8;\n"), "{}", m.text);
-        // The point's reduction waits for the previous point's readers.
-        assert_eq!(count(&m.text, "bar.sync"), count(&one.text, "bar.sync") + 1, "{}", m.text);
-        // The same arithmetic in the same order: the lines after the row is
-        // read from shared memory up to the stores, addressing aside.
-        let ops = |t: &str| -> Vec<String> {
-            t.lines()
-                .map(str::trim)
-                .filter(|l| {
-                    [".f32", ".f64", "shfl", "bar.sync"].iter().any(|k| l.contains(k))
-                        && !l.starts_with("//")
-                        && !l.starts_with(".reg")
-                })
-                .map(String::from)
-                .collect()
-        };
-        let strip = |v: Vec<String>| -> Vec<String> {
-            v.into_iter()
-                .filter(|l| !l.starts_with("bar.sync"))
-                .filter_map(|l| l.split_whitespace().find(|w| !w.starts_with('@')).map(String::from))
-                .collect()
-        };
-        assert_eq!(strip(ops(&m.text)), strip(ops(&one.text)));
-        // Not persistent: no staged row, one point, or a loop in the body.
-        assert!(!gen(&normalize(256, true), persistent.clone()).persistent);
-        assert!(!gen(&row_sum(), persistent.clone()).persistent);
-        let mut single = normalize(1024, false);
-        single.grid = smallvec::smallvec![1];
-        for p in &mut single.params {
-            p.len = 1024;
-        }
-        for v in &mut single.views {
-            v.extents[0] = 1;
-        }
-        assert!(!gen(&single, persistent).persistent);
-    }
-
-    #[test]
-    fn persistent_launches_balance_the_points_over_the_resident_blocks() {
-        let m = |points: u64, persistent: bool| PtxModule {
-            text: String::new(),
-            entry: String::new(),
-            block_threads: 512,
-            grid_blocks: points,
-            mapping: String::new(),
-            shared_bytes: 0,
-            persistent,
-        };
-        // 16384 points on 528 resident blocks: 32 points each on 512 blocks,
-        // not 31 on most and 32 on 16.
-        assert_eq!(m(16384, true).launch_dims(528), (512, 1));
-        assert_eq!(m(16384, true).launch_dims(16384 * 4), (16384, 1));
-        assert_eq!(m(1000, true).launch_dims(1), (1, 1));
-        assert_eq!(m(1000, true).launch_dims(0), (1, 1));
-        assert_eq!(m(1000, true).launch_dims(333), (250, 1));
-        for (points, resident) in [(7u64, 3u64), (16384, 528), (100, 99), (5, 5)] {
-            let (x, _) = m(points, true).launch_dims(resident);
-            let x = x as u64;
-            assert!(x <= resident && x <= points, "{points} {resident}: {x}");
-            let per = points.div_ceil(x);
-            assert!(per * x >= points && (per - 1) * x < points, "{points} {resident}: {x}");
-            assert_eq!(per, points.div_ceil(resident.min(points)), "{points} {resident}: {x}");
-        }
-        assert_eq!(m(1 << 40, false).launch_dims(528), m(1 << 40, false).grid_dims());
     }
 
     #[test]
