@@ -252,3 +252,46 @@ fn u8_and_bool_ops_past_two_to_the_31_elements() {
     assert_eq!((count, total), (want_count, want_total));
     println!("{n} elements: {count} above 200, sum of x + 1 = {total}");
 }
+
+/// Set in the child processes of the exit test.
+const EXIT_CHILD: &str = "TILEFUSE_TEST_EXIT_CHILD";
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_process_exits_cleanly_while_tuned_modules_load() {
+    // Child: a first call queues its tuned module for the background
+    // thread, and the process exits at once, while that module loads.
+    // Exit status 3 says the tuned module was already there (the exit did
+    // not race the load).
+    if std::env::var_os(EXIT_CHILD).is_some() {
+        let x = Tensor::from_vec(data_f32(1 << 20, 5), &[1 << 20]).to(GPU);
+        let y = ((&x * 1.5f32 + 0.25f32).tanh() * &x).exp();
+        y.realize().unwrap();
+        let device = CudaDevice::open(0).unwrap();
+        let racing = device.pending_compiles() > 0;
+        std::process::exit(if racing { 0 } else { 3 });
+    }
+    let _g = gpu();
+    let name = "runtime::a_process_exits_cleanly_while_tuned_modules_load";
+    let mut raced = 0;
+    for _ in 0..12 {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--include-ignored", "--nocapture"])
+            .env(EXIT_CHILD, "1")
+            // Each child JITs its modules itself.
+            .env("CUDA_CACHE_DISABLE", "1")
+            .output()
+            .unwrap();
+        match out.status.code() {
+            Some(0) => raced += 1,
+            Some(3) => {}
+            _ => panic!(
+                "the child ended with {:?}:\n{}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+    }
+    assert!(raced > 0, "no child exited while its tuned module loaded");
+}

@@ -15,6 +15,7 @@
 //! | `stream.rs` | [`Stream`], [`Event`], [`launch`] |
 //! | `measure.rs` | [`CudaDevice::copy_bandwidth`], [`CudaDevice::hold_streams`] ([`StreamHold`]), [`DeviceBuffer::fill_words_on`]: measuring the device |
 //! | `schedule.rs` | [`Scheduler`]: assigns launches to streams and places the event waits between them |
+//! | `background.rs` | the threads that call the driver in the background, counted so that process exit waits for their loads |
 //!
 //! **Invariant:** tilefuse orders GPU work itself. A buffer remembers the
 //! streams that used it ([`DeviceBuffer::ptr_on`]); its block goes back to
@@ -37,6 +38,7 @@
 //! # }
 //! ```
 
+mod background;
 mod context;
 mod measure;
 mod memory;

@@ -254,18 +254,16 @@ pub(crate) fn warm_up_jit(ctx: Arc<CudaContext>) {
     {
         return;
     }
-    let spawned = std::thread::Builder::new()
-        .name("tilefuse-jit-warm-up".into())
-        .spawn(move || {
-            if ctx.bind_to_thread().is_err() {
-                return;
-            }
-            if let Ok(module) = load_module(WARM_UP_PTX, "JIT warm-up", None) {
-                // SAFETY: the module was just loaded on this thread's current
-                // context and no function of it was ever taken.
-                let _ = unsafe { result::module::unload(module) };
-            }
-        });
+    let spawned = super::background::spawn("tilefuse-jit-warm-up".into(), move || {
+        if super::background::exiting() || ctx.bind_to_thread().is_err() {
+            return;
+        }
+        if let Ok(module) = load_module(WARM_UP_PTX, "JIT warm-up", None) {
+            // SAFETY: the module was just loaded on this thread's current
+            // context and no function of it was ever taken.
+            let _ = unsafe { result::module::unload(module) };
+        }
+    });
     drop(spawned);
 }
 

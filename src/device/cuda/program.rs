@@ -319,6 +319,18 @@ impl CudaDevice {
         }
     }
 
+    /// How many programs compiled on this device still wait for their
+    /// tuned module (see [`CompiledProgram`]);
+    /// [`finish_compiles`](Self::finish_compiles) waits until there are
+    /// none.
+    pub fn pending_compiles(&self) -> usize {
+        self.programs
+            .tuner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pending
+    }
+
     /// Queues `compiled` for its tuned `module`, starting the tuner thread if
     /// none is running.
     fn queue_tuning(&self, compiled: Arc<CompiledProgram>, module: PtxModule) -> Result<()> {
@@ -330,9 +342,9 @@ impl CudaDevice {
         }
         state.running = true;
         let device = CudaDevice::open(self.ordinal())?;
-        let spawned = std::thread::Builder::new()
-            .name(format!("tilefuse-tuner-cuda{}", self.ordinal()))
-            .spawn(move || device.run_tuner());
+        let spawned = super::background::spawn(format!("tilefuse-tuner-cuda{}", self.ordinal()), move || {
+            device.run_tuner()
+        });
         if let Err(e) = spawned {
             state.running = false;
             state.queue.clear();
@@ -347,11 +359,19 @@ impl CudaDevice {
     }
 
     /// The tuner thread: loads queued programs' tuned modules until the
-    /// queue is empty.
+    /// queue is empty, or until the process starts to exit (the programs
+    /// left keep their quick modules).
     fn run_tuner(&self) {
         loop {
             let (next, module) = {
                 let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
+                if super::background::exiting() {
+                    state.pending -= state.queue.len();
+                    state.queue.clear();
+                    if state.pending == 0 {
+                        self.programs.tuned.notify_all();
+                    }
+                }
                 match state.queue.pop_front() {
                     Some(job) => job,
                     None => {
