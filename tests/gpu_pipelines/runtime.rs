@@ -259,21 +259,24 @@ const EXIT_CHILD: &str = "TILEFUSE_TEST_EXIT_CHILD";
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_process_exits_cleanly_while_tuned_modules_load() {
-    // Child: a first call queues its tuned module for the background
-    // thread, and the process exits at once, while that module loads.
-    // Exit status 3 says the tuned module was already there (the exit did
-    // not race the load).
+    // Child: its input already on the device, a first call queues its tuned
+    // module for the background thread, and the process exits at once,
+    // while that module loads. Exit status 3 says the tuned module was
+    // already there (the exit did not race the load).
     if std::env::var_os(EXIT_CHILD).is_some() {
+        let device = CudaDevice::open(0).unwrap();
         let x = Tensor::from_vec(data_f32(1 << 20, 5), &[1 << 20]).to(GPU);
+        x.realize().unwrap();
+        device.synchronize().unwrap();
         let y = ((&x * 1.5f32 + 0.25f32).tanh() * &x).exp();
         y.realize().unwrap();
-        let device = CudaDevice::open(0).unwrap();
-        let racing = device.pending_compiles() > 0;
-        std::process::exit(if racing { 0 } else { 3 });
+        let pending = device.pending_compiles();
+        eprintln!("tuned modules pending at exit: {pending}");
+        std::process::exit(if pending > 0 { 0 } else { 3 });
     }
     let _g = gpu();
     let name = "runtime::a_process_exits_cleanly_while_tuned_modules_load";
-    let mut raced = 0;
+    let (mut raced, mut last) = (0, String::new());
     for _ in 0..12 {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--exact", name, "--include-ignored", "--nocapture"])
@@ -282,16 +285,19 @@ fn a_process_exits_cleanly_while_tuned_modules_load() {
             .env("CUDA_CACHE_DISABLE", "1")
             .output()
             .unwrap();
+        last = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         match out.status.code() {
             Some(0) => raced += 1,
             Some(3) => {}
-            _ => panic!(
-                "the child ended with {:?}:\n{}{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
+            _ => panic!("the child ended with {:?}:\n{last}", out.status),
         }
     }
-    assert!(raced > 0, "no child exited while its tuned module loaded");
+    assert!(
+        raced > 0,
+        "no child exited while its tuned module loaded; the last said:\n{last}"
+    );
 }

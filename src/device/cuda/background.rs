@@ -6,10 +6,10 @@
 //! has returned. So every background thread is started through [`spawn`]
 //! and counted, and the first one registers an exit handler that tells the
 //! tuners to take no more work ([`exiting`]) and waits, up to
-//! [`EXIT_WAIT`], for the loads already running to end. The handler is
-//! registered after the driver was initialized, and exit handlers run in
-//! the reverse order of their registration, so it runs before the driver's
-//! teardown.
+//! [`EXIT_WAIT`], for the loads already running to end. Exit handlers run
+//! in the reverse order of their registration; the handler is registered
+//! after the driver was initialized and after its compiler library was
+//! loaded, so it runs before their teardown.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, Once, PoisonError};
@@ -69,9 +69,25 @@ extern "C" {
     fn atexit(handler: extern "C" fn()) -> std::os::raw::c_int;
 }
 
+/// The driver's PTX compiler, a library the driver loads at its first JIT.
+#[cfg(unix)]
+const JIT_LIBRARY: &str = "libnvidia-ptxjitcompiler.so.1";
+#[cfg(windows)]
+const JIT_LIBRARY: &str = "nvptxjitcompiler64.dll";
+
 fn register_exit_handler() {
     static REGISTERED: Once = Once::new();
     REGISTERED.call_once(|| {
+        // The compiler library registers its own teardown when it is
+        // loaded; loading it here first puts that teardown before ours in
+        // the registration order, so ours runs first. It stays loaded (the
+        // driver loads it anyway); if it cannot be loaded here, the driver's
+        // JIT cannot load it either.
+        // SAFETY: loading the driver's own compiler library runs only its
+        // initialisers, as the driver's first JIT would.
+        if let Ok(library) = unsafe { libloading::Library::new(JIT_LIBRARY) } {
+            std::mem::forget(library);
+        }
         // SAFETY: `at_exit` is a function valid for the whole life of the
         // process that never unwinds (nothing in it panics; poisoned locks
         // are taken over). Should registering fail, exit only loses the
