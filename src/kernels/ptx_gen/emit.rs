@@ -201,11 +201,6 @@ impl<'a> Emitter<'a> {
         r
     }
 
-    /// Whether the instructions being lowered are inside a loop.
-    pub fn in_loop(&self) -> bool {
-        !self.loop_regs.is_empty()
-    }
-
     /// Requires PTX ISA `v` for an instruction.
     pub fn need_version(&mut self, v: (u32, u32)) {
         self.needs_version = self.needs_version.max(v);

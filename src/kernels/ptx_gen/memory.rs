@@ -296,25 +296,9 @@ impl Emitter<'_> {
                 return Ok(());
             }
         }
-        // A staged tile that is one contiguous run of memory, laid out in
-        // shared memory in its own element order, may come in one bulk copy
-        // (`TILEFUSE_GPU_BULK=1`): thread 0 issues it, every thread waits on
-        // an mbarrier.
-        let bulk = stage_here
-            && self.tuning.bulk
-            && !l.partial
-            && v.tile.iter().rev().skip(1).all(|&t| t == 1)
-            && stride == 1
-            && !self.in_loop()
-            && self.target.sm >= 90;
         if stage_here {
             let kind = format!(
-                "{}, then ld.shared{}{}",
-                if bulk {
-                    "cp.async.bulk.shared::cluster.global by thread 0, mbarrier wait"
-                } else {
-                    "cp.async.cg.shared.global 16 B"
-                },
+                "cp.async.cg.shared.global 16 B, then ld.shared{}{}",
                 vec_suffix(ce),
                 mem_type(d)
             );
@@ -334,30 +318,6 @@ impl Emitter<'_> {
                     name
                 }
             };
-            if bulk {
-                let bytes = l.slots() as u32 * self.block.threads * esize;
-                let mbar = format!("tf_mbar{}", self.stage_decls.len());
-                self.stage_decls.push(format!(".shared .align 8 .b64 {mbar};"));
-                let param_addr = self.params[v.param.index()].clone();
-                let (src, first, state) = (self.reg(Class::B64), self.reg(Class::Pred), self.reg(Class::B64));
-                self.ins(format!("mad.lo.s64 {src}, {}, {esize}, {param_addr}", site.offset));
-                self.ins(format!("setp.eq.u32 {first}, {}, 0", self.tid));
-                self.ins(format!("@{first} mbarrier.init.shared::cta.b64 [{mbar}], 1"));
-                self.ins(format!("@{first} fence.mbarrier_init.release.cluster"));
-                self.ins(format!(
-                    "@{first} mbarrier.arrive.expect_tx.shared::cta.b64 {state}, [{mbar}], {bytes}"
-                ));
-                self.ins(format!(
-                    "@{first} cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{name}], [{src}], {bytes}, [{mbar}]"
-                ));
-                // The other threads wait on the mbarrier only once it exists.
-                self.ins("bar.sync 0");
-                let (wait, done) = (self.label(), self.reg(Class::Pred));
-                self.place_label(&wait);
-                self.ins(format!("mbarrier.try_wait.parity.shared::cta.b64 {done}, [{mbar}], 0"));
-                self.ins(format!("@!{done} bra {wait}"));
-                self.need_version((8, 0));
-            }
             let bases = self.repeat_bases(view, v, &site, esize)?;
             let mut slots = Vec::new();
             for r in 0..l.repeats {
@@ -372,7 +332,7 @@ impl Emitter<'_> {
                 for c in 0..l.atom / ce {
                     let byte = shift + (c * ce) as i64 * stride * esize as i64;
                     let s_byte = c * ce * esize;
-                    if staged_from.is_none() && !bulk {
+                    if staged_from.is_none() {
                         self.ins(format!(
                             "cp.async.cg.shared.global{} [{s_at}+{s_byte}], {}, 16",
                             self.tuning.stage_hints,
@@ -382,7 +342,7 @@ impl Emitter<'_> {
                     slots.push(format!("[{s_at}+{s_byte}]"));
                 }
             }
-            if staged_from.is_none() && !bulk {
+            if staged_from.is_none() {
                 self.need_version((7, 0));
                 self.ins("cp.async.commit_group");
                 self.ins("cp.async.wait_group 0");

@@ -357,9 +357,6 @@ pub(crate) struct Tuning {
     /// Qualifiers of the `cp.async` copies that stage a tile
     /// (`TILEFUSE_GPU_CP`, e.g. `.L2::128B`), empty by default.
     pub stage_hints: String,
-    /// A staged tile that is one contiguous run comes in one bulk copy
-    /// completing on an mbarrier (`TILEFUSE_GPU_BULK=1`, sm_90).
-    pub bulk: bool,
 }
 
 impl Default for Tuning {
@@ -377,7 +374,6 @@ impl Default for Tuning {
             load_hints: String::new(),
             store_hints: String::new(),
             stage_hints: String::new(),
-            bulk: false,
         }
     }
 }
@@ -415,7 +411,6 @@ pub(crate) fn tuning() -> &'static Tuning {
             load_hints: hints("TILEFUSE_GPU_LD"),
             store_hints: hints("TILEFUSE_GPU_ST"),
             stage_hints: hints("TILEFUSE_GPU_CP"),
-            bulk: var("TILEFUSE_GPU_BULK").map_or(default.bulk, |v| v == "1"),
         }
     })
 }
