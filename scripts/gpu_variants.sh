@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Throughput variants in one device call: each line of $VARIANTS is
 # "name ENV=VALUE ...", run as the throughput report with those variables.
+# The driver's JIT cache is off, so every variant's first calls JIT anew.
 set -u
+export CUDA_CACHE_DISABLE=1
 B=${B:-.gpu}
 while read -r name envs; do
   [ -z "$name" ] && continue
