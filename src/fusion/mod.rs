@@ -166,7 +166,7 @@ fn gpu_tuning() -> GpuTuning {
         };
         GpuTuning {
             tile_elements: var("TILEFUSE_GPU_TILE").map_or(4096, |v| v.next_power_of_two() as usize),
-            split_parts: var("TILEFUSE_GPU_PARTS").unwrap_or(1024),
+            split_parts: var("TILEFUSE_GPU_PARTS").unwrap_or(512),
             math: match std::env::var("TILEFUSE_GPU_MATH").as_deref() {
                 Ok("fast") => MathMode::Fast,
                 _ => MathMode::Precise,
