@@ -255,14 +255,17 @@ fn u8_and_bool_ops_past_two_to_the_31_elements() {
 
 /// Set in the child processes of the exit test.
 const EXIT_CHILD: &str = "TILEFUSE_TEST_EXIT_CHILD";
+/// A child's exit status when it exited with a tuned module still loading,
+/// and when the tuned module was already there.
+const RACED: i32 = 42;
+const NOT_RACED: i32 = 43;
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_process_exits_cleanly_while_tuned_modules_load() {
     // Child: its input already on the device, a first call queues its tuned
     // module for the background thread, and the process exits at once,
-    // while that module loads. Exit status 3 says the tuned module was
-    // already there (the exit did not race the load).
+    // while that module loads.
     if std::env::var_os(EXIT_CHILD).is_some() {
         let device = CudaDevice::open(0).unwrap();
         let x = Tensor::from_vec(data_f32(1 << 20, 5), &[1 << 20]).to(GPU);
@@ -272,27 +275,42 @@ fn a_process_exits_cleanly_while_tuned_modules_load() {
         y.realize().unwrap();
         let pending = device.pending_compiles();
         eprintln!("tuned modules pending at exit: {pending}");
-        std::process::exit(if pending > 0 { 0 } else { 3 });
+        std::process::exit(if pending > 0 { RACED } else { NOT_RACED });
     }
     let _g = gpu();
     let name = "runtime::a_process_exits_cleanly_while_tuned_modules_load";
     let (mut raced, mut last) = (0, String::new());
     for _ in 0..12 {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--exact", name, "--include-ignored", "--nocapture"])
             .env(EXIT_CHILD, "1")
-            // Each child JITs its modules itself.
+            // Each child JITs its modules itself, with the quick tier on.
             .env("CUDA_CACHE_DISABLE", "1")
-            .output()
+            .env_remove("TILEFUSE_JIT_QUICK")
+            .env_remove("TILEFUSE_JIT_WARM_UP")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .unwrap();
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(120) {
+                let _ = child.kill();
+                panic!("a child did not exit within 120 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
         last = format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
         match out.status.code() {
-            Some(0) => raced += 1,
-            Some(3) => {}
+            Some(RACED) if last.contains("tuned modules pending at exit: ") => raced += 1,
+            Some(NOT_RACED) => {}
+            // Anything else, a crash or a run that never reached the child's
+            // code (status 0 from a filter that matched nothing), fails.
             _ => panic!("the child ended with {:?}:\n{last}", out.status),
         }
     }

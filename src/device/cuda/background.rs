@@ -7,9 +7,19 @@
 //! and counted, and the first one registers an exit handler that tells the
 //! tuners to take no more work ([`exiting`]) and waits, up to
 //! [`EXIT_WAIT`], for the loads already running to end. Exit handlers run
-//! in the reverse order of their registration; the handler is registered
-//! after the driver was initialized and after its compiler library was
-//! loaded, so it runs before their teardown.
+//! in the reverse order of their registration; on Linux the handler is
+//! registered after the driver was initialized and after its compiler
+//! library was loaded, so it runs before the teardown those libraries
+//! registered when they were loaded (on the H200 machines, without that
+//! order a process exiting during a background JIT died with SIGSEGV;
+//! with it, it exits cleanly).
+//!
+//! Not covered: teardown a library registers later (at its first use of a
+//! static), a load still running after [`EXIT_WAIT`], a thread's own
+//! thread-local destructors (they run after it is counted as finished), a
+//! process that forks while a background thread runs (the child waits the
+//! full [`EXIT_WAIT`] at exit), and `std::process::exit` on Windows (it
+//! does not run the C library's exit handlers).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, Once, PoisonError};
@@ -69,29 +79,35 @@ extern "C" {
     fn atexit(handler: extern "C" fn()) -> std::os::raw::c_int;
 }
 
-/// The driver's PTX compiler, a library the driver loads at its first JIT.
-#[cfg(unix)]
-const JIT_LIBRARY: &str = "libnvidia-ptxjitcompiler.so.1";
-#[cfg(windows)]
-const JIT_LIBRARY: &str = "nvptxjitcompiler64.dll";
+/// The driver's PTX compiler, a library the driver loads at its first JIT,
+/// found by the dynamic loader's search as the driver finds it. Only on
+/// Linux: elsewhere a library loaded by bare name may come from the working
+/// directory.
+#[cfg(target_os = "linux")]
+fn load_jit_library() {
+    // SAFETY: loading the driver's own compiler library runs only its
+    // initialisers, as the driver's first JIT would.
+    if let Ok(library) = unsafe { libloading::Library::new("libnvidia-ptxjitcompiler.so.1") } {
+        // It stays loaded: the driver loads it anyway.
+        std::mem::forget(library);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn load_jit_library() {}
 
 fn register_exit_handler() {
     static REGISTERED: Once = Once::new();
     REGISTERED.call_once(|| {
         // The compiler library registers its own teardown when it is
         // loaded; loading it here first puts that teardown before ours in
-        // the registration order, so ours runs first. It stays loaded (the
-        // driver loads it anyway); if it cannot be loaded here, the driver's
-        // JIT cannot load it either.
-        // SAFETY: loading the driver's own compiler library runs only its
-        // initialisers, as the driver's first JIT would.
-        if let Ok(library) = unsafe { libloading::Library::new(JIT_LIBRARY) } {
-            std::mem::forget(library);
-        }
+        // the registration order, so ours runs first. If it cannot be
+        // loaded here, the driver's JIT cannot load it either.
+        load_jit_library();
         // SAFETY: `at_exit` is a function valid for the whole life of the
-        // process that never unwinds (nothing in it panics; poisoned locks
-        // are taken over). Should registering fail, exit only loses the
-        // wait.
+        // process that never unwinds (nothing in it panics: poisoned locks
+        // are taken over, the deadline is computed without overflow).
+        // Should registering fail, exit only loses the wait.
         unsafe {
             atexit(at_exit);
         }
@@ -101,7 +117,8 @@ fn register_exit_handler() {
 /// The exit handler: no new background work, then wait for what runs.
 extern "C" fn at_exit() {
     EXITING.store(true, Ordering::Release);
-    let deadline = Instant::now() + EXIT_WAIT;
+    let now = Instant::now();
+    let deadline = now.checked_add(EXIT_WAIT).unwrap_or(now);
     let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
     while *running > 0 {
         let left = deadline.saturating_duration_since(Instant::now());

@@ -114,8 +114,10 @@ impl CompiledProgram {
     }
 
     /// How long after the start of the first compilation the tuned module
-    /// was ready; `None` while it is still being loaded, or when it failed
-    /// to load ([`tuning_error`](Self::tuning_error)).
+    /// was ready; `None` while it is still being loaded, when it failed to
+    /// load ([`tuning_error`](Self::tuning_error)), when the thread that
+    /// would load it could not start (the compile that queued it said so),
+    /// or when the process began to exit before its turn.
     pub fn tuned_after(&self) -> Option<Duration> {
         self.tuned_after.get().copied()
     }
@@ -340,22 +342,29 @@ impl CudaDevice {
         if state.running {
             return Ok(());
         }
-        state.running = true;
-        let device = CudaDevice::open(self.ordinal())?;
-        let spawned = super::background::spawn(format!("tilefuse-tuner-cuda{}", self.ordinal()), move || {
-            device.run_tuner()
-        });
-        if let Err(e) = spawned {
-            state.running = false;
-            state.queue.clear();
-            state.pending = 0;
-            self.programs.tuned.notify_all();
-            return Err(Error::Driver {
+        let spawned = CudaDevice::open(self.ordinal()).and_then(|device| {
+            super::background::spawn(format!("tilefuse-tuner-cuda{}", self.ordinal()), move || {
+                device.run_tuner()
+            })
+            .map_err(|e| Error::Driver {
                 call: "std::thread::spawn",
                 message: format!("the thread loading tuned modules did not start: {e}"),
-            });
+            })
+        });
+        match spawned {
+            Ok(()) => {
+                state.running = true;
+                Ok(())
+            }
+            Err(e) => {
+                // Nothing will load the queued modules: their programs keep
+                // their quick modules, and `finish_compiles` must not wait.
+                state.queue.clear();
+                state.pending = 0;
+                self.programs.tuned.notify_all();
+                Err(e)
+            }
         }
-        Ok(())
     }
 
     /// The tuner thread: loads queued programs' tuned modules until the
