@@ -117,17 +117,75 @@ fn register_exit_handler() {
 /// The exit handler: no new background work, then wait for what runs.
 extern "C" fn at_exit() {
     EXITING.store(true, Ordering::Release);
+    wait_for_running(EXIT_WAIT);
+}
+
+/// Waits until no counted thread runs or `limit` has passed; returns
+/// whether none runs.
+fn wait_for_running(limit: Duration) -> bool {
     let now = Instant::now();
-    let deadline = now.checked_add(EXIT_WAIT).unwrap_or(now);
+    let deadline = now.checked_add(limit).unwrap_or(now);
     let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
     while *running > 0 {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return;
+            return false;
         }
         running = FINISHED
             .wait_timeout(running, left)
             .unwrap_or_else(PoisonError::into_inner)
             .0;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    // Other tests may run counted threads at the same time (a GPU test's
+    // tuner), so these only check their own thread.
+
+    #[test]
+    fn the_wait_ends_once_the_counted_threads_have_returned() {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        spawn("tilefuse-test-background".into(), move || {
+            std::thread::sleep(Duration::from_millis(150));
+            flag.store(true, Ordering::Release);
+        })
+        .unwrap();
+        let started = Instant::now();
+        assert!(wait_for_running(Duration::from_secs(30)));
+        assert!(
+            done.load(Ordering::Acquire),
+            "the wait ended before the thread returned"
+        );
+        // Woken by the last thread's return, not by the limit.
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn the_wait_gives_up_at_its_limit() {
+        let release = Arc::new(AtomicBool::new(false));
+        let stop = release.clone();
+        spawn("tilefuse-test-background-slow".into(), move || {
+            let started = Instant::now();
+            while !stop.load(Ordering::Acquire) && started.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+        .unwrap();
+        let started = Instant::now();
+        assert!(!wait_for_running(Duration::from_millis(100)));
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(100) && waited < Duration::from_secs(10),
+            "{waited:?}"
+        );
+        release.store(true, Ordering::Release);
+        assert!(wait_for_running(Duration::from_secs(30)));
     }
 }
