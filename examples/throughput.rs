@@ -287,18 +287,15 @@ fn write_json(path: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhea
 fn dump_ptx(args: &Args, dir: &str) -> Result<()> {
     use tilefuse::fusion::{plan, FusionOptions};
     use tilefuse::kernels::ptx_gen::{generate, generate_quick, Target};
-    std::fs::create_dir_all(dir).map_err(|e| Error::InvalidProgram {
-        program: "throughput".into(),
-        reason: format!("could not create {dir}: {e}"),
-    })?;
+    // Creates `dir` too.
     std::fs::create_dir_all(format!("{dir}/quick")).map_err(|e| Error::InvalidProgram {
         program: "throughput".into(),
         reason: format!("could not create {dir}/quick: {e}"),
     })?;
+    let target = Target::for_driver(90, 13000);
     for p in suite::gpu_suite().into_iter().filter(|p| selected(args, p)) {
         let y = p.build(&p.host_inputs(1));
         for k in &plan(&y.subgraph(), &FusionOptions::gpu())?.kernels {
-            let target = Target::for_driver(90, 13000);
             let m = generate(&k.program, &target)?;
             let quick = generate_quick(&k.program, &target)?;
             let write = |path: String, text: &str| {

@@ -277,15 +277,22 @@ impl Drop for CudaDevice {
 /// resolve, a library it could not load) into [`Error::CudaUnavailable`].
 pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
-        let message = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied())
-            .unwrap_or("unknown panic");
         Err(Error::CudaUnavailable {
-            reason: format!("the CUDA driver library failed while {what}: {message}"),
+            reason: format!(
+                "the CUDA driver library failed while {what}: {}",
+                panic_message(payload.as_ref())
+            ),
         })
     })
+}
+
+/// The message a caught panic carried, or "unknown panic".
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown panic")
 }
 
 /// Loads and initialises the driver once per process and returns its

@@ -191,6 +191,17 @@ struct TunerState {
     running: bool,
 }
 
+impl TunerState {
+    /// Drops the queued programs (they keep their quick modules); returns
+    /// whether nothing is pending any more, for the caller to wake
+    /// `finish_compiles`.
+    fn drop_queued(&mut self) -> bool {
+        self.pending -= self.queue.len();
+        self.queue.clear();
+        self.pending == 0
+    }
+}
+
 /// The quick tier: JIT level and which text; `None` when off. From `TILEFUSE_JIT_QUICK`, read once.
 fn quick_tier() -> Option<QuickTier> {
     static TIER: OnceLock<Option<QuickTier>> = OnceLock::new();
@@ -357,10 +368,9 @@ impl CudaDevice {
                 Ok(())
             }
             Err(e) => {
-                // Nothing will load the queued modules: their programs keep
-                // their quick modules, and `finish_compiles` must not wait.
-                state.queue.clear();
-                state.pending = 0;
+                // Nothing will load the queued modules, and no load is
+                // running: `finish_compiles` must not wait.
+                state.drop_queued();
                 self.programs.tuned.notify_all();
                 Err(e)
             }
@@ -374,12 +384,8 @@ impl CudaDevice {
         loop {
             let (next, module) = {
                 let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
-                if super::background::exiting() {
-                    state.pending -= state.queue.len();
-                    state.queue.clear();
-                    if state.pending == 0 {
-                        self.programs.tuned.notify_all();
-                    }
+                if super::background::exiting() && state.drop_queued() {
+                    self.programs.tuned.notify_all();
                 }
                 match state.queue.pop_front() {
                     Some(job) => job,
@@ -395,14 +401,12 @@ impl CudaDevice {
                 self.load(&module.text, &module.entry, &next.program.name)
             }))
             .unwrap_or_else(|panic| {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
                 Err(Error::Driver {
                     call: "cuModuleLoadDataEx",
-                    message: format!("loading the tuned module panicked: {what}"),
+                    message: format!(
+                        "loading the tuned module panicked: {}",
+                        super::context::panic_message(panic.as_ref())
+                    ),
                 })
             });
             match loaded {

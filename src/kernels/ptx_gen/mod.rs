@@ -232,16 +232,18 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
         crate::kernels::ir::verify(p)?;
     }
     let program = reloaded.as_ref().map_or(program, |(p, _)| p);
-    let block = if tuning.one_element_per_thread && layout::elementwise_only(&program.body) {
-        layout::choose_block(program, 1024, 1)
+    // The most threads a block starts from, and the cap on its atom.
+    let (most, atom_cap) = if tuning.one_element_per_thread && layout::elementwise_only(&program.body) {
+        (1024, 1)
     } else if tuning.stage && reloaded.is_some() {
         // A kernel whose row is staged in shared memory runs wider blocks:
         // the row no longer takes registers, so more of its rows are in
         // flight.
-        layout::choose_block(program, tuning.staged_threads, u32::MAX)
+        (tuning.staged_threads, u32::MAX)
     } else {
-        layout::choose_block(program, tuning.max_threads, u32::MAX)
+        (tuning.max_threads, u32::MAX)
     };
+    let block = layout::choose_block(program, most, atom_cap);
     let grid_blocks: u64 = program.grid.iter().product();
     let entry = format!(
         "tf_{}",
