@@ -298,7 +298,8 @@ impl Emitter<'_> {
         }
         if stage_here {
             let kind = format!(
-                "cp.async.cg.shared.global 16 B, then ld.shared{}{}",
+                "cp.async.{}.shared.global 16 B, then ld.shared{}{}",
+                self.tuning.stage_level,
                 vec_suffix(ce),
                 mem_type(d)
             );
@@ -334,7 +335,8 @@ impl Emitter<'_> {
                     let s_byte = c * ce * esize;
                     if staged_from.is_none() {
                         self.ins(format!(
-                            "cp.async.cg.shared.global{} [{s_at}+{s_byte}], {}, 16",
+                            "cp.async.{}.shared.global{} [{s_at}+{s_byte}], {}, 16",
+                            self.tuning.stage_level,
                             self.tuning.stage_hints,
                             at(&addr, byte)
                         ));

@@ -286,11 +286,14 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
     } else {
         tuning.resident_threads
     };
+    let residency = match tuning.max_registers {
+        Some(n) => format!(".maxnreg {n}"),
+        None => format!(".minnctapersm {}", (resident / block.threads).max(1)),
+    };
     header.push_str(&format!(
-        ".visible .entry {entry}(\n{}\n)\n.maxntid {}, 1, 1\n.minnctapersm {}\n",
+        ".visible .entry {entry}(\n{}\n)\n.maxntid {}, 1, 1\n{residency}\n",
         params.join(",\n"),
         block.threads,
-        (resident / block.threads).max(1)
     ));
     Ok(PtxModule {
         text: e.finish(&header),
@@ -359,6 +362,12 @@ pub(crate) struct Tuning {
     /// Qualifiers of the `cp.async` copies that stage a tile
     /// (`TILEFUSE_GPU_CP`, e.g. `.L2::128B`), empty by default.
     pub stage_hints: String,
+    /// Cache level of the staging copies: `cg` (L2 only, the default) or
+    /// `ca` (L1 too), from `TILEFUSE_GPU_CP_LEVEL`.
+    pub stage_level: &'static str,
+    /// `TILEFUSE_GPU_MAXNREG=N` (16 to 255): `.maxnreg N` instead of
+    /// `.minnctapersm`, a register cap of its own.
+    pub max_registers: Option<u64>,
 }
 
 impl Default for Tuning {
@@ -376,6 +385,8 @@ impl Default for Tuning {
             load_hints: String::new(),
             store_hints: String::new(),
             stage_hints: String::new(),
+            stage_level: "cg",
+            max_registers: None,
         }
     }
 }
@@ -413,6 +424,11 @@ pub(crate) fn tuning() -> &'static Tuning {
             load_hints: hints("TILEFUSE_GPU_LD"),
             store_hints: hints("TILEFUSE_GPU_ST"),
             stage_hints: hints("TILEFUSE_GPU_CP"),
+            stage_level: match var("TILEFUSE_GPU_CP_LEVEL").as_deref() {
+                Some("ca") => "ca",
+                _ => default.stage_level,
+            },
+            max_registers: number("TILEFUSE_GPU_MAXNREG").filter(|v| (16..=255).contains(v)),
         }
     })
 }
@@ -748,5 +764,23 @@ mod tuning_tests {
             "{}",
             staged.text
         );
+    }
+    #[test]
+    fn staging_level_and_register_cap_are_tuning_settings() {
+        let program = normalize(256, false);
+        let tuned = gen(
+            &program,
+            Tuning {
+                stage_level: "ca",
+                max_registers: Some(24),
+                ..Tuning::default()
+            },
+        );
+        assert_eq!(count(&tuned.text, "cp.async.ca.shared.global"), 1, "{}", tuned.text);
+        assert_eq!(count(&tuned.text, "cp.async.cg"), 0);
+        assert!(tuned.text.contains(".maxnreg 24\n"), "{}", tuned.text);
+        assert!(!tuned.text.contains(".minnctapersm"), "{}", tuned.text);
+        let default = gen(&program, Tuning::default());
+        assert!(!default.text.contains(".maxnreg"), "{}", default.text);
     }
 }
