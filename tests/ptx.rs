@@ -503,3 +503,74 @@ impl RealizeAndKeep for tilefuse::Tensor {
         self
     }
 }
+
+/// A column sum of a `[rows, 64]` f32 tile, stored.
+fn column_sum(rows: u32) -> Program {
+    let mut b = Builder::new(format!("colsum_{rows}"), &[1]);
+    let x = b.param("x", DType::F32, u64::from(rows) * 64, Access::Read);
+    let y = b.param("y", DType::F32, 64, Access::Write);
+    let vx = b.view_contiguous(x, &[u64::from(rows), 64], &[rows, 64], Padding::Zero);
+    let vy = b.view_contiguous(y, &[1, 64], &[1, 64], Padding::Zero);
+    let a = b.load(vx, &[IndexExpr::constant(0), IndexExpr::constant(0)], false);
+    let r = b.reduce(TileReduce::Sum, a, 0);
+    b.store(vy, &[IndexExpr::constant(0), IndexExpr::constant(0)], r, false);
+    b.finish().unwrap()
+}
+
+/// The shared-memory reads of a cross-thread reduction's first round: from
+/// its comment to the first barrier after a read.
+fn exchange_reads(m: &PtxModule) -> Vec<&str> {
+    let start = m.text.find("// reduce Sum axis 0").expect("a cross-thread reduction");
+    let mut reads = Vec::new();
+    for line in m.text[start..].lines() {
+        if line.contains("ld.shared") {
+            reads.push(line);
+        } else if line.contains("bar.sync") && !reads.is_empty() {
+            break;
+        }
+    }
+    reads
+}
+
+#[test]
+fn cross_thread_reductions_guard_only_reads_that_may_not_exist() {
+    // 32 rows: every output has a group of threads, and every group reads
+    // whole runs of rows, so no read needs a guard.
+    let m = check(&column_sum(32));
+    let reads = exchange_reads(&m);
+    assert!(!reads.is_empty(), "{}", m.text);
+    assert!(reads.iter().all(|l| !l.contains('@')), "{}", m.text);
+    // 31 rows: the last run of rows is partial for groups of 2 or more
+    // threads, so its reads are guarded and the others are not.
+    let m = check(&column_sum(31));
+    let reads = exchange_reads(&m);
+    let guarded = reads.iter().filter(|l| l.contains('@')).count();
+    let group = (m.block_threads / 64).clamp(1, 16);
+    assert_eq!(guarded, usize::from(group > 1), "{}", m.text);
+    assert_eq!(reads.len() as u32, 31u32.div_ceil(group), "{}", m.text);
+}
+
+#[test]
+fn a_loop_of_one_trip_is_written_without_a_loop() {
+    let program = |trips: u32| {
+        let mut b = Builder::new(format!("row_sum_{trips}"), &[64]);
+        let x = b.param("x", DType::F32, 64 * 256 * u64::from(trips), Access::Read);
+        let y = b.param("y", DType::F32, 64, Access::Write);
+        let vx = b.view_contiguous(x, &[64, 256 * u64::from(trips)], &[1, 256], Padding::Zero);
+        let vy = b.view_contiguous(y, &[64, 1], &[1, 1], Padding::Zero);
+        let acc = b.acc(ValueType::new(DType::F32, &[1, 256]), float(0.0, DType::F32));
+        b.loop_(u64::from(trips), |b, i| {
+            let t = b.load(vx, &[IndexExpr::grid(0), IndexExpr::loop_var(i)], false);
+            b.acc_update(acc, BinaryOp::Add, t);
+        });
+        let total = b.acc_read(acc);
+        let s = b.reduce(TileReduce::Sum, total, 1);
+        b.store(vy, &[IndexExpr::grid(0), IndexExpr::constant(0)], s, false);
+        b.finish().unwrap()
+    };
+    let once = check(&program(1));
+    assert_eq!(count_instructions(&once, "bra $L"), 0, "{}", once.text);
+    assert_eq!(count_instructions(&once, "ld.global"), 1, "{}", once.text);
+    let twice = check(&program(2));
+    assert_eq!(count_instructions(&twice, "bra $L"), 1, "{}", twice.text);
+}

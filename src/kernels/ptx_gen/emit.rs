@@ -535,6 +535,14 @@ impl<'a> Emitter<'a> {
                 // assuming all of shared memory is being read, and so does
                 // the code after the loop.
                 let per_trip = unroll.unwrap_or(1);
+                if *count == 1 {
+                    // One trip: the body once, without a loop around it.
+                    self.exchange_reads = Some((0, u32::MAX));
+                    self.block_of(body)?;
+                    self.loop_regs.remove(var);
+                    self.exchange_reads = Some((0, u32::MAX));
+                    return Ok(());
+                }
                 for _ in 0..*count % per_trip {
                     self.exchange_reads = Some((0, u32::MAX));
                     self.block_of(body)?;

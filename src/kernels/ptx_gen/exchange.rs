@@ -237,22 +237,37 @@ impl Emitter<'_> {
         for it in 0..outputs.div_ceil(groups) {
             let o = self.reg(Class::B32);
             self.ins(format!("add.u32 {o}, {g}, {}", it * groups));
-            let vo = self.reg(Class::Pred);
-            self.ins(format!("setp.lt.u32 {vo}, {o}, {outputs}"));
+            // Whether this thread's output exists: always, when every group
+            // of this round has one (`g < groups`).
+            let vo = ((it + 1) * groups > outputs).then(|| {
+                let vo = self.reg(Class::Pred);
+                self.ins(format!("setp.lt.u32 {vo}, {o}, {outputs}"));
+                vo
+            });
             // The first source element of output `o`, then every `inner`-th.
             let (hi, base) = (self.reg(Class::B32), self.reg(Class::B32));
             self.div_const("u32", &hi, &o, inner as u64);
             self.rem_const("u32", &base, &o, inner as u64);
             self.ins(format!("mad.lo.u32 {base}, {hi}, {}, {base}", len * inner));
             self.ins(format!("mad.lo.u32 {base}, {lane}, {inner}, {base}"));
+            let at = self.shared_addr(&base, size, 0);
             let mut acc = self.reg(Class::of(d));
             self.ins(mov_imm(d, &acc, &id));
             for i in 0..len.div_ceil(group) {
-                let p = self.reg(Class::Pred);
-                self.ins(format!("setp.lt.u32 {p}, {lane}, {}", len - i * group));
-                self.ins(format!("and.pred {p}, {p}, {vo}"));
-                let at = self.shared_addr(&base, size, 0);
-                let x = self.ld_shared(d, &Some(p), &format!("[{at}+{}]", i * group * inner * size), Some(&id));
+                // Element `lane + i·group` exists for every lane (`lane <
+                // group`) unless this is a last, partial run.
+                let guard = if len - i * group >= group {
+                    vo.clone()
+                } else {
+                    let p = self.reg(Class::Pred);
+                    self.ins(format!("setp.lt.u32 {p}, {lane}, {}", len - i * group));
+                    if let Some(vo) = &vo {
+                        self.ins(format!("and.pred {p}, {p}, {vo}"));
+                    }
+                    Some(p)
+                };
+                let init = guard.as_ref().map(|_| id.as_str());
+                let x = self.ld_shared(d, &guard, &format!("[{at}+{}]", i * group * inner * size), init);
                 acc = self.binary(bin, d, &acc, &x)?;
             }
             let mut off = group.min(32) / 2;
@@ -264,7 +279,10 @@ impl Emitter<'_> {
             let leader = self.reg(Class::Pred);
             let w = self.reg(Class::B32);
             self.rem_const("u32", &w, &lane, 32);
-            self.ins(format!("setp.eq.and.u32 {leader}, {w}, 0, {vo}"));
+            match &vo {
+                Some(vo) => self.ins(format!("setp.eq.and.u32 {leader}, {w}, 0, {vo}")),
+                None => self.ins(format!("setp.eq.u32 {leader}, {w}, 0")),
+            }
             self.div_const("u32", &w, &lane, 32);
             self.ins(format!("mad.lo.u32 {w}, {o}, {warps}, {w}"));
             let at = self.shared_addr(&w, size, partials_at);
