@@ -117,6 +117,9 @@ struct Overhead {
     host: Duration,
     /// The same plus waiting for the device.
     end_to_end: Duration,
+    /// One bare launch of an already loaded one-block kernel
+    /// (`CompiledProgram::launch`): the driver's share of the launch phase.
+    bare_launch: Duration,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -237,11 +240,13 @@ fn print_table(device: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Over
         let us = |d: Duration| d.as_secs_f64() * 1e6;
         println!(
             "\nhost overhead, cached chain on [4096], median per call: record {:.1} µs + realize {:.1} µs; \
-             host per call (record + realize + drop) {:.1} µs; end to end (with synchronize) {:.1} µs",
+             host per call (record + realize + drop) {:.1} µs; end to end (with synchronize) {:.1} µs; \
+             a bare launch of a loaded kernel {:.1} µs",
             us(o.record),
             us(o.realize),
             us(o.host),
-            us(o.end_to_end)
+            us(o.end_to_end),
+            us(o.bare_launch)
         );
     }
 }
@@ -266,11 +271,12 @@ fn write_json(path: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhea
     }
     let extra = overhead.map_or(String::new(), |o| {
         format!(
-            "  \"host_overhead_us\": {{\"record\": {:.3}, \"realize\": {:.3}, \"host_per_call\": {:.3}, \"end_to_end\": {:.3}}},\n",
+            "  \"host_overhead_us\": {{\"record\": {:.3}, \"realize\": {:.3}, \"host_per_call\": {:.3}, \"end_to_end\": {:.3}, \"bare_launch\": {:.3}}},\n",
             o.record.as_secs_f64() * 1e6,
             o.realize.as_secs_f64() * 1e6,
             o.host.as_secs_f64() * 1e6,
-            o.end_to_end.as_secs_f64() * 1e6
+            o.end_to_end.as_secs_f64() * 1e6,
+            o.bare_launch.as_secs_f64() * 1e6
         )
     });
     let text = format!(

@@ -7,6 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use suite::{values, Pipeline};
 use tilefuse::device::cuda::CudaDevice;
+use tilefuse::graph::UnaryOp;
+use tilefuse::kernels::ir::{Access, Builder, IndexExpr};
+use tilefuse::tile::Padding;
 use tilefuse::runtime::{launch_times, time_launches, RealizeStats};
 use tilefuse::{DType, Device, Error, Result, Tensor};
 
@@ -213,5 +216,38 @@ fn host_overhead(dev: &Arc<CudaDevice>, device: Device) -> Result<Overhead> {
         realize: d(realize),
         host: d(total),
         end_to_end: d(end_to_end),
+        bare_launch: d(bare_launches(dev)?),
     })
+}
+
+/// Host times of `OVERHEAD_CALLS` launches of a loaded one-block kernel
+/// (`x[i] = -x[i]` on 1024 f32) through `CompiledProgram::launch` alone:
+/// the part of a call's launch phase that the driver takes.
+fn bare_launches(dev: &Arc<CudaDevice>) -> Result<Vec<f64>> {
+    let mut b = Builder::new("bare_launch", &[1]);
+    let x = b.param("x", DType::F32, 1024, Access::ReadWrite);
+    let v = b.view_contiguous(x, &[1024], &[1024], Padding::Zero);
+    let t = b.load(v, &[IndexExpr::constant(0)], false);
+    let t = b.unary(UnaryOp::Neg, t);
+    b.store(v, &[IndexExpr::constant(0)], t, false);
+    let compiled = dev.compile(&b.finish()?)?;
+    dev.finish_compiles();
+    let stream = dev.stream(0);
+    let buffer = dev.alloc_on(DType::F32, 1024, stream)?;
+    buffer.fill_words_on(0, stream)?;
+    for _ in 0..200 {
+        compiled.launch(&[&buffer], stream)?;
+    }
+    dev.synchronize()?;
+    let mut times = Vec::with_capacity(OVERHEAD_CALLS);
+    for i in 0..OVERHEAD_CALLS {
+        let t0 = Instant::now();
+        compiled.launch(&[&buffer], stream)?;
+        times.push(t0.elapsed().as_secs_f64());
+        if i % 64 == 63 {
+            dev.synchronize()?;
+        }
+    }
+    dev.synchronize()?;
+    Ok(times)
 }
