@@ -9,8 +9,8 @@ use suite::{values, Pipeline};
 use tilefuse::device::cuda::CudaDevice;
 use tilefuse::graph::UnaryOp;
 use tilefuse::kernels::ir::{Access, Builder, IndexExpr};
-use tilefuse::tile::Padding;
 use tilefuse::runtime::{launch_times, time_launches, RealizeStats};
+use tilefuse::tile::Padding;
 use tilefuse::{DType, Device, Error, Result, Tensor};
 
 /// Bytes of the copy that measures the bandwidth.
