@@ -549,28 +549,3 @@ fn cross_thread_reductions_guard_only_reads_that_may_not_exist() {
     assert_eq!(guarded, usize::from(group > 1), "{}", m.text);
     assert_eq!(reads.len() as u32, 31u32.div_ceil(group), "{}", m.text);
 }
-
-#[test]
-fn a_loop_of_one_trip_is_written_without_a_loop() {
-    let program = |trips: u32| {
-        let mut b = Builder::new(format!("row_sum_{trips}"), &[64]);
-        let x = b.param("x", DType::F32, 64 * 256 * u64::from(trips), Access::Read);
-        let y = b.param("y", DType::F32, 64, Access::Write);
-        let vx = b.view_contiguous(x, &[64, 256 * u64::from(trips)], &[1, 256], Padding::Zero);
-        let vy = b.view_contiguous(y, &[64, 1], &[1, 1], Padding::Zero);
-        let acc = b.acc(ValueType::new(DType::F32, &[1, 256]), float(0.0, DType::F32));
-        b.loop_(u64::from(trips), |b, i| {
-            let t = b.load(vx, &[IndexExpr::grid(0), IndexExpr::loop_var(i)], false);
-            b.acc_update(acc, BinaryOp::Add, t);
-        });
-        let total = b.acc_read(acc);
-        let s = b.reduce(TileReduce::Sum, total, 1);
-        b.store(vy, &[IndexExpr::grid(0), IndexExpr::constant(0)], s, false);
-        b.finish().unwrap()
-    };
-    let once = check(&program(1));
-    assert_eq!(count_instructions(&once, "bra $L"), 0, "{}", once.text);
-    assert_eq!(count_instructions(&once, "ld.global"), 1, "{}", once.text);
-    let twice = check(&program(2));
-    assert_eq!(count_instructions(&twice, "bra $L"), 1, "{}", twice.text);
-}

@@ -443,13 +443,18 @@ mod tuning_tests {
 
     /// Sums 5 tiles of each row in a loop (a trip count no unroll divides).
     fn row_sum() -> Program {
+        row_sum_of(5)
+    }
+
+    /// Sums `trips` tiles of each row in a loop.
+    fn row_sum_of(trips: u64) -> Program {
         let mut b = Builder::new("row_sum", &[8]);
-        let x = b.param("x", DType::F32, 8 * 5 * 256, Access::Read);
+        let x = b.param("x", DType::F32, 8 * trips * 256, Access::Read);
         let y = b.param("y", DType::F32, 8, Access::Write);
-        let vx = b.view_contiguous(x, &[8, 5 * 256], &[1, 256], Padding::Zero);
+        let vx = b.view_contiguous(x, &[8, trips * 256], &[1, 256], Padding::Zero);
         let vy = b.view_contiguous(y, &[8, 1], &[1, 1], Padding::Zero);
         let acc = b.acc(ValueType::new(DType::F32, &[1, 256]), Scalar::Float(0.0, DType::F32));
-        b.loop_(5, |b, i| {
+        b.loop_(trips, |b, i| {
             let t = b.load(vx, &[IndexExpr::grid(0), IndexExpr::loop_var(i)], false);
             b.acc_update(acc, BinaryOp::Add, t);
         });
@@ -765,6 +770,22 @@ mod tuning_tests {
             staged.text
         );
     }
+    #[test]
+    fn a_loop_of_one_trip_is_written_without_a_loop() {
+        // Unrolled by ptxas, and rolled as in the quick tier.
+        let rolled = Tuning {
+            unroll: Some(1),
+            ..Tuning::default()
+        };
+        for tuning in [Tuning::default(), rolled] {
+            let once = gen(&row_sum_of(1), tuning.clone());
+            assert_eq!(count(&once.text, "bra $L"), 0, "{}", once.text);
+            assert_eq!(count(&once.text, "ld.global"), 1, "{}", once.text);
+            let twice = gen(&row_sum_of(2), tuning);
+            assert_eq!(count(&twice.text, "bra $L"), 1, "{}", twice.text);
+        }
+    }
+
     #[test]
     fn staging_level_and_register_cap_are_tuning_settings() {
         let program = normalize(256, false);
