@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Per-block timelines of two row kernels on one GPU: how long each block
+lives, how many blocks an SM holds over time, and how long a freed slot
+stays empty before the next block starts.
+
+    python3 benches/block_timeline.py OURS.ptx [--reps N]
+
+OURS.ptx is tilefuse's rmsnorm kernel for x [16384, 4096] f32 (written by
+`cargo run --release --example throughput -- --ptx DIR`). The other kernel
+is torch.compile's for the same rmsnorm, taken from Inductor's cache after
+compiling it in this process (PyTorch and a GPU needed).
+
+Both PTX texts get the same instrumentation: a `%clock64` read at entry,
+and at exit a barrier, then thread 0 writes the block's start and end
+clocks and its SM to a buffer passed as one more parameter. Both are
+launched through the driver (ctypes) on the same buffers, timed with CUDA
+events, and the last launch's timeline is summarised per kernel.
+"""
+import argparse
+import ctypes
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+
+ROWS, COLS = 16384, 4096
+RECORD = 32  # bytes per block: start, end (clock64), SM
+
+
+def check(r, what):
+    if r != 0:
+        raise SystemExit(f"{what} failed with CUresult {r}")
+
+
+def instrument(ptx: str) -> str:
+    """The kernel of `ptx` with a timeline record written per block."""
+    head = re.search(r"\.entry\s+\w+\s*\(", ptx)
+    if not head:
+        raise SystemExit("no .entry in the PTX")
+    close = ptx.index(")", head.end())
+    params = ptx[head.end():close]
+    ptx = ptx[:close] + (",\n" if params.strip() else "") + "\t.param .u64 tf_ts_param\n" + ptx[close:]
+    body = ptx.index("{", close)
+    start = (
+        "\n\t.reg .b64 %tsd<6>;\n\t.reg .b32 %tsw<4>;\n\t.reg .pred %tsp;\n"
+        "\tmov.u64 %tsd1, %clock64;\n"
+    )
+    ptx = ptx[: body + 1] + start + ptx[body + 1 :]
+    count = 0
+
+    def end(_match):
+        nonlocal count
+        count += 1
+        label = f"$TS_END_{count}"
+        return (
+            "\tbar.sync 0;\n"
+            "\tmov.u32 %tsw1, %tid.x;\n"
+            "\tsetp.ne.u32 %tsp, %tsw1, 0;\n"
+            f"\t@%tsp bra {label};\n"
+            "\tmov.u64 %tsd2, %clock64;\n"
+            "\tmov.u32 %tsw2, %smid;\n"
+            "\tmov.u32 %tsw3, %ctaid.x;\n"
+            "\tld.param.u64 %tsd3, [tf_ts_param];\n"
+            "\tcvta.to.global.u64 %tsd3, %tsd3;\n"
+            f"\tmul.wide.u32 %tsd4, %tsw3, {RECORD};\n"
+            "\tadd.u64 %tsd5, %tsd3, %tsd4;\n"
+            "\tst.global.u64 [%tsd5], %tsd1;\n"
+            "\tst.global.u64 [%tsd5+8], %tsd2;\n"
+            "\tst.global.u32 [%tsd5+16], %tsw2;\n"
+            f"{label}:\n"
+            "\tret;"
+        )
+
+    ptx = re.sub(r"^\s*ret;", end, ptx, flags=re.M)
+    if count == 0:
+        raise SystemExit("no ret; in the PTX")
+    return ptx
+
+
+def triton_rmsnorm():
+    """torch.compile's rmsnorm kernels for the suite's shape, every
+    configuration its autotuning compiled: [(label, ptx, shared bytes)]."""
+    cache = tempfile.mkdtemp(prefix="inductor-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+    import torch
+
+    x = torch.randn(ROWS, COLS, device="cuda")
+    w = torch.randn(COLS, device="cuda")
+    f = torch.compile(lambda x, w: x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w)
+    f(x, w)
+    torch.cuda.synchronize()
+    chosen = [
+        json.load(open(b)).get("triton_cache_hash")
+        for b in glob.glob(os.path.join(cache, "**", "*.best_config"), recursive=True)
+    ]
+    kernels = []
+    for path in sorted(glob.glob(os.path.join(cache, "**", "*.ptx"), recursive=True)):
+        if "rsqrt" not in path:
+            continue
+        ptx = open(path).read()
+        meta_path = path[: -len(".ptx")] + ".json"
+        meta = json.load(open(meta_path)) if os.path.exists(meta_path) else {}
+        folder = os.path.basename(os.path.dirname(path))
+        label = f"torch.compile {folder[:6]}{' (chosen)' if folder in chosen else ''}"
+        kernels.append((label, ptx, meta.get("shared", 0)))
+    if not kernels:
+        raise SystemExit("no Triton rmsnorm PTX in " + cache)
+    return kernels
+
+
+class Driver:
+    def __init__(self):
+        self.cu = ctypes.CDLL("libcuda.so.1")
+        cu = self.cu
+        check(cu.cuInit(0), "cuInit")
+        dev = ctypes.c_int()
+        check(cu.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
+        ctx = ctypes.c_void_p()
+        check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+        check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+        cu.cuMemsetD32_v2.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t]
+        cu.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t]
+        cu.cuEventElapsedTime.argtypes = [ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_void_p]
+
+    def alloc(self, nbytes, word=0):
+        p = ctypes.c_uint64()
+        check(self.cu.cuMemAlloc_v2(ctypes.byref(p), nbytes), "cuMemAlloc")
+        check(self.cu.cuMemsetD32_v2(p.value, word, nbytes // 4), "cuMemsetD32")
+        return p.value
+
+    def function(self, ptx):
+        mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
+        check(self.cu.cuModuleLoadData(ctypes.byref(mod), ptx.encode() + b"\0"), "cuModuleLoadData")
+        name = re.search(r"\.entry\s+(\w+)", ptx).group(1)
+        check(self.cu.cuModuleGetFunction(ctypes.byref(fn), mod, name.encode()), "cuModuleGetFunction")
+        return fn
+
+    def launch(self, fn, args, shared):
+        holders = [ctypes.c_uint64(a) if kind == "u64" else ctypes.c_uint32(a) for kind, a in args]
+        ptrs = (ctypes.c_void_p * len(holders))(*[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders])
+        check(self.cu.cuLaunchKernel(fn, ROWS, 1, 1, 512, 1, 1, shared, None, ptrs, None), "cuLaunchKernel")
+
+    def timed(self, fn, args, shared, launches=1):
+        """µs per launch of `launches` queued back to back between two events."""
+        start, end = ctypes.c_void_p(), ctypes.c_void_p()
+        check(self.cu.cuEventCreate(ctypes.byref(start), 0), "cuEventCreate")
+        check(self.cu.cuEventCreate(ctypes.byref(end), 0), "cuEventCreate")
+        check(self.cu.cuEventRecord(start, None), "cuEventRecord")
+        for _ in range(launches):
+            self.launch(fn, args, shared)
+        check(self.cu.cuEventRecord(end, None), "cuEventRecord")
+        check(self.cu.cuEventSynchronize(end), "cuEventSynchronize")
+        ms = ctypes.c_float()
+        check(self.cu.cuEventElapsedTime(ctypes.byref(ms), start, end), "cuEventElapsedTime")
+        return ms.value * 1e3 / launches
+
+
+def summarise(name, raw, us):
+    blocks = []
+    for b in range(ROWS):
+        s, e, sm = (int.from_bytes(raw[b * RECORD + o : b * RECORD + o + n], "little") for o, n in ((0, 8), (8, 8), (16, 4)))
+        blocks.append((sm, s, e))
+    per_sm = {}
+    for sm, s, e in blocks:
+        per_sm.setdefault(sm, []).append((s, e))
+    durations, refills, concurrency, spans = [], [], [], []
+    for sm, bs in per_sm.items():
+        first = min(s for s, _ in bs)
+        last = max(e for _, e in bs)
+        spans.append(last - first)
+        concurrency.append(sum(e - s for s, e in bs) / (last - first))
+        durations.extend(e - s for s, e in bs)
+        starts = sorted(s for s, _ in bs)
+        ends = sorted(e for _, e in bs)
+        # Each block after an SM's first wave takes the slot of the k-th
+        # block to end: the refill delay is its start minus that end.
+        wave = sum(1 for s in starts if s <= ends[0])
+        for k, s in enumerate(starts[wave:]):
+            refills.append(s - ends[k])
+    q = lambda v, f: sorted(v)[int(f * (len(v) - 1))]
+    print(
+        f"{name}: {us:.1f} µs; {len(per_sm)} SMs, {len(blocks) / len(per_sm):.1f} blocks each; "
+        f"block life median {statistics.median(durations):.0f} cycles (p10 {q(durations, 0.1)}, p90 {q(durations, 0.9)}); "
+        f"blocks alive per SM on average {statistics.mean(concurrency):.3f}; "
+        f"slot refill median {statistics.median(refills):.0f} cycles (p10 {q(refills, 0.1)}, p90 {q(refills, 0.9)}, "
+        f"mean {statistics.mean(refills):.0f}); SM span median {statistics.median(spans):.0f} cycles"
+    )
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("ours", help="tilefuse's rmsnorm PTX")
+    ap.add_argument("--reps", type=int, default=20)
+    args = ap.parse_args()
+    tritons = triton_rmsnorm()
+    drv = Driver()
+    x = drv.alloc(ROWS * COLS * 4, 0x3F800000)
+    w = drv.alloc(COLS * 4, 0x3F800000)
+    out = drv.alloc(ROWS * COLS * 4)
+    ts = drv.alloc(ROWS * RECORD)
+    ours = open(args.ours).read()
+    # name -> (ptx, arguments without the timeline buffer, shared bytes)
+    specs = {"tilefuse": (ours, [("u64", x), ("u64", w), ("u64", out)], 0)}
+    for label, ptx, shared in tritons:
+        params = re.search(r"\.entry\s+\w+\s*\((.*?)\)", ptx, re.S).group(1)
+        kinds = ["u32" if ".u32" in p or ".s32" in p else "u64" for p in params.split(",")]
+        values = [x, w, out, ROWS, COLS] + [0] * (len(kinds) - 5)
+        specs[label] = (ptx, list(zip(kinds, values)), shared)
+    plain = {k: (drv.function(p), a, sh) for k, (p, a, sh) in specs.items()}
+    traced = {k: (drv.function(instrument(p)), a + [("u64", ts)], sh) for k, (p, a, sh) in specs.items()}
+    alone = {k: [] for k in specs}
+    batched = {k: [] for k in specs}
+    for _ in range(args.reps):
+        for k in specs:
+            alone[k].append(drv.timed(*plain[k]))
+            batched[k].append(drv.timed(*plain[k], launches=20))
+    for k in specs:
+        print(
+            f"{k}: {statistics.median(alone[k]):.1f} µs alone, "
+            f"{statistics.median(batched[k]):.1f} µs each of 20 back to back"
+        )
+    for k, (fn, a, shared) in traced.items():
+        us = drv.timed(fn, a, shared)
+        raw = (ctypes.c_char * (ROWS * RECORD))()
+        check(drv.cu.cuMemcpyDtoH_v2(raw, ts, ROWS * RECORD), "cuMemcpyDtoH")
+        summarise(k + " (instrumented)", bytes(raw), us)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
