@@ -3,12 +3,15 @@
 lives, how many blocks an SM holds over time, and how long a freed slot
 stays empty before the next block starts.
 
-    python3 benches/block_timeline.py OURS.ptx [--reps N]
+    python3 benches/block_timeline.py OURS.ptx [MORE.ptx ...] [--reps N] [--pad-shared BYTES]
 
 OURS.ptx is tilefuse's rmsnorm kernel for x [16384, 4096] f32 (written by
-`cargo run --release --example throughput -- --ptx DIR`). The other kernel
-is torch.compile's for the same rmsnorm, taken from Inductor's cache after
-compiling it in this process (PyTorch and a GPU needed).
+`cargo run --release --example throughput -- --ptx DIR`, with tuning
+variables for variants), 512 threads a block. The others are
+torch.compile's for the same rmsnorm, every configuration its autotuning
+compiled, taken from Inductor's cache after compiling it in this process
+(PyTorch and a GPU needed). `--pad-shared BYTES` adds, for each of those, a
+copy that also holds BYTES of static shared memory (one word written).
 
 Both PTX texts get the same instrumentation: a `%clock64` read at entry,
 and at exit a barrier, then thread 0 writes the block's start and end
@@ -78,6 +81,16 @@ def instrument(ptx: str) -> str:
     if count == 0:
         raise SystemExit("no ret; in the PTX")
     return ptx
+
+
+def pad_shared(ptx: str, nbytes: int) -> str:
+    """`ptx` with `nbytes` more static shared memory, kept by one store."""
+    body = ptx.index("{", re.search(r"\.entry\s+\w+\s*\(", ptx).end())
+    pad = (
+        f"\n\t.shared .align 16 .b8 tf_pad[{nbytes}];\n\t.reg .b32 %padw;\n"
+        "\tmov.u32 %padw, tf_pad;\n\tst.shared.u32 [%padw], 0;\n"
+    )
+    return ptx[: body + 1] + pad + ptx[body + 1 :]
 
 
 def triton_rmsnorm():
@@ -193,8 +206,9 @@ def summarise(name, raw, us):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("ours", help="tilefuse's rmsnorm PTX")
+    ap.add_argument("ours", nargs="+", help="tilefuse's rmsnorm PTX, one or more variants")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--pad-shared", type=int, default=0, metavar="BYTES")
     args = ap.parse_args()
     tritons = triton_rmsnorm()
     drv = Driver()
@@ -202,9 +216,12 @@ def main():
     w = drv.alloc(COLS * 4, 0x3F800000)
     out = drv.alloc(ROWS * COLS * 4)
     ts = drv.alloc(ROWS * RECORD)
-    ours = open(args.ours).read()
     # name -> (ptx, arguments without the timeline buffer, shared bytes)
-    specs = {"tilefuse": (ours, [("u64", x), ("u64", w), ("u64", out)], 0)}
+    specs = {}
+    for path in args.ours:
+        specs[f"tilefuse {path}"] = (open(path).read(), [("u64", x), ("u64", w), ("u64", out)], 0)
+    if args.pad_shared:
+        tritons += [(label + f" +{args.pad_shared} B shared", pad_shared(ptx, args.pad_shared), shared) for label, ptx, shared in tritons]
     for label, ptx, shared in tritons:
         params = re.search(r"\.entry\s+\w+\s*\((.*?)\)", ptx, re.S).group(1)
         kinds = ["u32" if ".u32" in p or ".s32" in p else "u64" for p in params.split(",")]
