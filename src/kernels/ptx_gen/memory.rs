@@ -297,12 +297,11 @@ impl Emitter<'_> {
             }
         }
         if stage_here {
-            let kind = format!(
-                "cp.async.{}.shared.global 16 B, then ld.shared{}{}",
-                self.tuning.stage_level,
-                vec_suffix(ce),
-                mem_type(d)
-            );
+            let copy = match self.tuning.stage_level {
+                "regs" => "ld.global.nc and st.shared".to_string(),
+                level => format!("cp.async.{level}.shared.global"),
+            };
+            let kind = format!("{copy} 16 B, then ld.shared{}{}", vec_suffix(ce), mem_type(d));
             self.note_mapping("load (staged)", view, &kind);
         } else if staged_from.is_none() {
             self.note_mapping("load", view, &format!("{op}{}{}", vec_suffix(ce), mem_type(d)));
@@ -333,7 +332,25 @@ impl Emitter<'_> {
                 for c in 0..l.atom / ce {
                     let byte = shift + (c * ce) as i64 * stride * esize as i64;
                     let s_byte = c * ce * esize;
-                    if staged_from.is_none() {
+                    if staged_from.is_none() && self.tuning.stage_level == "regs" {
+                        // Through registers: a plain load, then a store to
+                        // shared memory (a tuning variant of `cp.async`).
+                        let tmp: Vec<String> = (0..ce).map(|_| self.reg(Class::of(d))).collect();
+                        self.ins(format!(
+                            "ld.global.nc{}{}{} {}, {}",
+                            self.tuning.load_hints,
+                            vec_suffix(ce),
+                            mem_type(d),
+                            reg_list(&tmp),
+                            at(&addr, byte)
+                        ));
+                        self.ins(format!(
+                            "st.shared{}{} [{s_at}+{s_byte}], {}",
+                            vec_suffix(ce),
+                            mem_type(d),
+                            reg_list(&tmp)
+                        ));
+                    } else if staged_from.is_none() {
                         self.ins(format!(
                             "cp.async.{}.shared.global{} [{s_at}+{s_byte}], {}, 16",
                             self.tuning.stage_level,
@@ -344,7 +361,7 @@ impl Emitter<'_> {
                     slots.push(format!("[{s_at}+{s_byte}]"));
                 }
             }
-            if staged_from.is_none() {
+            if staged_from.is_none() && self.tuning.stage_level != "regs" {
                 self.need_version((7, 0));
                 self.ins("cp.async.commit_group");
                 self.ins("cp.async.wait_group 0");

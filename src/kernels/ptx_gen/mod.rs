@@ -363,7 +363,8 @@ pub(crate) struct Tuning {
     /// (`TILEFUSE_GPU_CP`, e.g. `.L2::128B`), empty by default.
     pub stage_hints: String,
     /// Cache level of the staging copies: `cg` (L2 only, the default) or
-    /// `ca` (L1 too), from `TILEFUSE_GPU_CP_LEVEL`.
+    /// `ca` (L1 too), from `TILEFUSE_GPU_CP_LEVEL`; `regs` stages through
+    /// registers instead (`ld.global.nc`, then `st.shared`).
     pub stage_level: &'static str,
     /// `TILEFUSE_GPU_MAXNREG=N` (16 to 255): `.maxnreg N` instead of
     /// `.minnctapersm`, a register cap of its own.
@@ -426,6 +427,7 @@ pub(crate) fn tuning() -> &'static Tuning {
             stage_hints: hints("TILEFUSE_GPU_CP"),
             stage_level: match var("TILEFUSE_GPU_CP_LEVEL").as_deref() {
                 Some("ca") => "ca",
+                Some("regs") => "regs",
                 _ => default.stage_level,
             },
             max_registers: number("TILEFUSE_GPU_MAXNREG").filter(|v| (16..=255).contains(v)),
