@@ -805,5 +805,23 @@ mod tuning_tests {
         assert!(!tuned.text.contains(".minnctapersm"), "{}", tuned.text);
         let default = gen(&program, Tuning::default());
         assert!(!default.text.contains(".maxnreg"), "{}", default.text);
+        // Through registers: one load and one shared store per slot, no
+        // asynchronous copy, and the same reads from shared memory.
+        let via = gen(
+            &program,
+            Tuning {
+                stage_level: "regs",
+                ..Tuning::default()
+            },
+        );
+        assert_eq!(count(&via.text, "cp.async"), 0, "{}", via.text);
+        assert_eq!(count(&via.text, "ld.global.nc.v4.f32"), 1, "{}", via.text);
+        assert_eq!(count(&via.text, "st.shared.v4.f32"), 1, "{}", via.text);
+        assert_eq!(
+            count(&via.text, "ld.shared.v4.f32"),
+            count(&default.text, "ld.shared.v4.f32"),
+            "{}",
+            via.text
+        );
     }
 }
