@@ -29,13 +29,10 @@ import statistics
 import sys
 import tempfile
 
+from cuda_driver import check, open_device0
+
 ROWS, COLS = 16384, 4096
 RECORD = 32  # bytes per block: start, end (clock64), SM
-
-
-def check(r, what):
-    if r != 0:
-        raise SystemExit(f"{what} failed with CUresult {r}")
 
 
 def instrument(ptx: str) -> str:
@@ -126,14 +123,7 @@ def triton_rmsnorm():
 
 class Driver:
     def __init__(self):
-        self.cu = ctypes.CDLL("libcuda.so.1")
-        cu = self.cu
-        check(cu.cuInit(0), "cuInit")
-        dev = ctypes.c_int()
-        check(cu.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
-        ctx = ctypes.c_void_p()
-        check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
-        check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        self.cu = cu = open_device0()
         cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
         cu.cuMemsetD32_v2.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t]
         cu.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t]

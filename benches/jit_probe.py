@@ -23,24 +23,15 @@ import sys
 import tempfile
 import time
 
+from cuda_driver import check, open_device0
+
 os.environ["CUDA_CACHE_DISABLE"] = "1"
 
 CU_JIT_OPTIMIZATION_LEVEL = 7
 
 
-def check(r, what):
-    if r != 0:
-        raise SystemExit(f"{what} failed with CUresult {r}")
-
-
 def main():
-    cu = ctypes.CDLL("libcuda.so.1")
-    check(cu.cuInit(0), "cuInit")
-    dev = ctypes.c_int()
-    check(cu.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
-    ctx = ctypes.c_void_p()
-    check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
-    check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    cu = open_device0()
 
     def load(image, level):
         mod = ctypes.c_void_p()
