@@ -7,7 +7,9 @@
 //! group of `P` threads (a power of two, at most `T / M`): each thread
 //! combines every `P`-th element, the group's warp lanes combine by
 //! `shfl.sync.bfly`, and groups wider than a warp leave one partial per warp
-//! in shared memory, combined by the readers.
+//! in shared memory, combined by the readers. A read is guarded only where
+//! its element may not exist: in the last, partial run of `P` elements, or
+//! when a round has more groups than outputs left.
 //!
 //! Two cases skip the published tile:
 //! - A reduction of the last axis whose block-wide runs of atoms lie inside
