@@ -279,7 +279,13 @@ impl Emitter<'_> {
         // copied to shared memory by `cp.async`, each thread copying the
         // slots it later reads itself (so no barrier), and it and its
         // reload read the copy.
-        let staged_from = self.reloads.get(&dst).copied().filter(|o| self.staged.contains_key(o));
+        // With `stage_reload_global` a reload reads global memory again
+        // instead of the staged copy (a tuning variant).
+        let staged_from = self
+            .reloads
+            .get(&dst)
+            .copied()
+            .filter(|o| self.staged.contains_key(o) && !self.tuning.stage_reload_global);
         let stage_here = self.tuning.stage
             && staged_from.is_none()
             && param.access == Access::Read
@@ -289,7 +295,7 @@ impl Emitter<'_> {
             && self.reloads.values().any(|o| *o == dst)
             && self.staged_bytes + l.slots() as u32 * self.block.threads * esize <= STAGE_LIMIT;
         if let Some(orig) = self.reloads.get(&dst).copied() {
-            if self.tuning.stage && !self.tuning.reload && staged_from.is_none() {
+            if self.tuning.stage && !self.tuning.reload && !self.tuning.stage_reload_global && staged_from.is_none() {
                 // A reload of a tile kept in registers: the same registers.
                 let regs = self.val(orig)?;
                 self.vals.insert(dst, regs);

@@ -366,6 +366,9 @@ pub(crate) struct Tuning {
     /// `ca` (L1 too), from `TILEFUSE_GPU_CP_LEVEL`; `regs` stages through
     /// registers instead (`ld.global.nc`, then `st.shared`).
     pub stage_level: &'static str,
+    /// `TILEFUSE_GPU_STAGE_RELOAD=global`: the reload of a staged tile after
+    /// a reduction reads global memory again instead of the staged copy.
+    pub stage_reload_global: bool,
     /// `TILEFUSE_GPU_MAXNREG=N` (16 to 255): `.maxnreg N` instead of
     /// `.minnctapersm`, a register cap of its own.
     pub max_registers: Option<u64>,
@@ -388,6 +391,7 @@ impl Default for Tuning {
             stage_hints: String::new(),
             stage_level: "cg",
             max_registers: None,
+            stage_reload_global: false,
         }
     }
 }
@@ -431,6 +435,7 @@ pub(crate) fn tuning() -> &'static Tuning {
                 _ => default.stage_level,
             },
             max_registers: number("TILEFUSE_GPU_MAXNREG").filter(|v| (16..=255).contains(v)),
+            stage_reload_global: var("TILEFUSE_GPU_STAGE_RELOAD").is_some_and(|v| v == "global"),
         }
     })
 }
