@@ -828,5 +828,23 @@ mod tuning_tests {
             "{}",
             via.text
         );
+        // The reload after the reduction from global memory: still staged
+        // for the first read, then one global load instead of the second
+        // shared read.
+        let again = gen(
+            &program,
+            Tuning {
+                stage_reload_global: true,
+                ..Tuning::default()
+            },
+        );
+        assert_eq!(count(&again.text, "cp.async.cg.shared.global"), 1, "{}", again.text);
+        assert_eq!(count(&again.text, "ld.global"), 1, "{}", again.text);
+        assert_eq!(
+            count(&again.text, "ld.shared.v4.f32") + 1,
+            count(&default.text, "ld.shared.v4.f32"),
+            "{}",
+            again.text
+        );
     }
 }
