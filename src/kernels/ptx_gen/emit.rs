@@ -535,20 +535,19 @@ impl<'a> Emitter<'a> {
                 // assuming all of shared memory is being read, and so does
                 // the code after the loop.
                 let per_trip = unroll.unwrap_or(1);
-                if *count == 1 {
-                    // One trip: the body once, without a loop around it.
+                // One trip is written once, without a loop around it.
+                let (before, looped) = match *count {
+                    1 => (1, false),
+                    n => (n % per_trip, n >= per_trip),
+                };
+                for _ in 0..before {
                     self.exchange_reads = Some((0, u32::MAX));
                     self.block_of(body)?;
-                    self.loop_regs.remove(var);
-                    self.exchange_reads = Some((0, u32::MAX));
-                    return Ok(());
+                    if looped {
+                        self.ins(format!("add.u64 {counter}, {counter}, 1"));
+                    }
                 }
-                for _ in 0..*count % per_trip {
-                    self.exchange_reads = Some((0, u32::MAX));
-                    self.block_of(body)?;
-                    self.ins(format!("add.u64 {counter}, {counter}, 1"));
-                }
-                if *count >= per_trip {
+                if looped {
                     let top = self.label();
                     self.place_label(&top);
                     if unroll.is_some() {

@@ -303,9 +303,9 @@ impl Emitter<'_> {
             }
         }
         if stage_here {
-            let copy = match self.tuning.stage_level {
-                "regs" => "ld.global.nc and st.shared".to_string(),
-                level => format!("cp.async.{level}.shared.global"),
+            let copy = match self.tuning.stage_copy.async_level() {
+                Some(level) => format!("cp.async.{level}.shared.global"),
+                None => "ld.global.nc and st.shared".to_string(),
             };
             let kind = format!("{copy} 16 B, then ld.shared{}{}", vec_suffix(ce), mem_type(d));
             self.note_mapping("load (staged)", view, &kind);
@@ -338,36 +338,38 @@ impl Emitter<'_> {
                 for c in 0..l.atom / ce {
                     let byte = shift + (c * ce) as i64 * stride * esize as i64;
                     let s_byte = c * ce * esize;
-                    if staged_from.is_none() && self.tuning.stage_level == "regs" {
-                        // Through registers: a plain load, then a store to
-                        // shared memory (a tuning variant of `cp.async`).
-                        let tmp: Vec<String> = (0..ce).map(|_| self.reg(Class::of(d))).collect();
-                        self.ins(format!(
-                            "ld.global.nc{}{}{} {}, {}",
-                            self.tuning.load_hints,
-                            vec_suffix(ce),
-                            mem_type(d),
-                            reg_list(&tmp),
-                            at(&addr, byte)
-                        ));
-                        self.ins(format!(
-                            "st.shared{}{} [{s_at}+{s_byte}], {}",
-                            vec_suffix(ce),
-                            mem_type(d),
-                            reg_list(&tmp)
-                        ));
-                    } else if staged_from.is_none() {
-                        self.ins(format!(
-                            "cp.async.{}.shared.global{} [{s_at}+{s_byte}], {}, 16",
-                            self.tuning.stage_level,
+                    match (staged_from, self.tuning.stage_copy.async_level()) {
+                        // Staged by the original load.
+                        (Some(_), _) => {}
+                        (None, Some(level)) => self.ins(format!(
+                            "cp.async.{level}.shared.global{} [{s_at}+{s_byte}], {}, 16",
                             self.tuning.stage_hints,
                             at(&addr, byte)
-                        ));
+                        )),
+                        (None, None) => {
+                            // Through registers: a plain load, then a store
+                            // to shared memory (a tuning variant of `cp.async`).
+                            let tmp: Vec<String> = (0..ce).map(|_| self.reg(Class::of(d))).collect();
+                            self.ins(format!(
+                                "ld.global.nc{}{}{} {}, {}",
+                                self.tuning.load_hints,
+                                vec_suffix(ce),
+                                mem_type(d),
+                                reg_list(&tmp),
+                                at(&addr, byte)
+                            ));
+                            self.ins(format!(
+                                "st.shared{}{} [{s_at}+{s_byte}], {}",
+                                vec_suffix(ce),
+                                mem_type(d),
+                                reg_list(&tmp)
+                            ));
+                        }
                     }
                     slots.push(format!("[{s_at}+{s_byte}]"));
                 }
             }
-            if staged_from.is_none() && self.tuning.stage_level != "regs" {
+            if staged_from.is_none() && self.tuning.stage_copy.async_level().is_some() {
                 self.need_version((7, 0));
                 self.ins("cp.async.commit_group");
                 self.ins("cp.async.wait_group 0");

@@ -362,16 +362,37 @@ pub(crate) struct Tuning {
     /// Qualifiers of the `cp.async` copies that stage a tile
     /// (`TILEFUSE_GPU_CP`, e.g. `.L2::128B`), empty by default.
     pub stage_hints: String,
-    /// Cache level of the staging copies: `cg` (L2 only, the default) or
-    /// `ca` (L1 too), from `TILEFUSE_GPU_CP_LEVEL`; `regs` stages through
-    /// registers instead (`ld.global.nc`, then `st.shared`).
-    pub stage_level: &'static str,
+    /// How a staged tile is copied to shared memory, from
+    /// `TILEFUSE_GPU_CP_LEVEL` (`cg`, the default; `ca`; `regs`).
+    pub stage_copy: StageCopy,
     /// `TILEFUSE_GPU_STAGE_RELOAD=global`: the reload of a staged tile after
     /// a reduction reads global memory again instead of the staged copy.
     pub stage_reload_global: bool,
     /// `TILEFUSE_GPU_MAXNREG=N` (16 to 255): `.maxnreg N` instead of
     /// `.minnctapersm`, a register cap of its own.
     pub max_registers: Option<u64>,
+}
+
+/// How a staged tile gets to shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StageCopy {
+    /// `cp.async.cg`: through L2 only (the default).
+    AsyncL2,
+    /// `cp.async.ca`: through L1 too.
+    AsyncL1,
+    /// `ld.global.nc` into registers, then `st.shared`.
+    Registers,
+}
+
+impl StageCopy {
+    /// The `cp.async` cache level, or `None` when the copy goes through registers.
+    pub(crate) fn async_level(self) -> Option<&'static str> {
+        match self {
+            StageCopy::AsyncL2 => Some("cg"),
+            StageCopy::AsyncL1 => Some("ca"),
+            StageCopy::Registers => None,
+        }
+    }
 }
 
 impl Default for Tuning {
@@ -389,7 +410,7 @@ impl Default for Tuning {
             load_hints: String::new(),
             store_hints: String::new(),
             stage_hints: String::new(),
-            stage_level: "cg",
+            stage_copy: StageCopy::AsyncL2,
             max_registers: None,
             stage_reload_global: false,
         }
@@ -429,10 +450,10 @@ pub(crate) fn tuning() -> &'static Tuning {
             load_hints: hints("TILEFUSE_GPU_LD"),
             store_hints: hints("TILEFUSE_GPU_ST"),
             stage_hints: hints("TILEFUSE_GPU_CP"),
-            stage_level: match var("TILEFUSE_GPU_CP_LEVEL").as_deref() {
-                Some("ca") => "ca",
-                Some("regs") => "regs",
-                _ => default.stage_level,
+            stage_copy: match var("TILEFUSE_GPU_CP_LEVEL").as_deref() {
+                Some("ca") => StageCopy::AsyncL1,
+                Some("regs") => StageCopy::Registers,
+                _ => default.stage_copy,
             },
             max_registers: number("TILEFUSE_GPU_MAXNREG").filter(|v| (16..=255).contains(v)),
             stage_reload_global: var("TILEFUSE_GPU_STAGE_RELOAD").is_some_and(|v| v == "global"),
@@ -799,7 +820,7 @@ mod tuning_tests {
         let tuned = gen(
             &program,
             Tuning {
-                stage_level: "ca",
+                stage_copy: StageCopy::AsyncL1,
                 max_registers: Some(24),
                 ..Tuning::default()
             },
@@ -815,7 +836,7 @@ mod tuning_tests {
         let via = gen(
             &program,
             Tuning {
-                stage_level: "regs",
+                stage_copy: StageCopy::Registers,
                 ..Tuning::default()
             },
         );
