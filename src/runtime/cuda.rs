@@ -230,11 +230,8 @@ fn prepared(device: &Arc<CudaDevice>, plan: &Arc<Plan>, inputs: usize) -> Result
             return Ok(p.clone());
         }
     }
-    let compiled = plan
-        .kernels
-        .iter()
-        .map(|k| device.compile(&k.program))
-        .collect::<Result<Vec<_>>>()?;
+    let programs: Vec<&crate::kernels::ir::Program> = plan.kernels.iter().map(|k| &*k.program).collect();
+    let compiled = device.compile_all(&programs)?;
     let schedule = Scheduler::new(STREAM_COUNT).plan(&scheduled_launches(plan, inputs))?;
     let mut first_stream: Vec<Option<usize>> = vec![None; plan.buffers.len()];
     for (kernel, step) in plan.kernels.iter().zip(&schedule.launches) {

@@ -5,7 +5,7 @@
 use super::common::{compare_with, tolerance};
 use super::{compare, data_f32, gpu, host_of, reference_of, GPU};
 use tilefuse::device::cuda::CudaDevice;
-use tilefuse::runtime::{launch_times, time_launches, upload_count};
+use tilefuse::runtime::{last_realize_stats, launch_times, time_launches, upload_count};
 use tilefuse::{DType, Device, Error, Tensor};
 
 #[test]
@@ -318,4 +318,45 @@ fn a_process_exits_cleanly_while_tuned_modules_load() {
         raced > 0,
         "no child exited while its tuned module loaded; the last said:\n{last}"
     );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_plan_of_several_new_kernels_compiles_them_at_once_and_matches_the_reference() {
+    let _g = gpu();
+    let device = CudaDevice::open(0).unwrap();
+    // A shape no other test uses, so every kernel of the plan is new.
+    let (rows, cols) = (333, 517);
+    let x = Tensor::from_vec(data_f32(rows * cols, 21), &[rows, cols]).to(GPU);
+    let outputs = [
+        x.sum(&[0], false),
+        x.sum(&[1], false),
+        x.max_all(),
+        (&x * 0.5f32).exp().sum(&[1], true),
+    ];
+    let wants: Vec<_> = outputs.iter().map(reference_of).collect();
+    let loads = device.module_stats().loads;
+    Tensor::realize_all(&outputs.iter().collect::<Vec<_>>()).unwrap();
+    let stats = last_realize_stats().unwrap();
+    assert!(stats.kernels_launched >= 2, "{stats:?}");
+    assert!(
+        device.module_stats().loads - loads >= stats.kernels_launched as u64,
+        "every kernel of the plan was new"
+    );
+    for (out, want) in outputs.iter().zip(&wants) {
+        compare_with(&host_of(out), want, tolerance(want.dtype()), 64.0).unwrap();
+    }
+    // The tuned modules, compiled by several tuner threads, give the same bits.
+    device.finish_compiles();
+    let again: Vec<Tensor> = [
+        x.sum(&[0], false),
+        x.sum(&[1], false),
+        x.max_all(),
+        (&x * 0.5f32).exp().sum(&[1], true),
+    ]
+    .into();
+    Tensor::realize_all(&again.iter().collect::<Vec<_>>()).unwrap();
+    for (a, b) in again.iter().zip(&outputs) {
+        assert_eq!(host_of(a).bytes(), host_of(b).bytes());
+    }
 }

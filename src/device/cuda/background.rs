@@ -1,8 +1,8 @@
 //! Threads that call the driver in the background (the JIT warm-up and the
 //! tuner that loads tuned modules), and process exit.
 //!
-//! At exit the CUDA driver tears itself down; a thread still inside
-//! `cuModuleLoadDataEx` at that moment can crash the process after `main`
+//! At exit the CUDA driver tears itself down; a thread still inside the
+//! driver's JIT at that moment can crash the process after `main`
 //! has returned. So every background thread is started through [`spawn`]
 //! and counted, and the first one registers an exit handler that tells the
 //! tuners to take no more work ([`exiting`]) and waits, up to

@@ -41,8 +41,9 @@ struct Loaded {
 /// (see [`generate_quick`](crate::kernels::ptx_gen::generate_quick)), and
 /// the JIT at a low optimization level, which gives the first call its
 /// result sooner from a slower kernel. The *tuned* module (default
-/// generation, the JIT's highest level) is loaded on a background thread
-/// and replaces the quick one for every launch once it is ready;
+/// generation, the JIT's highest level) is loaded by background tuner
+/// threads (up to four, compiling while launches go on) and replaces the
+/// quick one for every launch once it is ready;
 /// [`CudaDevice::finish_compiles`] waits for that. A program whose quick
 /// module would be its tuned text has no quick tier: the JIT's level alone
 /// saves little on straight-line code, so it is loaded tuned at once. Both
@@ -187,8 +188,8 @@ struct TunerState {
     queue: VecDeque<(Arc<CompiledProgram>, PtxModule)>,
     /// Queued programs plus the one being loaded.
     pending: usize,
-    /// Whether a tuner thread is running.
-    running: bool,
+    /// Tuner threads running.
+    running: usize,
 }
 
 impl TunerState {
@@ -200,6 +201,17 @@ impl TunerState {
         self.queue.clear();
         self.pending == 0
     }
+}
+
+/// The most tuner threads of one device: tuned modules compile in the
+/// background, beside the quick modules of new programs in the foreground,
+/// so they take at most half the machine's cores.
+const MAX_TUNERS: usize = 4;
+
+/// [`MAX_TUNERS`], or half the machine's parallelism when that is less (at least one).
+fn max_tuners() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores / 2).clamp(1, MAX_TUNERS)
 }
 
 /// The quick tier: JIT level and which text; `None` when off. From `TILEFUSE_JIT_QUICK`, read once.
@@ -320,6 +332,52 @@ impl CudaDevice {
         Ok(compiled)
     }
 
+    /// Every program of `programs` compiled for this device, in order, as
+    /// [`compile`](Self::compile) would give them one by one. Those not
+    /// compiled yet are compiled on up to one thread each (at most the
+    /// machine's parallelism): the driver's linker compiles on several
+    /// threads at once, so a plan of several new kernels waits about as
+    /// long as for its slowest one. The first error, in program order, is
+    /// returned.
+    pub fn compile_all(&self, programs: &[&Program]) -> Result<Vec<Arc<CompiledProgram>>> {
+        let missing = programs.iter().filter(|p| !self.is_compiled(p)).count();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(missing);
+        if threads < 2 {
+            return programs.iter().map(|p| self.compile(p)).collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut results: Vec<Option<Result<Arc<CompiledProgram>>>> = (0..programs.len()).map(|_| None).collect();
+        let done = Mutex::new(&mut results);
+        let work = || loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(program) = programs.get(i) else { return };
+            let compiled = self.compile(program);
+            done.lock().unwrap_or_else(PoisonError::into_inner)[i] = Some(compiled);
+        };
+        std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+            work();
+            for helper in helpers {
+                if let Err(panic) = helper.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        });
+        results
+            .into_iter()
+            .map(|r| r.expect("every index below the count was taken by one worker"))
+            .collect()
+    }
+
+    /// Whether `program` is compiled on this device already (false while
+    /// another thread compiles it).
+    fn is_compiled(&self, program: &Program) -> bool {
+        let table = self.programs.programs.lock().unwrap_or_else(PoisonError::into_inner);
+        table
+            .get(program)
+            .is_some_and(|slot| slot.try_lock().is_ok_and(|compiled| compiled.is_some()))
+    }
+
     /// Waits until every program compiled so far on this device launches its
     /// tuned module (see [`CompiledProgram`]). A tuned module the JIT fails
     /// to load leaves its program on the quick tier and does not fail this
@@ -344,13 +402,15 @@ impl CudaDevice {
             .pending
     }
 
-    /// Queues `compiled` for its tuned `module`, starting the tuner thread if
-    /// none is running.
+    /// Queues `compiled` for its tuned `module`, starting another tuner
+    /// thread when the queue holds more jobs than threads run (up to
+    /// [`MAX_TUNERS`]): the driver's linker compiles on several threads at
+    /// once.
     fn queue_tuning(&self, compiled: Arc<CompiledProgram>, module: PtxModule) -> Result<()> {
         let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
         state.queue.push_back((compiled, module));
         state.pending += 1;
-        if state.running {
+        if state.running >= max_tuners() || state.running >= state.queue.len() {
             return Ok(());
         }
         let spawned = CudaDevice::open(self.ordinal()).and_then(|device| {
@@ -364,9 +424,11 @@ impl CudaDevice {
         });
         match spawned {
             Ok(()) => {
-                state.running = true;
+                state.running += 1;
                 Ok(())
             }
+            // The running threads take the job.
+            Err(_) if state.running > 0 => Ok(()),
             Err(e) => {
                 // Nothing will load the queued modules, and no load is
                 // running: `finish_compiles` must not wait.
@@ -377,7 +439,7 @@ impl CudaDevice {
         }
     }
 
-    /// The tuner thread: loads queued programs' tuned modules until the
+    /// A tuner thread: loads queued programs' tuned modules until the
     /// queue is empty, or until the process starts to exit (the programs
     /// left keep their quick modules).
     fn run_tuner(&self) {
@@ -390,7 +452,7 @@ impl CudaDevice {
                 match state.queue.pop_front() {
                     Some(job) => job,
                     None => {
-                        state.running = false;
+                        state.running -= 1;
                         return;
                     }
                 }
@@ -402,7 +464,7 @@ impl CudaDevice {
             }))
             .unwrap_or_else(|panic| {
                 Err(Error::Driver {
-                    call: "cuModuleLoadDataEx",
+                    call: "tuned module load",
                     message: format!(
                         "loading the tuned module panicked: {}",
                         super::context::panic_message(panic.as_ref())
