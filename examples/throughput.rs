@@ -121,8 +121,9 @@ struct Overhead {
     /// (`CompiledProgram::launch`): the driver's share of the launch phase.
     bare_launch: Duration,
     /// Calls of the cached pipeline made while a new pipeline's tuned
-    /// module compiled in the background.
-    during_tuning: DuringTuning,
+    /// module compiled in the background; `None` when there was no tuned
+    /// compile to time (no quick tier, or the driver's JIT cache answered).
+    during_tuning: Option<DuringTuning>,
 }
 
 /// Host times of calls of a cached pipeline made while another pipeline's
@@ -265,15 +266,19 @@ fn print_table(device: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Over
             us(o.end_to_end),
             us(o.bare_launch)
         );
-        let t = o.during_tuning;
-        println!(
-            "while a new pipeline's tuned module compiled ({:.1} ms after its first call), the cached chain ran \
-             {} calls: median {:.1} µs, longest {:.1} µs",
-            ms(t.tuned_after),
-            t.calls,
-            us(t.median),
-            us(t.max)
-        );
+        match o.during_tuning {
+            Some(t) => println!(
+                "while a new pipeline's tuned module compiled ({:.1} ms after its first call), the cached chain ran \
+                 {} calls: median {:.1} µs, longest {:.1} µs",
+                ms(t.tuned_after),
+                t.calls,
+                us(t.median),
+                us(t.max)
+            ),
+            None => println!(
+                "no tuned compile to time calls against (no quick tier, or the driver's JIT cache held the module)"
+            ),
+        }
     }
 }
 
@@ -298,16 +303,19 @@ fn write_json(path: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhea
     let extra = overhead.map_or(String::new(), |o| {
         format!(
             "  \"host_overhead_us\": {{\"record\": {:.3}, \"realize\": {:.3}, \"host_per_call\": {:.3}, \"end_to_end\": {:.3}, \"bare_launch\": {:.3}}},\n  \
-             \"during_tuning\": {{\"calls\": {}, \"median_us\": {:.3}, \"max_us\": {:.3}, \"tuned_after_ms\": {:.3}}},\n",
+             \"during_tuning\": {},\n",
             o.record.as_secs_f64() * 1e6,
             o.realize.as_secs_f64() * 1e6,
             o.host.as_secs_f64() * 1e6,
             o.end_to_end.as_secs_f64() * 1e6,
             o.bare_launch.as_secs_f64() * 1e6,
-            o.during_tuning.calls,
-            o.during_tuning.median.as_secs_f64() * 1e6,
-            o.during_tuning.max.as_secs_f64() * 1e6,
-            ms(o.during_tuning.tuned_after)
+            o.during_tuning.map_or("null".to_string(), |t| format!(
+                "{{\"calls\": {}, \"median_us\": {:.3}, \"max_us\": {:.3}, \"tuned_after_ms\": {:.3}}}",
+                t.calls,
+                t.median.as_secs_f64() * 1e6,
+                t.max.as_secs_f64() * 1e6,
+                ms(t.tuned_after)
+            ))
         )
     });
     let text = format!(

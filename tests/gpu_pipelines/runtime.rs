@@ -322,39 +322,73 @@ fn a_process_exits_cleanly_while_tuned_modules_load() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn a_plan_of_several_new_kernels_compiles_them_at_once_and_matches_the_reference() {
+fn new_programs_compile_on_several_threads_like_one_by_one_and_tune() {
     let _g = gpu();
     let device = CudaDevice::open(0).unwrap();
-    // A shape no other test uses, so every kernel of the plan is new.
+    // A shape no other test uses, so every program is new.
     let (rows, cols) = (333, 517);
     let x = Tensor::from_vec(data_f32(rows * cols, 21), &[rows, cols]).to(GPU);
-    let outputs = [
-        x.sum(&[0], false),
-        x.sum(&[1], false),
-        x.max_all(),
-        (&x * 0.5f32).exp().sum(&[1], true),
-    ];
-    let wants: Vec<_> = outputs.iter().map(reference_of).collect();
+    let build = || {
+        vec![
+            x.sum(&[0], false),
+            x.sum(&[1], false),
+            x.max_all(),
+            (&x * 0.5f32).exp().sum(&[1], true),
+        ]
+    };
+    // compile_all on the programs of each output's plan, as a plan of
+    // several new kernels does.
+    let plans: Vec<_> = build().iter().map(|t| t.plan().unwrap()).collect();
+    let programs: Vec<_> = plans
+        .iter()
+        .flat_map(|p| p.kernels.iter().map(|k| &*k.program))
+        .collect();
+    assert!(programs.len() >= 4, "{} programs", programs.len());
+    device.finish_compiles();
     let loads = device.module_stats().loads;
+    let compiled = device.compile_all(&programs).unwrap();
+    assert!(
+        device.module_stats().loads - loads >= programs.len() as u64,
+        "every program was new and loaded"
+    );
+    for (program, c) in programs.iter().zip(&compiled) {
+        assert!(
+            std::sync::Arc::ptr_eq(c, &device.compile(program).unwrap()),
+            "{}",
+            program.name
+        );
+    }
+    device.finish_compiles();
+    for c in &compiled {
+        assert!(
+            c.is_tuned() && c.tuning_error().is_none(),
+            "{c:?}: {:?}",
+            c.tuning_error()
+        );
+    }
+
+    // Through realize: a plan of several new kernels (compiled at once) gives
+    // the reference's values, and its tuned modules the same bits.
+    let (rows, cols) = (335, 519);
+    let x = Tensor::from_vec(data_f32(rows * cols, 22), &[rows, cols]).to(GPU);
+    let build = || {
+        vec![
+            x.sum(&[0], false),
+            x.sum(&[1], false),
+            x.max_all(),
+            (&x * 0.5f32).exp().sum(&[1], true),
+        ]
+    };
+    let outputs = build();
+    let wants: Vec<_> = outputs.iter().map(reference_of).collect();
     Tensor::realize_all(&outputs.iter().collect::<Vec<_>>()).unwrap();
     let stats = last_realize_stats().unwrap();
     assert!(stats.kernels_launched >= 2, "{stats:?}");
-    assert!(
-        device.module_stats().loads - loads >= stats.kernels_launched as u64,
-        "every kernel of the plan was new"
-    );
     for (out, want) in outputs.iter().zip(&wants) {
         compare_with(&host_of(out), want, tolerance(want.dtype()), 64.0).unwrap();
     }
-    // The tuned modules, compiled by several tuner threads, give the same bits.
     device.finish_compiles();
-    let again: Vec<Tensor> = [
-        x.sum(&[0], false),
-        x.sum(&[1], false),
-        x.max_all(),
-        (&x * 0.5f32).exp().sum(&[1], true),
-    ]
-    .into();
+    let again = build();
     Tensor::realize_all(&again.iter().collect::<Vec<_>>()).unwrap();
     for (a, b) in again.iter().zip(&outputs) {
         assert_eq!(host_of(a).bytes(), host_of(b).bytes());

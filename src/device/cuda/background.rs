@@ -1,5 +1,5 @@
 //! Threads that call the driver in the background (the JIT warm-up and the
-//! tuner that loads tuned modules), and process exit.
+//! tuners that load tuned modules), and process exit.
 //!
 //! At exit the CUDA driver tears itself down; a thread still inside the
 //! driver's JIT at that moment can crash the process after `main`

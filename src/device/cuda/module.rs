@@ -313,16 +313,11 @@ fn load_module(ptx: &str, name: &str, level: Option<u32>) -> Result<sys::CUmodul
         let mut state: sys::CUlinkState = std::ptr::null_mut();
         // SAFETY: the option arrays have the same length, of which the first
         // `count` are passed; each log buffer holds the number of bytes given
-        // for it and outlives the link state, which is destroyed below.
+        // for it, and it and `values` (where the driver writes the logs'
+        // sizes) outlive the link state, which `LinkState` destroys first.
         match unsafe { sys::cuLinkCreate_v2(count, options.as_mut_ptr(), values.as_mut_ptr(), &mut state) }.result() {
             Err(e) => Err(("cuLinkCreate", e)),
-            Ok(()) => {
-                let linked = link_and_load(state, &image, name);
-                // SAFETY: `state` was created above and is destroyed once;
-                // the module loaded from its cubin (if any) has its own copy.
-                let _ = unsafe { sys::cuLinkDestroy(state) };
-                linked
-            }
+            Ok(()) => link_and_load(&LinkState(state), &image, name),
         }
     } else {
         let mut module = std::ptr::null_mut();
@@ -362,10 +357,22 @@ fn link_jit() -> bool {
     *LINK.get_or_init(|| std::env::var("TILEFUSE_JIT_LINK").map_or(true, |v| v != "0"))
 }
 
+/// A link state, destroyed when dropped (on every path, unwinding included);
+/// a module loaded from its cubin has its own copy of the code.
+struct LinkState(sys::CUlinkState);
+
+impl Drop for LinkState {
+    fn drop(&mut self) {
+        // SAFETY: the state was created by `cuLinkCreate` and is destroyed
+        // only here, once.
+        let _ = unsafe { sys::cuLinkDestroy(self.0) };
+    }
+}
+
 /// Adds `image` (NUL-terminated PTX) to the link `state`, completes it and
 /// loads the cubin; on failure, the driver call that failed and its error.
 fn link_and_load(
-    state: sys::CUlinkState,
+    state: &LinkState,
     image: &CString,
     name: &str,
 ) -> std::result::Result<sys::CUmodule, (&'static str, result::DriverError)> {
@@ -375,7 +382,7 @@ fn link_and_load(
     // NUL, valid for the call; no per-input options are passed.
     unsafe {
         sys::cuLinkAddData_v2(
-            state,
+            state.0,
             sys::CUjitInputType::CU_JIT_INPUT_PTX,
             bytes.as_ptr() as *mut c_void,
             bytes.len(),
@@ -390,7 +397,7 @@ fn link_and_load(
     let mut cubin: *mut c_void = std::ptr::null_mut();
     let mut size = 0usize;
     // SAFETY: `state` holds one PTX input; the cubin stays owned by `state`.
-    unsafe { sys::cuLinkComplete(state, &mut cubin, &mut size) }
+    unsafe { sys::cuLinkComplete(state.0, &mut cubin, &mut size) }
         .result()
         .map_err(|e| ("cuLinkComplete", e))?;
     let mut module = std::ptr::null_mut();

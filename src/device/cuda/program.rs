@@ -58,12 +58,36 @@ pub struct CompiledProgram {
     /// `quick` is false.
     first: Loaded,
     quick: bool,
-    tuned: OnceLock<Loaded>,
+    tuned: Arc<TunedSlot>,
     compile_time: Duration,
-    tuned_after: OnceLock<Duration>,
-    /// Why the tuned module did not load, when it did not.
-    tuning_error: OnceLock<Error>,
+}
+
+/// Where a tuner thread puts a program's tuned module. Shared by the
+/// program and its job in the queue, so the tuned compile can start before
+/// the quick module is loaded.
+struct TunedSlot {
+    /// When the first compilation started.
     started: Instant,
+    loaded: OnceLock<Loaded>,
+    /// When (after `started`) the tuned module was ready.
+    after: OnceLock<Duration>,
+    /// Why the tuned module did not load, when it did not.
+    error: OnceLock<Error>,
+    /// Set when the compilation that queued it failed: nothing will launch
+    /// the module, so the tuner skips it.
+    abandoned: std::sync::atomic::AtomicBool,
+}
+
+impl TunedSlot {
+    fn new(started: Instant) -> TunedSlot {
+        TunedSlot {
+            started,
+            loaded: OnceLock::new(),
+            after: OnceLock::new(),
+            error: OnceLock::new(),
+            abandoned: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
 }
 
 impl std::fmt::Debug for CompiledProgram {
@@ -87,13 +111,13 @@ impl CompiledProgram {
     }
 
     fn current(&self) -> &Loaded {
-        self.tuned.get().unwrap_or(&self.first)
+        self.tuned.loaded.get().unwrap_or(&self.first)
     }
 
     /// Whether launches use the tuned module: always when the quick tier is
     /// off, otherwise once the background load finished.
     pub fn is_tuned(&self) -> bool {
-        !self.quick || self.tuned.get().is_some()
+        !self.quick || self.tuned.loaded.get().is_some()
     }
 
     /// The generated PTX module launches use now (the tuned one once it is
@@ -116,17 +140,16 @@ impl CompiledProgram {
 
     /// How long after the start of the first compilation the tuned module
     /// was ready; `None` while it is still being loaded, when it failed to
-    /// load ([`tuning_error`](Self::tuning_error)), when the thread that
-    /// would load it could not start (the compile that queued it said so),
-    /// or when the process began to exit before its turn.
+    /// load ([`tuning_error`](Self::tuning_error)), or when the process
+    /// began to exit before its turn.
     pub fn tuned_after(&self) -> Option<Duration> {
-        self.tuned_after.get().copied()
+        self.tuned.after.get().copied()
     }
 
     /// Why the tuned module failed to load, if it did: the program then
     /// keeps launching its quick module, which computes the same values.
     pub fn tuning_error(&self) -> Option<&Error> {
-        self.tuning_error.get()
+        self.tuned.error.get()
     }
 
     /// Queues the program on `stream` with `args`, one buffer per parameter
@@ -185,11 +208,13 @@ pub(crate) struct ProgramCache {
 /// Programs waiting for their tuned module.
 #[derive(Default)]
 struct TunerState {
-    queue: VecDeque<(Arc<CompiledProgram>, PtxModule)>,
-    /// Queued programs plus the one being loaded.
+    queue: VecDeque<(Arc<TunedSlot>, PtxModule, String)>,
+    /// Queued programs plus the ones being loaded.
     pending: usize,
     /// Tuner threads running.
     running: usize,
+    /// Of those, the ones loading a module.
+    busy: usize,
 }
 
 impl TunerState {
@@ -263,8 +288,9 @@ impl CudaDevice {
     /// error; one the driver's JIT rejects returns [`Error::PtxLoad`] with
     /// the JIT's log.
     ///
-    /// The first compilation loads the quick tier and queues the tuned
-    /// module for a background thread (see [`CompiledProgram`]).
+    /// The first compilation queues the tuned module for a tuner thread,
+    /// then loads the quick tier while the tuned one compiles (see
+    /// [`CompiledProgram`]).
     pub fn compile(&self, program: &Program) -> Result<Arc<CompiledProgram>> {
         // The table is locked only to find the program's slot; the slot is
         // held through generation and the JIT, so threads asking for the same
@@ -295,39 +321,39 @@ impl CudaDevice {
             Some(tier) => Some((tuned_module.clone(), tier.level)),
             None => None,
         };
-        let (first, pending) = match quick {
+        let tuned = Arc::new(TunedSlot::new(started));
+        let (first, quick) = match quick {
             Some((module, level)) => {
-                let kernel = self.load_at(&module.text, &module.entry, &program.name, Some(level))?;
-                (Loaded { module, kernel }, Some(tuned_module))
+                // The tuned module compiles on a tuner thread while the quick
+                // one compiles here: the driver's linker runs both at once.
+                self.queue_tuning(tuned.clone(), tuned_module, program.name.clone())?;
+                match self.load_at(&module.text, &module.entry, &program.name, Some(level)) {
+                    Ok(kernel) => (Loaded { module, kernel }, true),
+                    Err(e) => {
+                        tuned.abandoned.store(true, std::sync::atomic::Ordering::Relaxed);
+                        return Err(e);
+                    }
+                }
             }
             None => {
                 let kernel = self.load(&tuned_module.text, &tuned_module.entry, &program.name)?;
+                let _ = tuned.after.set(started.elapsed());
                 (
                     Loaded {
                         module: tuned_module,
                         kernel,
                     },
-                    None,
+                    false,
                 )
             }
         };
-        let quick = pending.is_some();
-        let compile_time = started.elapsed();
         let compiled = Arc::new(CompiledProgram {
             program: program.clone(),
-            tuned: OnceLock::new(),
-            compile_time,
-            tuned_after: OnceLock::new(),
-            tuning_error: OnceLock::new(),
-            started,
+            tuned,
+            compile_time: started.elapsed(),
             first,
             quick,
         });
-        if let Some(module) = pending {
-            self.queue_tuning(compiled.clone(), module)?;
-        } else {
-            let _ = compiled.tuned_after.set(compile_time);
-        }
         *slot = Some(compiled.clone());
         Ok(compiled)
     }
@@ -355,7 +381,10 @@ impl CudaDevice {
             done.lock().unwrap_or_else(PoisonError::into_inner)[i] = Some(compiled);
         };
         std::thread::scope(|scope| {
-            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+            // A helper that cannot start leaves its share to the others.
+            let helpers: Vec<_> = (1..threads)
+                .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok())
+                .collect();
             work();
             for helper in helpers {
                 if let Err(panic) = helper.join() {
@@ -402,15 +431,15 @@ impl CudaDevice {
             .pending
     }
 
-    /// Queues `compiled` for its tuned `module`, starting another tuner
-    /// thread when the queue holds more jobs than threads run (up to
-    /// [`MAX_TUNERS`]): the driver's linker compiles on several threads at
-    /// once.
-    fn queue_tuning(&self, compiled: Arc<CompiledProgram>, module: PtxModule) -> Result<()> {
+    /// Queues the tuned `module` of program `name` for `slot`, starting
+    /// another tuner thread when the queue holds more jobs than tuner
+    /// threads wait for work (up to [`max_tuners`]): the driver's linker
+    /// compiles on several threads at once.
+    fn queue_tuning(&self, slot: Arc<TunedSlot>, module: PtxModule, name: String) -> Result<()> {
         let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
-        state.queue.push_back((compiled, module));
+        state.queue.push_back((slot, module, name));
         state.pending += 1;
-        if state.running >= max_tuners() || state.running >= state.queue.len() {
+        if state.running >= max_tuners() || state.running - state.busy >= state.queue.len() {
             return Ok(());
         }
         let spawned = CudaDevice::open(self.ordinal()).and_then(|device| {
@@ -444,23 +473,34 @@ impl CudaDevice {
     /// left keep their quick modules).
     fn run_tuner(&self) {
         loop {
-            let (next, module) = {
+            let (slot, module, name) = {
                 let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
                 if super::background::exiting() && state.drop_queued() {
                     self.programs.tuned.notify_all();
                 }
                 match state.queue.pop_front() {
-                    Some(job) => job,
+                    Some(job) => {
+                        state.busy += 1;
+                        job
+                    }
                     None => {
                         state.running -= 1;
                         return;
                     }
                 }
             };
+            // A job whose compilation failed is not loaded.
+            let abandoned = slot.abandoned.load(std::sync::atomic::Ordering::Relaxed);
             // A panic while loading must not stop the thread with the job
             // still pending: `finish_compiles` would wait forever.
             let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.load(&module.text, &module.entry, &next.program.name)
+                if abandoned {
+                    return Err(Error::PtxLoad {
+                        program: name.clone(),
+                        log: "not loaded: the program's compilation failed".into(),
+                    });
+                }
+                self.load(&module.text, &module.entry, &name)
             }))
             .unwrap_or_else(|panic| {
                 Err(Error::Driver {
@@ -473,14 +513,15 @@ impl CudaDevice {
             });
             match loaded {
                 Ok(kernel) => {
-                    let _ = next.tuned_after.set(next.started.elapsed());
-                    let _ = next.tuned.set(Loaded { module, kernel });
+                    let _ = slot.after.set(slot.started.elapsed());
+                    let _ = slot.loaded.set(Loaded { module, kernel });
                 }
                 Err(e) => {
-                    let _ = next.tuning_error.set(e);
+                    let _ = slot.error.set(e);
                 }
             }
             let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
+            state.busy -= 1;
             state.pending -= 1;
             if state.pending == 0 {
                 self.programs.tuned.notify_all();
@@ -619,17 +660,15 @@ mod tests {
         let kernel = device.load_at(&module.text, &module.entry, &p.name, Some(1)).unwrap();
         let mut broken = module.clone();
         broken.text = broken.text.replace("ret;", "not_an_instruction;");
+        let name = p.name.clone();
         let compiled = Arc::new(CompiledProgram {
             program: p,
             first: Loaded { module, kernel },
             quick: true,
-            tuned: OnceLock::new(),
+            tuned: Arc::new(TunedSlot::new(Instant::now())),
             compile_time: Duration::ZERO,
-            tuned_after: OnceLock::new(),
-            tuning_error: OnceLock::new(),
-            started: Instant::now(),
         });
-        device.queue_tuning(compiled.clone(), broken).unwrap();
+        device.queue_tuning(compiled.tuned.clone(), broken, name).unwrap();
         device.finish_compiles();
         assert!(!compiled.is_tuned());
         assert_eq!(compiled.tuned_after(), None);
