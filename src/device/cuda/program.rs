@@ -114,6 +114,12 @@ impl CompiledProgram {
         self.tuned.loaded.get().unwrap_or(&self.first)
     }
 
+    /// Whether the program was first loaded as a quick module, its tuned
+    /// one compiling meanwhile (see [`CompiledProgram`]).
+    pub fn has_quick_tier(&self) -> bool {
+        self.quick
+    }
+
     /// Whether launches use the tuned module: always when the quick tier is
     /// off, otherwise once the background load finished.
     pub fn is_tuned(&self) -> bool {
@@ -162,9 +168,20 @@ impl CompiledProgram {
     /// parameter, and [`Error::DeviceMismatch`] for a buffer or stream of
     /// another device. Every buffer is marked used on `stream`.
     pub fn launch(&self, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
+        self.launch_loaded(self.current(), args, stream)
+    }
+
+    /// [`launch`](Self::launch) on the module loaded first (the quick tier
+    /// when the program has one), whether or not the tuned module is ready:
+    /// for checking the two tiers against each other.
+    pub fn launch_first(&self, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
+        self.launch_loaded(&self.first, args, stream)
+    }
+
+    fn launch_loaded(&self, loaded: &Loaded, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
         let shapes: SmallVec<[(DType, usize); 8]> = args.iter().map(|b| (b.dtype(), b.len())).collect();
         check_args(&self.program, &shapes)?;
-        let Loaded { module, kernel } = self.current();
+        let Loaded { module, kernel } = loaded;
         let ordinal = kernel.ordinal();
         for (i, buffer) in args.iter().enumerate() {
             let on = buffer.device().ordinal();
@@ -337,7 +354,6 @@ impl CudaDevice {
             }
             None => {
                 let kernel = self.load(&tuned_module.text, &tuned_module.entry, &program.name)?;
-                let _ = tuned.after.set(started.elapsed());
                 (
                     Loaded {
                         module: tuned_module,
@@ -347,10 +363,14 @@ impl CudaDevice {
                 )
             }
         };
+        let compile_time = started.elapsed();
+        if !quick {
+            let _ = tuned.after.set(compile_time);
+        }
         let compiled = Arc::new(CompiledProgram {
             program: program.clone(),
             tuned,
-            compile_time: started.elapsed(),
+            compile_time,
             first,
             quick,
         });
