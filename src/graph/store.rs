@@ -247,10 +247,11 @@ impl Graph {
 
     /// Removes `n` from the CSE table, where it is listed under `hash`.
     fn forget(&mut self, hash: u64, n: NodeIndex) {
-        if let Some(candidates) = self.cse.get_mut(&hash) {
-            candidates.retain(|c| *c != n);
-            if candidates.is_empty() {
-                self.cse.remove(&hash);
+        // One lookup: the entry removes itself without hashing again.
+        if let std::collections::hash_map::Entry::Occupied(mut candidates) = self.cse.entry(hash) {
+            candidates.get_mut().retain(|c| *c != n);
+            if candidates.get().is_empty() {
+                candidates.remove();
             }
         }
     }

@@ -64,40 +64,53 @@ use super::{timing, RealizeStats};
 /// cached block and upload was freed; other device failures.
 pub fn run_plan(plan: &Plan, sub: &Subgraph, ordinal: usize) -> Result<Vec<Arc<Storage>>> {
     let device = CudaDevice::open(ordinal)?;
-    run(&Arc::new(plan.clone()), sub, &device, &mut RealizeStats::default())
+    run(
+        &Arc::new(plan.clone()),
+        sub,
+        &device,
+        &mut RealizeStats::default(),
+        Instant::now(),
+    )
+    .map(|(out, _)| out)
 }
 
-/// [`run_plan`] on an open device, adding what it did to `stats`. Out of
-/// memory once, it frees the cached blocks and the uploads no live run
-/// holds, and tries again.
+/// [`run_plan`] on an open device, adding what it did to `stats`, its
+/// phases timed from `since`; also returns when the launches were queued.
+/// Out of memory once, it frees the cached blocks and the uploads no live
+/// run holds, and tries again.
 pub(super) fn run(
     plan: &Arc<Plan>,
     sub: &Subgraph,
     device: &Arc<CudaDevice>,
     stats: &mut RealizeStats,
-) -> Result<Vec<Arc<Storage>>> {
-    match run_once(plan, sub, device, stats) {
+    since: Instant,
+) -> Result<(Vec<Arc<Storage>>, Instant)> {
+    match run_once(plan, sub, device, stats, since) {
         Err(Error::OutOfMemory { .. }) => {
             evict_uploads(device.ordinal());
             device.free_cached()?;
-            run_once(plan, sub, device, stats)
+            run_once(plan, sub, device, stats, Instant::now())
         }
         other => other,
     }
 }
+
+/// Up to this many inputs, buffers or outputs, a run keeps its lists on
+/// the stack.
+const INLINE: usize = 8;
 
 fn run_once(
     plan: &Arc<Plan>,
     sub: &Subgraph,
     device: &Arc<CudaDevice>,
     stats: &mut RealizeStats,
-) -> Result<Vec<Arc<Storage>>> {
-    sweep_uploads(device.ordinal());
-
+    since: Instant,
+) -> Result<(Vec<Arc<Storage>>, Instant)> {
+    // Each phase ends at one reading of the clock, where the next begins.
     let leaves = data_leaves(sub);
-    let started = Instant::now();
     let prepared = prepared(device, plan, leaves.len())?;
-    stats.compile_time += started.elapsed();
+    let compiled_at = Instant::now();
+    stats.compile_time += compiled_at - since;
     let Prepared {
         compiled,
         schedule,
@@ -107,15 +120,15 @@ fn run_once(
         ..
     } = &*prepared;
 
-    let allocating = Instant::now();
+    sweep_uploads(device.ordinal());
     let inputs = leaves
         .iter()
         .map(|s| Input::on(device, s, stats))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<SmallVec<[Input; INLINE]>>>()?;
     let uploaded = Instant::now();
-    stats.upload_time += uploaded - allocating;
+    stats.upload_time += uploaded - compiled_at;
 
-    let mut temps = Vec::with_capacity(plan.buffers.len());
+    let mut temps: SmallVec<[Option<DeviceBuffer>; INLINE]> = SmallVec::with_capacity(plan.buffers.len());
     for (decl, stream) in plan.buffers.iter().zip(first_stream) {
         if decl.kind == BufferKind::Counters {
             // Kept by the prepared plan, zero between runs.
@@ -159,10 +172,13 @@ fn run_once(
         })
     })?;
     stats.kernels_launched += plan.kernels.len();
-    stats.launch_time += launching.elapsed();
+    let launched = Instant::now();
+    stats.launch_time += launched - launching;
 
-    let mut shared: HashMap<usize, Arc<Storage>> = HashMap::new();
-    plan.outputs
+    // An output listed twice is one storage.
+    let mut shared: SmallVec<[(usize, Arc<Storage>); INLINE]> = SmallVec::new();
+    let outputs = plan
+        .outputs
         .iter()
         .map(|out| match *out {
             BufferRef::Input(k) => leaves
@@ -170,7 +186,7 @@ fn run_once(
                 .map(|s| (*s).clone())
                 .ok_or_else(|| bad_plan("plan outputs", "an input position past the data leaves")),
             BufferRef::Temp(t) => {
-                if let Some(s) = shared.get(&t) {
+                if let Some((_, s)) = shared.iter().find(|(u, _)| *u == t) {
                     return Ok(s.clone());
                 }
                 let buffer = temps
@@ -178,11 +194,12 @@ fn run_once(
                     .and_then(Option::take)
                     .ok_or_else(|| bad_plan("plan outputs", "an output buffer is missing"))?;
                 let s = Arc::new(Storage::Cuda(CudaStorage::new(buffer)));
-                shared.insert(t, s.clone());
+                shared.push((t, s.clone()));
                 Ok(s)
             }
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    Ok((outputs, launched))
 }
 
 /// What a run of one plan on one device needs beyond its data: the
@@ -291,7 +308,7 @@ fn plan_counters(
 }
 
 /// The storages of the subgraph's data leaves, in node order.
-fn data_leaves(sub: &Subgraph) -> Vec<&Arc<Storage>> {
+fn data_leaves(sub: &Subgraph) -> SmallVec<[&Arc<Storage>; INLINE]> {
     sub.nodes
         .iter()
         .filter_map(|n| match &n.op {

@@ -129,14 +129,16 @@ pub(crate) fn realize(outputs: &[&Tensor]) -> Result<RealizeStats> {
         return Ok(stats);
     };
     let sub = simplify(sub);
-    stats.collect_time = started.elapsed();
-    let plan = fuse(&sub, stats.device, &mut stats)?;
-    let storages = run(&plan, &sub, &target, &mut stats)?;
-    let writing = Instant::now();
+    // Each phase ends at one reading of the clock, where the next begins.
+    let collected = Instant::now();
+    stats.collect_time = collected - started;
+    let (plan, fused) = fuse(&sub, stats.device, &mut stats, collected)?;
+    let (storages, ran) = run(&plan, &sub, &target, &mut stats, fused)?;
     write_back(&nodes, storages);
     drop((sub, plan));
-    stats.write_back_time = writing.elapsed();
-    stats.total_time = started.elapsed();
+    let written = Instant::now();
+    stats.write_back_time = written - ran;
+    stats.total_time = written - started;
     LAST.with(|last| last.set(Some(stats)));
     Ok(stats)
 }
@@ -242,26 +244,34 @@ pub fn fusion_options(device: Device) -> FusionOptions {
 
 /// The kernels that compute `sub` on `device`: from the plan cache when a
 /// structurally equal subgraph was fused before for the same kind of device.
-fn fuse(sub: &Subgraph, device: Device, stats: &mut RealizeStats) -> Result<Arc<Plan>> {
-    let started = Instant::now();
+/// Timed from `since`; also returns when it was done.
+fn fuse(sub: &Subgraph, device: Device, stats: &mut RealizeStats, since: Instant) -> Result<(Arc<Plan>, Instant)> {
     let (plan, hit) = fusion::plan_traced(sub, &fusion_options(device))?;
+    let fused = Instant::now();
     stats.plan_cache_hit = hit;
-    stats.fuse_time = started.elapsed();
-    Ok(plan)
+    stats.fuse_time = fused - since;
+    Ok((plan, fused))
 }
 
-/// Runs the plan's kernels on `target`; one storage per output of `sub`.
-fn run(plan: &Arc<Plan>, sub: &Subgraph, target: &Target, stats: &mut RealizeStats) -> Result<Vec<Arc<Storage>>> {
+/// Runs the plan's kernels on `target`, timed from `since`; one storage per
+/// output of `sub`, and when the kernels were run (CPU) or queued (GPU).
+fn run(
+    plan: &Arc<Plan>,
+    sub: &Subgraph,
+    target: &Target,
+    stats: &mut RealizeStats,
+    since: Instant,
+) -> Result<(Vec<Arc<Storage>>, Instant)> {
     match target {
         Target::Cpu => {
-            let started = Instant::now();
             let buffers = host::run_plan(plan, sub)?;
-            stats.launch_time = started.elapsed();
+            let ran = Instant::now();
+            stats.launch_time = ran - since;
             stats.kernels_launched = plan.kernels.len();
-            Ok(buffers.into_iter().map(|b| Arc::new(Storage::Host(b))).collect())
+            Ok((buffers.into_iter().map(|b| Arc::new(Storage::Host(b))).collect(), ran))
         }
         #[cfg(feature = "cuda")]
-        Target::Cuda(device, _) => cuda::run(plan, sub, device, stats),
+        Target::Cuda(device, _) => cuda::run(plan, sub, device, stats, since),
     }
 }
 

@@ -94,6 +94,10 @@ impl Tensor {
         dtype: DType,
     ) -> Result<(Cow<'a, Tensor>, Cow<'a, Tensor>)> {
         a.check_device(op, b)?;
+        // The common case: both already of `dtype` and one shape.
+        if a.dtype() == dtype && b.dtype() == dtype && a.shape() == b.shape() {
+            return Ok((Cow::Borrowed(a), Cow::Borrowed(b)));
+        }
         let shape = Shape::broadcast(op, a.shape(), b.shape())?;
         let operand = |t: &'a Tensor| -> Result<Cow<'a, Tensor>> {
             if t.dtype() == dtype && *t.shape() == shape {
@@ -148,6 +152,9 @@ impl Tensor {
             Neg | Abs | Sign | Relu | Floor | Ceil | Round | Not => d,
             _ => float_dtype(d),
         };
+        if dtype == d {
+            return Ok(self.elementwise(Op::Unary(op), &[self], dtype));
+        }
         let x = self.cast_to(dtype);
         Ok(x.elementwise(Op::Unary(op), &[&x], dtype))
     }
