@@ -351,8 +351,7 @@ fn wait_for_inputs(device: &CudaDevice, inputs: &[Input], targets: u32) -> Resul
     let used: u32 = inputs
         .iter()
         .filter_map(Input::buffer)
-        .flat_map(DeviceBuffer::used_streams)
-        .fold(0, |mask, s| mask | 1 << s);
+        .fold(0, |mask, b| mask | b.used_mask());
     if used == 0 || targets == 0 {
         return Ok(());
     }

@@ -168,7 +168,7 @@ impl CudaDevice {
     /// older than CUDA 12.0, finds no GPU, or `ordinal` is out of range; never
     /// panics for any of these.
     pub fn open(ordinal: usize) -> Result<Arc<CudaDevice>> {
-        static DEVICES: OnceLock<Mutex<HashMap<usize, Arc<CudaDevice>>>> = OnceLock::new();
+        static DEVICES: OnceLock<Mutex<HashMap<usize, Arc<CudaDevice>, foldhash::fast::FixedState>>> = OnceLock::new();
         let mut table = DEVICES
             .get_or_init(Default::default)
             .lock()

@@ -75,7 +75,7 @@ unsafe impl Send for Block {}
 
 #[derive(Default)]
 struct PoolState {
-    free: HashMap<usize, Vec<Block>>,
+    free: HashMap<usize, Vec<Block>, foldhash::fast::FixedState>,
     stats: MemoryStats,
 }
 
@@ -154,8 +154,13 @@ impl DeviceBuffer {
 
     /// Indices of the streams that used the buffer.
     pub fn used_streams(&self) -> impl Iterator<Item = usize> {
-        let mask = self.used_on.load(Ordering::Acquire);
+        let mask = self.used_mask();
         (0..32).filter(move |i| mask & (1 << i) != 0)
+    }
+
+    /// The streams that used the buffer, one bit per stream index.
+    pub(crate) fn used_mask(&self) -> u32 {
+        self.used_on.load(Ordering::Acquire)
     }
 
     /// The element type.
