@@ -320,25 +320,27 @@ fn a_process_exits_cleanly_while_tuned_modules_load() {
     );
 }
 
+/// Column sums, row sums, the maximum and row sums of exponentials of `x`:
+/// outputs that fuse into several kernels.
+fn four_reductions(x: &Tensor) -> Vec<Tensor> {
+    vec![
+        x.sum(&[0], false),
+        x.sum(&[1], false),
+        x.max_all(),
+        (x * 0.5f32).exp().sum(&[1], true),
+    ]
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn new_programs_compile_on_several_threads_like_one_by_one_and_tune() {
     let _g = gpu();
     let device = CudaDevice::open(0).unwrap();
-    // A shape no other test uses, so every program is new.
-    let (rows, cols) = (333, 517);
-    let x = Tensor::from_vec(data_f32(rows * cols, 21), &[rows, cols]).to(GPU);
-    let build = || {
-        vec![
-            x.sum(&[0], false),
-            x.sum(&[1], false),
-            x.max_all(),
-            (&x * 0.5f32).exp().sum(&[1], true),
-        ]
-    };
+    // Shapes no other test uses, so every program is new.
+    let x = Tensor::from_vec(data_f32(333 * 517, 21), &[333, 517]).to(GPU);
     // compile_all on the programs of each output's plan, as a plan of
     // several new kernels does.
-    let plans: Vec<_> = build().iter().map(|t| t.plan().unwrap()).collect();
+    let plans: Vec<_> = four_reductions(&x).iter().map(|t| t.plan().unwrap()).collect();
     let programs: Vec<_> = plans
         .iter()
         .flat_map(|p| p.kernels.iter().map(|k| &*k.program))
@@ -369,17 +371,8 @@ fn new_programs_compile_on_several_threads_like_one_by_one_and_tune() {
 
     // Through realize: a plan of several new kernels (compiled at once) gives
     // the reference's values, and its tuned modules the same bits.
-    let (rows, cols) = (335, 519);
-    let x = Tensor::from_vec(data_f32(rows * cols, 22), &[rows, cols]).to(GPU);
-    let build = || {
-        vec![
-            x.sum(&[0], false),
-            x.sum(&[1], false),
-            x.max_all(),
-            (&x * 0.5f32).exp().sum(&[1], true),
-        ]
-    };
-    let outputs = build();
+    let x = Tensor::from_vec(data_f32(335 * 519, 22), &[335, 519]).to(GPU);
+    let outputs = four_reductions(&x);
     let wants: Vec<_> = outputs.iter().map(reference_of).collect();
     Tensor::realize_all(&outputs.iter().collect::<Vec<_>>()).unwrap();
     let stats = last_realize_stats().unwrap();
@@ -388,7 +381,7 @@ fn new_programs_compile_on_several_threads_like_one_by_one_and_tune() {
         compare_with(&host_of(out), want, tolerance(want.dtype()), 64.0).unwrap();
     }
     device.finish_compiles();
-    let again = build();
+    let again = four_reductions(&x);
     Tensor::realize_all(&again.iter().collect::<Vec<_>>()).unwrap();
     for (a, b) in again.iter().zip(&outputs) {
         assert_eq!(host_of(a).bytes(), host_of(b).bytes());
