@@ -352,7 +352,7 @@ fn load_module(ptx: &str, name: &str, level: Option<u32>) -> Result<sys::CUmodul
 
 /// Whether PTX is compiled through the driver's linker (see
 /// `load_module`): unless `TILEFUSE_JIT_LINK=0`, read once.
-fn link_jit() -> bool {
+pub(crate) fn link_jit() -> bool {
     static LINK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *LINK.get_or_init(|| std::env::var("TILEFUSE_JIT_LINK").map_or(true, |v| v != "0"))
 }

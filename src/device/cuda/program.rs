@@ -343,9 +343,21 @@ impl CudaDevice {
             Some((module, level)) => {
                 // The tuned module compiles on a tuner thread while the quick
                 // one compiles here: the driver's linker runs both at once.
-                self.queue_tuning(tuned.clone(), tuned_module, program.name.clone())?;
+                // Module loads (`TILEFUSE_JIT_LINK=0`) run one at a time, so
+                // there the tuned one is queued after the quick one loaded.
+                let mut later = Some(tuned_module);
+                if super::module::link_jit() {
+                    if let Some(m) = later.take() {
+                        self.queue_tuning(tuned.clone(), m, program.name.clone())?;
+                    }
+                }
                 match self.load_at(&module.text, &module.entry, &program.name, Some(level)) {
-                    Ok(kernel) => (Loaded { module, kernel }, true),
+                    Ok(kernel) => {
+                        if let Some(m) = later {
+                            self.queue_tuning(tuned.clone(), m, program.name.clone())?;
+                        }
+                        (Loaded { module, kernel }, true)
+                    }
                     Err(e) => {
                         tuned.abandoned.store(true, std::sync::atomic::Ordering::Relaxed);
                         return Err(e);
