@@ -151,15 +151,21 @@ pub fn gpu_suite() -> Vec<Pipeline> {
     ]
 }
 
-/// The CPU suite at the sizes of BENCHMARKS.md.
+/// The GPU suite's pipeline `id`, at its GPU size.
+///
+/// # Panics
+/// If the suite has no pipeline `id`.
+pub fn gpu_pipeline(id: &str) -> Pipeline {
+    gpu_suite()
+        .into_iter()
+        .find(|p| p.id == id)
+        .unwrap_or_else(|| panic!("the suite has no pipeline `{id}`"))
+}
+
 /// The suite's chain on 4096 elements: the small cached pipeline whose host
 /// overhead per call the reports measure.
 pub fn small_chain() -> Pipeline {
-    gpu_suite()
-        .into_iter()
-        .find(|p| p.id == "chain")
-        .expect("the suite has a chain")
-        .resized(4096)
+    gpu_pipeline("chain").resized(4096)
 }
 
 /// The median of `v` (its upper middle for an even count).
@@ -168,6 +174,7 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The CPU suite at the sizes of BENCHMARKS.md.
 pub fn cpu_suite() -> Vec<Pipeline> {
     let keep = ["chain", "mse", "softmax", "layernorm"];
     gpu_suite()

@@ -234,13 +234,9 @@ fn calls_during_tuning(
     p: &Pipeline,
     inputs: &[Tensor],
 ) -> Result<Option<DuringTuning>> {
-    let colsum = suite::gpu_suite()
-        .into_iter()
-        .find(|q| q.id == "colsum")
-        .expect("the suite has a column sum");
     let q = Pipeline {
         shape: vec![6144, 3072],
-        ..colsum
+        ..suite::gpu_pipeline("colsum")
     };
     let host = q.host_inputs(5);
     let q_inputs: Vec<Tensor> = host.iter().map(|t| t.to(device)).collect();

@@ -252,8 +252,14 @@ const MAX_TUNERS: usize = 4;
 
 /// [`MAX_TUNERS`], or half the machine's parallelism when that is less (at least one).
 fn max_tuners() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (cores / 2).clamp(1, MAX_TUNERS)
+    (cores() / 2).clamp(1, MAX_TUNERS)
+}
+
+/// The machine's parallelism, read once (on Linux it reads the affinity
+/// mask and cgroup quotas each time it is asked).
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// The quick tier: JIT level and which text; `None` when off. From `TILEFUSE_JIT_QUICK`, read once.
@@ -399,35 +405,36 @@ impl CudaDevice {
     /// returned.
     pub fn compile_all(&self, programs: &[&Program]) -> Result<Vec<Arc<CompiledProgram>>> {
         let missing = programs.iter().filter(|p| !self.is_compiled(p)).count();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(missing);
+        let threads = cores().min(missing);
         if threads < 2 {
             return programs.iter().map(|p| self.compile(p)).collect();
         }
+        // Each worker takes the next index and keeps what it compiled.
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let mut results: Vec<Option<Result<Arc<CompiledProgram>>>> = (0..programs.len()).map(|_| None).collect();
-        let done = Mutex::new(&mut results);
-        let work = || loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(program) = programs.get(i) else { return };
-            let compiled = self.compile(program);
-            done.lock().unwrap_or_else(PoisonError::into_inner)[i] = Some(compiled);
+        let work = || {
+            let mut done = vec![];
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(program) = programs.get(i) else { return done };
+                done.push((i, self.compile(program)));
+            }
         };
-        std::thread::scope(|scope| {
+        let mut done = std::thread::scope(|scope| {
             // A helper that cannot start leaves its share to the others.
             let helpers: Vec<_> = (1..threads)
                 .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok())
                 .collect();
-            work();
+            let mut done = work();
             for helper in helpers {
-                if let Err(panic) = helper.join() {
-                    std::panic::resume_unwind(panic);
+                match helper.join() {
+                    Ok(theirs) => done.extend(theirs),
+                    Err(panic) => std::panic::resume_unwind(panic),
                 }
             }
+            done
         });
-        results
-            .into_iter()
-            .map(|r| r.expect("every index below the count was taken by one worker"))
-            .collect()
+        done.sort_unstable_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, compiled)| compiled).collect()
     }
 
     /// Whether `program` is compiled on this device already (false while
@@ -521,36 +528,32 @@ impl CudaDevice {
                     }
                 }
             };
-            // A job whose compilation failed is not loaded.
-            let abandoned = slot.abandoned.load(std::sync::atomic::Ordering::Relaxed);
-            // A panic while loading must not stop the thread with the job
-            // still pending: `finish_compiles` would wait forever.
-            let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                if abandoned {
-                    return Err(Error::PtxLoad {
-                        program: name.clone(),
-                        log: "not loaded: the program's compilation failed".into(),
-                    });
-                }
-                self.load(&module.text, &module.entry, &name)
-            }))
-            .unwrap_or_else(|panic| {
-                Err(Error::Driver {
-                    call: "tuned module load",
-                    message: format!(
-                        "loading the tuned module panicked: {}",
-                        super::context::panic_message(panic.as_ref())
-                    ),
+            // A job whose compilation failed is skipped: no program holds
+            // its slot. A panic while loading must not stop the thread with
+            // the job still pending: `finish_compiles` would wait forever.
+            let loaded = (!slot.abandoned.load(std::sync::atomic::Ordering::Relaxed)).then(|| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.load(&module.text, &module.entry, &name)
+                }))
+                .unwrap_or_else(|panic| {
+                    Err(Error::Driver {
+                        call: "tuned module load",
+                        message: format!(
+                            "loading the tuned module panicked: {}",
+                            super::context::panic_message(panic.as_ref())
+                        ),
+                    })
                 })
             });
             match loaded {
-                Ok(kernel) => {
+                Some(Ok(kernel)) => {
                     let _ = slot.after.set(slot.started.elapsed());
                     let _ = slot.loaded.set(Loaded { module, kernel });
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     let _ = slot.error.set(e);
                 }
+                None => {}
             }
             let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
             state.busy -= 1;
