@@ -1,80 +1,111 @@
 #!/usr/bin/env python3
 """Times the CUDA driver's JIT of PTX files, the cost that dominates the
-first call of a new pipeline.
+first call of a new pipeline, the way the library compiles: through the
+driver's linker (`cuLinkCreate`, `cuLinkAddData`, `cuLinkComplete`), then
+`cuModuleLoadData` of the cubin.
 
-    python3 benches/jit_probe.py DIR [DIR...]
+    python3 benches/jit_probe.py DIR [--reps N]
 
-For every `*.ptx` under the directories (e.g. written by
-`cargo run --release --example throughput -- --ptx DIR`) it loads the module
-with `cuModuleLoadDataEx` at JIT optimization levels 4 (the default), 1 and
-0, three times each with the driver's JIT cache disabled, and prints the
-median host time. With `ptxas` on the PATH it
-also times loading the same kernel as a cubin, which costs no JIT.
+DIR is what `cargo run --release --example throughput -- --ptx DIR` writes:
+each kernel's tuned module in DIR, and its quick module (when it has one)
+under DIR/quick with the same name. For every kernel it prints the median
+host time of
 
-Only the driver library is needed (ctypes); no PyTorch.
+- the first module alone (the quick one, or the tuned one when there is no
+  quick tier): what a first call waits for;
+- the same module while the tuned one compiles on another thread, as the
+  library does it (both start together);
+- the tuned module alone.
+
+Runs alternate between the alone and the beside form, so drift of the
+machine reaches both. The driver's JIT cache is disabled. Only the driver
+library is needed (ctypes); no PyTorch.
 """
 import ctypes
 import glob
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
+import threading
 import time
-
-from cuda_driver import check, open_device0
 
 os.environ["CUDA_CACHE_DISABLE"] = "1"
 
-CU_JIT_OPTIMIZATION_LEVEL = 7
+from cuda_driver import check, open_device0  # noqa: E402
+
+CU_JIT_INPUT_PTX = 1
 
 
 def main():
+    args = sys.argv[1:]
+    reps = 7
+    if "--reps" in args:
+        i = args.index("--reps")
+        reps = int(args[i + 1])
+        del args[i : i + 2]
+    if len(args) != 1:
+        raise SystemExit(__doc__)
+    root = args[0]
     cu = open_device0()
+    ctx = ctypes.c_void_p()
+    check(cu.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
 
-    def load(image, level):
+    def link(image):
+        """Compiles and loads `image`, unloads it; returns the host time in ms."""
+        state = ctypes.c_void_p()
+        t = time.perf_counter()
+        check(cu.cuLinkCreate_v2(0, None, None, ctypes.byref(state)), "cuLinkCreate")
+        check(
+            cu.cuLinkAddData_v2(state, CU_JIT_INPUT_PTX, image, len(image), b"probe", 0, None, None),
+            "cuLinkAddData",
+        )
+        cubin = ctypes.c_void_p()
+        size = ctypes.c_size_t()
+        check(cu.cuLinkComplete(state, ctypes.byref(cubin), ctypes.byref(size)), "cuLinkComplete")
         mod = ctypes.c_void_p()
-        if level is None:
-            t = time.perf_counter()
-            check(cu.cuModuleLoadData(ctypes.byref(mod), image), "cuModuleLoadData")
-            host = time.perf_counter() - t
-        else:
-            opts = (ctypes.c_int * 1)(CU_JIT_OPTIMIZATION_LEVEL)
-            vals = (ctypes.c_void_p * 1)(level)
-            t = time.perf_counter()
-            check(cu.cuModuleLoadDataEx(ctypes.byref(mod), image, 1, opts, vals), "cuModuleLoadDataEx")
-            host = time.perf_counter() - t
+        check(cu.cuModuleLoadData(ctypes.byref(mod), cubin), "cuModuleLoadData")
+        took = time.perf_counter() - t
+        check(cu.cuLinkDestroy(state), "cuLinkDestroy")
         check(cu.cuModuleUnload(mod), "cuModuleUnload")
-        return host * 1e3
+        return took * 1e3
 
-    files = sorted(f for d in sys.argv[1:] for f in glob.glob(os.path.join(d, "*.ptx")))
+    def beside(first, tuned):
+        """`first` on this thread while `tuned` compiles on another."""
+        go = threading.Barrier(2)
+
+        def other():
+            check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+            go.wait()
+            link(tuned)
+
+        t = threading.Thread(target=other)
+        t.start()
+        go.wait()
+        took = link(first)
+        t.join()
+        return took
+
+    files = sorted(glob.glob(os.path.join(root, "*.ptx")))
     if not files:
-        raise SystemExit("no .ptx files under " + " ".join(sys.argv[1:]))
-    # The first JIT of a process also starts the driver's compiler; time it
-    # on its own, then the same module again.
-    first = open(files[0], "rb").read() + b"\0"
-    cold = load(first, 4)
-    print(f"first JIT in this process ({os.path.relpath(files[0])}): {cold:.1f} ms, "
-          f"the same module again: {load(first, 4):.1f} ms")
-    ptxas = shutil.which("ptxas")
-    print(f"{'module':<55} {'lines':>6} {'O4 ms':>7} {'O1 ms':>7} {'O0 ms':>7} {'cubin ms':>9}")
+        raise SystemExit(f"no .ptx files in {root}")
+    # The first JIT of a process also starts the driver's compiler.
+    first_image = open(files[0], "rb").read() + b"\0"
+    print(f"first JIT of the process: {link(first_image):.1f} ms, again {link(first_image):.1f} ms")
+    print(f"{'kernel':<40} {'first':>6} {'alone ms':>9} {'beside ms':>10} {'tuned ms':>9}")
     for f in files:
-        text = open(f, "rb").read()
-        image = text + b"\0"
-        row = []
-        for level in (4, 1, 0):
-            row.append(statistics.median(load(image, level) for _ in range(3)))
-        cubin_ms = float("nan")
-        if ptxas:
-            with tempfile.TemporaryDirectory() as tmp:
-                out = os.path.join(tmp, "k.cubin")
-                subprocess.run([ptxas, "-arch=sm_90", f, "-o", out], check=True)
-                blob = open(out, "rb").read()
-                cubin_ms = statistics.median(load(blob, None) for _ in range(3))
-        name = os.path.relpath(f)
-        lines = text.count(b"\n")
-        print(f"{name:<55} {lines:>6} {row[0]:>7.1f} {row[1]:>7.1f} {row[2]:>7.1f} {cubin_ms:>9.2f}")
+        tuned = open(f, "rb").read() + b"\0"
+        quick_path = os.path.join(root, "quick", os.path.basename(f))
+        has_quick = os.path.exists(quick_path)
+        first = open(quick_path, "rb").read() + b"\0" if has_quick else tuned
+        alone, by = [], []
+        for _ in range(reps):
+            alone.append(link(first))
+            by.append(beside(first, tuned))
+        tuned_ms = statistics.median(link(tuned) for _ in range(3))
+        print(
+            f"{os.path.basename(f)[:-4]:<40} {'quick' if has_quick else 'tuned':>6} "
+            f"{statistics.median(alone):>9.1f} {statistics.median(by):>10.1f} {tuned_ms:>9.1f}"
+        )
 
 
 if __name__ == "__main__":

@@ -24,8 +24,10 @@
 //! Then the host overhead of a cached pipeline on 4096 elements (the chain):
 //! the wall time per call of recording + realizing + dropping, without the
 //! device work (the calls are only queued), and end to end with a
-//! synchronisation per call. `--json PATH` writes the figures in the schema
-//! of `benches/compare_torch.py`.
+//! synchronisation per call. Last, the first call of a new pipeline whose
+//! inputs are still on the host (it compiles while it uploads), beside the
+//! same uploads alone. `--json PATH` writes the figures in the schema of
+//! `benches/compare_torch.py`.
 //!
 //! On the CPU it runs the CPU suite (chain and mse on [2^24], softmax and
 //! layernorm on [4096, 1024]) timed with `Instant`, against a host memcpy.
@@ -124,6 +126,26 @@ struct Overhead {
     /// module compiled in the background; `None` when there was no tuned
     /// compile to time (no quick tier, or the driver's JIT cache answered).
     during_tuning: Option<DuringTuning>,
+    /// The first call of a new pipeline on inputs still on the host.
+    host_first_call: HostFirstCall,
+}
+
+/// The first call of a new pipeline whose inputs are uploaded by that call,
+/// and the same uploads alone.
+#[derive(Debug, Clone, Copy)]
+struct HostFirstCall {
+    /// Bytes the call uploaded.
+    bytes: usize,
+    /// Host buffers it uploaded.
+    uploads: usize,
+    /// From recording to the result on the device.
+    first_call: Duration,
+    /// Its compile phase.
+    compile: Duration,
+    /// Its inputs phase: the uploads' time beyond the compile.
+    beyond_compile: Duration,
+    /// Uploading the same sizes alone, in another realization.
+    upload_alone: Duration,
 }
 
 /// Host times of calls of a cached pipeline made while another pipeline's
@@ -279,6 +301,17 @@ fn print_table(device: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Over
                 "no tuned compile to time calls against (no quick tier, or the driver's JIT cache held the module)"
             ),
         }
+        let h = o.host_first_call;
+        println!(
+            "first call of a new pipeline on host data ({} uploads, {} MiB): {:.1} ms, its compile {:.1} ms with \
+             the uploads alongside ({:.1} ms beyond the compile); the same uploads alone {:.1} ms",
+            h.uploads,
+            h.bytes >> 20,
+            ms(h.first_call),
+            ms(h.compile),
+            ms(h.beyond_compile),
+            ms(h.upload_alone)
+        );
     }
 }
 
@@ -303,7 +336,8 @@ fn write_json(path: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhea
     let extra = overhead.map_or(String::new(), |o| {
         format!(
             "  \"host_overhead_us\": {{\"record\": {:.3}, \"realize\": {:.3}, \"host_per_call\": {:.3}, \"end_to_end\": {:.3}, \"bare_launch\": {:.3}}},\n  \
-             \"during_tuning\": {},\n",
+             \"during_tuning\": {},\n  \"host_first_call\": {{\"uploads\": {}, \"bytes\": {}, \"first_call_ms\": {:.3}, \
+             \"compile_ms\": {:.3}, \"inputs_ms\": {:.3}, \"upload_alone_ms\": {:.3}}},\n",
             o.record.as_secs_f64() * 1e6,
             o.realize.as_secs_f64() * 1e6,
             o.host.as_secs_f64() * 1e6,
@@ -315,7 +349,13 @@ fn write_json(path: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhea
                 t.median.as_secs_f64() * 1e6,
                 t.max.as_secs_f64() * 1e6,
                 ms(t.tuned_after)
-            ))
+            )),
+            o.host_first_call.uploads,
+            o.host_first_call.bytes,
+            ms(o.host_first_call.first_call),
+            ms(o.host_first_call.compile),
+            ms(o.host_first_call.beyond_compile),
+            ms(o.host_first_call.upload_alone)
         )
     });
     let text = format!(

@@ -2,7 +2,7 @@
 //! first call, checks and event-timed median, and the host overhead of a
 //! cached small pipeline.
 
-use super::{check, check_small, median, selected, suite, Args, DuringTuning, Overhead, Row};
+use super::{check, check_small, median, selected, suite, Args, DuringTuning, HostFirstCall, Overhead, Row};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use suite::{values, Pipeline};
@@ -218,6 +218,46 @@ fn host_overhead(dev: &Arc<CudaDevice>, device: Device) -> Result<Overhead> {
         end_to_end: d(end_to_end),
         bare_launch: d(bare_launches(dev)?),
         during_tuning: calls_during_tuning(dev, device, &p, &inputs)?,
+        host_first_call: host_first_call(dev, device)?,
+    })
+}
+
+/// The first call of a new pipeline (mean squared error at a shape of its
+/// own, [2^24]) whose inputs are still on the host, beside uploading the
+/// same bytes alone: the run compiles while it uploads, so the call should
+/// take about the longer of the two rather than their sum. The result is
+/// checked against the CPU executor.
+fn host_first_call(dev: &Arc<CudaDevice>, device: Device) -> Result<HostFirstCall> {
+    let q = Pipeline {
+        shape: vec![1 << 24],
+        ..suite::gpu_pipeline("mse")
+    };
+    dev.finish_compiles();
+    dev.synchronize()?;
+    // Uploads alone: other host tensors of the same sizes.
+    let others: Vec<Tensor> = q.host_inputs(7).iter().map(|t| t.to(device)).collect();
+    let started = Instant::now();
+    Tensor::realize_all(&others.iter().collect::<Vec<_>>())?;
+    dev.synchronize()?;
+    let upload_alone = started.elapsed();
+    drop(others);
+
+    let host = q.host_inputs(9);
+    let inputs: Vec<Tensor> = host.iter().map(|t| t.to(device)).collect();
+    let started = Instant::now();
+    let y = q.build(&inputs);
+    let stats = y.realize_with_stats()?;
+    dev.synchronize()?;
+    let first_call = started.elapsed();
+    check(&q, "CPU executor", &values(&y)?, &values(&q.build(&host))?)?;
+    dev.finish_compiles();
+    Ok(HostFirstCall {
+        bytes: stats.upload_bytes,
+        uploads: stats.uploads,
+        first_call,
+        compile: stats.compile_time,
+        beyond_compile: stats.upload_time,
+        upload_alone,
     })
 }
 

@@ -8,7 +8,9 @@
 //! 2. **Inputs**: data leaves already on the device are used as they are;
 //!    host data (or data of another device) is uploaded once and kept in the
 //!    upload table below, so running a pipeline again on the same inputs
-//!    copies nothing.
+//!    copies nothing. When a run both compiles and uploads (a new pipeline
+//!    on host data), the compile runs on a helper thread during the
+//!    uploads, so the two overlap.
 //! 3. **Schedule**: the scheduler spreads the launches over the device's
 //!    pooled streams (independent kernels on different streams, event waits
 //!    for dependencies).
@@ -108,9 +110,8 @@ fn run_once(
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
     // Each phase ends at one reading of the clock, where the next begins.
     let leaves = data_leaves(sub);
-    let prepared = prepared(device, plan, leaves.len())?;
-    let compiled_at = Instant::now();
-    stats.compile_time += compiled_at - since;
+    sweep_uploads(device.ordinal());
+    let (prepared, inputs, uploaded) = prepare_and_upload(device, plan, &leaves, stats, since)?;
     let Prepared {
         compiled,
         schedule,
@@ -119,14 +120,6 @@ fn run_once(
         launch_streams,
         ..
     } = &*prepared;
-
-    sweep_uploads(device.ordinal());
-    let inputs = leaves
-        .iter()
-        .map(|s| Input::on(device, s, stats))
-        .collect::<Result<SmallVec<[Input; INLINE]>>>()?;
-    let uploaded = Instant::now();
-    stats.upload_time += uploaded - compiled_at;
 
     let mut temps: SmallVec<[Option<DeviceBuffer>; INLINE]> = SmallVec::with_capacity(plan.buffers.len());
     for (decl, stream) in plan.buffers.iter().zip(first_stream) {
@@ -202,6 +195,64 @@ fn run_once(
     Ok((outputs, launched))
 }
 
+/// The prepared run of `plan` and the device copies of its data leaves,
+/// with the compile and inputs phases added to `stats` (timed from
+/// `since`); also returns when both were done.
+///
+/// A plan that is not prepared yet and has host data to upload compiles on
+/// a helper thread while this one uploads: the driver's JIT and the copies
+/// of a first call overlap instead of adding up. `compile_time` is then
+/// the compile's own time and `upload_time` the rest of the wait (the part
+/// of the uploads that outlasted the compile), so the phases still do not
+/// overlap.
+fn prepare_and_upload(
+    device: &Arc<CudaDevice>,
+    plan: &Arc<Plan>,
+    leaves: &[&Arc<Storage>],
+    stats: &mut RealizeStats,
+    since: Instant,
+) -> Result<(Arc<Prepared>, SmallVec<[Input; INLINE]>, Instant)> {
+    let upload_all = |stats: &mut RealizeStats| {
+        leaves
+            .iter()
+            .map(|s| Input::on(device, s, stats))
+            .collect::<Result<SmallVec<[Input; INLINE]>>>()
+    };
+    let one_after_the_other = |prepared: Result<Arc<Prepared>>, stats: &mut RealizeStats| {
+        let prepared = prepared?;
+        let compiled_at = Instant::now();
+        stats.compile_time += compiled_at - since;
+        let inputs = upload_all(stats)?;
+        let uploaded = Instant::now();
+        stats.upload_time += uploaded - compiled_at;
+        Ok((prepared, inputs, uploaded))
+    };
+    if let Some(prepared) = cached_prepared(device, plan, leaves.len()) {
+        return one_after_the_other(Ok(prepared), stats);
+    }
+    if !leaves.iter().any(|s| needs_upload(device, s)) {
+        return one_after_the_other(make_prepared(device, plan, leaves.len()), stats);
+    }
+    let overlapped = std::thread::scope(|scope| {
+        let compile = || {
+            let started = Instant::now();
+            (make_prepared(device, plan, leaves.len()), started.elapsed())
+        };
+        // A helper that cannot start leaves the compile to this thread.
+        let helper = std::thread::Builder::new().spawn_scoped(scope, compile).ok()?;
+        let inputs = upload_all(stats);
+        let compiled = helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        Some((compiled, inputs))
+    });
+    let Some(((prepared, compile_time), inputs)) = overlapped else {
+        return one_after_the_other(make_prepared(device, plan, leaves.len()), stats);
+    };
+    let uploaded = Instant::now();
+    stats.compile_time += compile_time;
+    stats.upload_time += (uploaded - since).saturating_sub(compile_time);
+    Ok((prepared?, inputs?, uploaded))
+}
+
 /// What a run of one plan on one device needs beyond its data: the
 /// compiled kernels, the stream schedule, the stream on which each
 /// buffer is first used, and the plan's ticket counters. It depends only on
@@ -229,24 +280,30 @@ struct Prepared {
 
 type PreparedTable = HashMap<(usize, usize, usize), Arc<Prepared>, foldhash::fast::FixedState>;
 
-/// The prepared run of `plan` on `device` with `inputs` data leaves: from
-/// the table when this plan (the same allocation, still alive) ran there
-/// before; otherwise compiled and scheduled now, and kept if someone else
-/// (the plan cache) holds the plan too.
-fn prepared(device: &Arc<CudaDevice>, plan: &Arc<Plan>, inputs: usize) -> Result<Arc<Prepared>> {
+/// The prepared runs of live plans, by (device, plan address, data leaves).
+fn prepared_table() -> std::sync::MutexGuard<'static, PreparedTable> {
     static TABLE: OnceLock<Mutex<PreparedTable>> = OnceLock::new();
-    let table = || {
-        TABLE
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    };
+    TABLE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The prepared run of `plan` on `device` with `inputs` data leaves, when
+/// this plan (the same allocation, still alive) ran there before.
+fn cached_prepared(device: &CudaDevice, plan: &Arc<Plan>, inputs: usize) -> Option<Arc<Prepared>> {
     let key = (device.ordinal(), Arc::as_ptr(plan) as usize, inputs);
-    if let Some(p) = table().get(&key) {
-        if p.plan.upgrade().is_some_and(|live| Arc::ptr_eq(&live, plan)) {
-            return Ok(p.clone());
-        }
-    }
+    prepared_table()
+        .get(&key)
+        .filter(|p| p.plan.upgrade().is_some_and(|live| Arc::ptr_eq(&live, plan)))
+        .cloned()
+}
+
+/// Compiles and schedules the run of `plan` on `device` with `inputs` data
+/// leaves, and keeps it for [`cached_prepared`] if someone else (the plan
+/// cache) holds the plan too.
+fn make_prepared(device: &Arc<CudaDevice>, plan: &Arc<Plan>, inputs: usize) -> Result<Arc<Prepared>> {
+    let key = (device.ordinal(), Arc::as_ptr(plan) as usize, inputs);
     let programs: Vec<&crate::kernels::ir::Program> = plan.kernels.iter().map(|k| &*k.program).collect();
     let compiled = device.compile_all(&programs)?;
     let schedule = Scheduler::new(STREAM_COUNT).plan(&scheduled_launches(plan, inputs))?;
@@ -269,7 +326,7 @@ fn prepared(device: &Arc<CudaDevice>, plan: &Arc<Plan>, inputs: usize) -> Result
         launch_streams,
     });
     if Arc::strong_count(plan) > 1 {
-        let mut table = table();
+        let mut table = prepared_table();
         table.retain(|_, p| p.plan.strong_count() > 0);
         table.insert(key, prepared.clone());
     }
@@ -387,10 +444,8 @@ enum Input {
 
 impl Input {
     fn on(device: &Arc<CudaDevice>, storage: &Arc<Storage>, stats: &mut RealizeStats) -> Result<Input> {
-        if let Storage::Cuda(c) = &**storage {
-            if c.buffer().device().ordinal() == device.ordinal() {
-                return Ok(Input::Resident(storage.clone()));
-            }
+        if is_resident(device, storage) {
+            return Ok(Input::Resident(storage.clone()));
         }
         upload(device, storage, stats).map(Input::Uploaded)
     }
@@ -421,13 +476,29 @@ fn uploads() -> std::sync::MutexGuard<'static, UploadTable> {
         .unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Whether `storage` is data on `device` itself.
+fn is_resident(device: &CudaDevice, storage: &Storage) -> bool {
+    matches!(storage, Storage::Cuda(c) if c.buffer().device().ordinal() == device.ordinal())
+}
+
+/// The upload table's live copy of `storage` on `device`, if any.
+fn uploaded_copy(device: &CudaDevice, storage: &Arc<Storage>) -> Option<Arc<DeviceBuffer>> {
+    let key = (device.ordinal(), Arc::as_ptr(storage) as *const () as usize);
+    uploads()
+        .get(&key)
+        .filter(|up| up.storage.upgrade().is_some_and(|s| Arc::ptr_eq(&s, storage)))
+        .map(|up| up.buffer.clone())
+}
+
+/// Whether [`Input::on`] would copy `storage` to `device` now.
+fn needs_upload(device: &CudaDevice, storage: &Arc<Storage>) -> bool {
+    !is_resident(device, storage) && uploaded_copy(device, storage).is_none()
+}
+
 /// The device copy of `storage`: from the upload table, or uploaded now.
 fn upload(device: &Arc<CudaDevice>, storage: &Arc<Storage>, stats: &mut RealizeStats) -> Result<Arc<DeviceBuffer>> {
-    let key = (device.ordinal(), Arc::as_ptr(storage) as *const () as usize);
-    if let Some(up) = uploads().get(&key) {
-        if up.storage.upgrade().is_some_and(|s| Arc::ptr_eq(&s, storage)) {
-            return Ok(up.buffer.clone());
-        }
+    if let Some(buffer) = uploaded_copy(device, storage) {
+        return Ok(buffer);
     }
     // The table is not locked while copying: another thread may upload the
     // same storage meanwhile, and the first copy stored wins.
@@ -435,6 +506,7 @@ fn upload(device: &Arc<CudaDevice>, storage: &Arc<Storage>, stats: &mut RealizeS
     let buffer = Arc::new(device.from_host_on(host, device.stream(0))?);
     stats.uploads += 1;
     stats.upload_bytes += host.bytes().len();
+    let key = (device.ordinal(), Arc::as_ptr(storage) as *const () as usize);
     let mut table = uploads();
     let entry = table.entry(key).or_insert_with(|| Upload {
         storage: Arc::downgrade(storage),

@@ -65,7 +65,9 @@ pub struct RealizeStats {
     /// Bytes of those copies.
     pub upload_bytes: usize,
     /// Time spent finding the inputs on the device, or uploading them; zero
-    /// on the CPU.
+    /// on the CPU. When the kernels were compiled during the uploads (a new
+    /// pipeline on host data), only the part of the uploads that outlasted
+    /// the compile.
     pub upload_time: Duration,
     /// Time spent taking the output and intermediate buffers from the
     /// allocator; zero on the CPU.

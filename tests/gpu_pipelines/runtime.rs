@@ -38,6 +38,36 @@ fn results_stay_on_the_device_and_inputs_upload_once() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn a_new_pipeline_on_host_data_compiles_while_it_uploads() {
+    let _g = gpu();
+    // A shape no other test uses, so the kernel is compiled in this call.
+    let n = 3_000_017;
+    let host = |seed| Tensor::from_vec(data_f32(n, seed), &[n]).to(GPU);
+    let build = |a: &Tensor, b: &Tensor, c: &Tensor| (&(a * b) - c).abs().sqrt();
+    let (a, b, c) = (host(11), host(12), host(13));
+    let y = build(&a, &b, &c);
+    let want = reference_of(&y);
+    let stats = y.realize_with_stats().unwrap();
+    assert_eq!((stats.uploads, stats.upload_bytes), (3, 3 * 4 * n));
+    assert!(!stats.plan_cache_hit && stats.compile_time > std::time::Duration::ZERO);
+    let timed: std::time::Duration = stats.phases().iter().map(|&(_, d)| d).sum();
+    assert!(timed <= stats.total_time, "{stats:?}");
+    compare(&host_of(&y), &want).unwrap();
+    // The same pipeline on other host data: prepared already, it uploads
+    // only; on the uploaded data again, it does neither.
+    let (d, e, f) = (host(14), host(15), host(16));
+    let z = build(&d, &e, &f);
+    let want = reference_of(&z);
+    let stats = z.realize_with_stats().unwrap();
+    assert_eq!((stats.uploads, stats.plan_cache_hit), (3, true));
+    compare(&host_of(&z), &want).unwrap();
+    let again = build(&d, &e, &f);
+    assert_eq!(again.realize_with_stats().unwrap().uploads, 0);
+    compare(&host_of(&again), &want).unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn realizing_a_moved_host_tensor_uploads_it_once() {
     let _g = gpu();
     let n = 4099;
