@@ -2,7 +2,8 @@
 """Times the CUDA driver's JIT of PTX files, the cost that dominates the
 first call of a new pipeline, the way the library compiles: through the
 driver's linker (`cuLinkCreate`, `cuLinkAddData`, `cuLinkComplete`), then
-`cuModuleLoadData` of the cubin.
+`cuModuleLoadData` of the cubin; quick modules at JIT level 1, tuned ones
+at the driver's default, as the library loads them.
 
     python3 benches/jit_probe.py DIR [--reps N]
 
@@ -14,7 +15,9 @@ host time of
 - the first module alone (the quick one, or the tuned one when there is no
   quick tier): what a first call waits for;
 - the same module while the tuned one compiles on another thread, as the
-  library does it (both start together);
+  library does it (both start together); for a kernel without a quick
+  module the library compiles nothing beside it, and this column is
+  left out;
 - the tuned module alone.
 
 Runs alternate between the alone and the beside form, so drift of the
@@ -34,6 +37,8 @@ os.environ["CUDA_CACHE_DISABLE"] = "1"
 from cuda_driver import check, open_device0  # noqa: E402
 
 CU_JIT_INPUT_PTX = 1
+CU_JIT_OPTIMIZATION_LEVEL = 7
+QUICK_LEVEL = 1
 
 
 def main():
@@ -41,20 +46,39 @@ def main():
     reps = 7
     if "--reps" in args:
         i = args.index("--reps")
-        reps = int(args[i + 1])
+        try:
+            reps = int(args[i + 1])
+        except (IndexError, ValueError):
+            raise SystemExit("--reps takes a positive number")
+        if reps < 1:
+            raise SystemExit("--reps takes a positive number")
         del args[i : i + 2]
     if len(args) != 1:
         raise SystemExit(__doc__)
     root = args[0]
     cu = open_device0()
+    vp, sz = ctypes.c_void_p, ctypes.c_size_t
+    cu.cuLinkCreate_v2.argtypes = [ctypes.c_uint, vp, vp, vp]
+    cu.cuLinkAddData_v2.argtypes = [vp, ctypes.c_int, vp, sz, ctypes.c_char_p, ctypes.c_uint, vp, vp]
+    cu.cuLinkComplete.argtypes = [vp, vp, vp]
+    cu.cuLinkDestroy.argtypes = [vp]
+    cu.cuModuleLoadData.argtypes = [vp, vp]
+    cu.cuModuleUnload.argtypes = [vp]
     ctx = ctypes.c_void_p()
     check(cu.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
 
-    def link(image):
-        """Compiles and loads `image`, unloads it; returns the host time in ms."""
+    def link(image, level=None):
+        """Compiles and loads `image` at JIT level `level` (None: the
+        driver's default), unloads it; returns the host time in ms."""
         state = ctypes.c_void_p()
+        if level is None:
+            n, opts, vals = 0, None, None
+        else:
+            n = 1
+            opts = (ctypes.c_int * 1)(CU_JIT_OPTIMIZATION_LEVEL)
+            vals = (ctypes.c_void_p * 1)(level)
         t = time.perf_counter()
-        check(cu.cuLinkCreate_v2(0, None, None, ctypes.byref(state)), "cuLinkCreate")
+        check(cu.cuLinkCreate_v2(n, opts, vals, ctypes.byref(state)), "cuLinkCreate")
         check(
             cu.cuLinkAddData_v2(state, CU_JIT_INPUT_PTX, image, len(image), b"probe", 0, None, None),
             "cuLinkAddData",
@@ -70,19 +94,31 @@ def main():
         return took * 1e3
 
     def beside(first, tuned):
-        """`first` on this thread while `tuned` compiles on another."""
-        go = threading.Barrier(2)
+        """`first` (a quick module) on this thread while `tuned` compiles on
+        another; a failure on either thread ends the probe."""
+        go = threading.Barrier(2, timeout=60)
+        failure = []
 
         def other():
-            check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-            go.wait()
-            link(tuned)
+            try:
+                check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+                go.wait()
+                link(tuned)
+            except BaseException as e:  # SystemExit from `check` included
+                failure.append(e)
+                go.abort()
 
         t = threading.Thread(target=other)
         t.start()
-        go.wait()
-        took = link(first)
-        t.join()
+        try:
+            go.wait()
+            took = link(first, QUICK_LEVEL)
+        except threading.BrokenBarrierError:
+            took = None
+        finally:
+            t.join()
+        if failure or took is None:
+            raise SystemExit(f"the tuned module's link failed: {failure[0] if failure else 'no start'}")
         return took
 
     files = sorted(glob.glob(os.path.join(root, "*.ptx")))
@@ -96,15 +132,19 @@ def main():
         tuned = open(f, "rb").read() + b"\0"
         quick_path = os.path.join(root, "quick", os.path.basename(f))
         has_quick = os.path.exists(quick_path)
-        first = open(quick_path, "rb").read() + b"\0" if has_quick else tuned
         alone, by = [], []
-        for _ in range(reps):
-            alone.append(link(first))
-            by.append(beside(first, tuned))
-        tuned_ms = statistics.median(link(tuned) for _ in range(3))
+        if has_quick:
+            first = open(quick_path, "rb").read() + b"\0"
+            for _ in range(reps):
+                alone.append(link(first, QUICK_LEVEL))
+                by.append(beside(first, tuned))
+        tuned_ms = [link(tuned) for _ in range(reps if not has_quick else 3)]
+        if not has_quick:
+            alone = tuned_ms
+        by_text = f"{statistics.median(by):>10.1f}" if by else f"{'-':>10}"
         print(
             f"{os.path.basename(f)[:-4]:<40} {'quick' if has_quick else 'tuned':>6} "
-            f"{statistics.median(alone):>9.1f} {statistics.median(by):>10.1f} {tuned_ms:>9.1f}"
+            f"{statistics.median(alone):>9.1f} {by_text} {statistics.median(tuned_ms):>9.1f}"
         )
 
 

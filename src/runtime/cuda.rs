@@ -48,6 +48,7 @@ use crate::kernels::ir::Access;
 use crate::storage::{CudaStorage, Storage};
 use smallvec::SmallVec;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Instant;
 
@@ -108,9 +109,9 @@ fn run_once(
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
-    // Each phase ends at one reading of the clock, where the next begins.
+    // Each phase ends at one reading of the clock, where the next begins
+    // (compile and inputs may run together; see `prepare_and_upload`).
     let leaves = data_leaves(sub);
-    sweep_uploads(device.ordinal());
     let (prepared, inputs, uploaded) = prepare_and_upload(device, plan, &leaves, stats, since)?;
     let Prepared {
         compiled,
@@ -199,12 +200,13 @@ fn run_once(
 /// with the compile and inputs phases added to `stats` (timed from
 /// `since`); also returns when both were done.
 ///
-/// A plan that is not prepared yet and has host data to upload compiles on
-/// a helper thread while this one uploads: the driver's JIT and the copies
-/// of a first call overlap instead of adding up. `compile_time` is then
-/// the compile's own time and `upload_time` the rest of the wait (the part
-/// of the uploads that outlasted the compile), so the phases still do not
-/// overlap.
+/// A plan with a kernel still to compile on the device and with host data
+/// to upload compiles on a helper thread while this one uploads: the
+/// driver's JIT and the copies of a first call overlap instead of adding
+/// up. `compile_time` is then the compile's own time and `upload_time` the
+/// rest of the wait (the part of the uploads that outlasted the compile),
+/// so the two still add up to the time they took together. A compile that
+/// fails stops the uploads at the next input.
 fn prepare_and_upload(
     device: &Arc<CudaDevice>,
     plan: &Arc<Plan>,
@@ -212,11 +214,17 @@ fn prepare_and_upload(
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Arc<Prepared>, SmallVec<[Input; INLINE]>, Instant)> {
+    let compile_failed = AtomicBool::new(false);
     let upload_all = |stats: &mut RealizeStats| {
-        leaves
-            .iter()
-            .map(|s| Input::on(device, s, stats))
-            .collect::<Result<SmallVec<[Input; INLINE]>>>()
+        sweep_uploads(device.ordinal());
+        let mut inputs = SmallVec::<[Input; INLINE]>::new();
+        for s in leaves {
+            if compile_failed.load(Ordering::Relaxed) {
+                break;
+            }
+            inputs.push(Input::on(device, s, stats)?);
+        }
+        Ok::<_, Error>(inputs)
     };
     let one_after_the_other = |prepared: Result<Arc<Prepared>>, stats: &mut RealizeStats| {
         let prepared = prepared?;
@@ -230,13 +238,16 @@ fn prepare_and_upload(
     if let Some(prepared) = cached_prepared(device, plan, leaves.len()) {
         return one_after_the_other(Ok(prepared), stats);
     }
-    if !leaves.iter().any(|s| needs_upload(device, s)) {
+    let must_compile = plan.kernels.iter().any(|k| !device.is_compiled(&k.program));
+    if !must_compile || !leaves.iter().any(|s| needs_upload(device, s)) {
         return one_after_the_other(make_prepared(device, plan, leaves.len()), stats);
     }
     let overlapped = std::thread::scope(|scope| {
         let compile = || {
             let started = Instant::now();
-            (make_prepared(device, plan, leaves.len()), started.elapsed())
+            let prepared = make_prepared(device, plan, leaves.len());
+            compile_failed.store(prepared.is_err(), Ordering::Relaxed);
+            (prepared, started.elapsed())
         };
         // A helper that cannot start leaves the compile to this thread.
         let helper = std::thread::Builder::new().spawn_scoped(scope, compile).ok()?;

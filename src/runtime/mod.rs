@@ -56,7 +56,9 @@ pub struct RealizeStats {
     /// Time spent grouping the subgraph into kernels (or looking the plan up).
     pub fuse_time: Duration,
     /// Time spent generating PTX and loading modules (or finding them in the
-    /// device's program cache); zero on the CPU.
+    /// device's program cache), planning the streams and setting up the
+    /// plan's counters; zero on the CPU. When a new pipeline compiles while
+    /// its host inputs upload, this is the compile's own time.
     pub compile_time: Duration,
     /// Kernels launched (queued on a GPU, run on the CPU).
     pub kernels_launched: usize,
@@ -83,8 +85,11 @@ pub struct RealizeStats {
 }
 
 impl RealizeStats {
-    /// The timed phases of the realization, in the order they run, named.
-    /// They do not overlap, so together they take at most `total_time`.
+    /// The timed phases of the realization, in the order they begin, named.
+    /// Compile and inputs may run at the same time (a new pipeline on host
+    /// data compiles while it uploads); their times are then split so that
+    /// together they take the time they took at once, and all the phases
+    /// together take at most `total_time`.
     ///
     /// ```
     /// use tilefuse::Tensor;

@@ -40,21 +40,27 @@ fn results_stay_on_the_device_and_inputs_upload_once() {
 #[ignore = "needs a CUDA GPU"]
 fn a_new_pipeline_on_host_data_compiles_while_it_uploads() {
     let _g = gpu();
-    // A shape no other test uses, so the kernel is compiled in this call.
+    let device = CudaDevice::open(0).unwrap();
+    // An expression and length no other test uses, so its kernel is
+    // compiled in this call.
     let n = 3_000_017;
     let host = |seed| Tensor::from_vec(data_f32(n, seed), &[n]).to(GPU);
     let build = |a: &Tensor, b: &Tensor, c: &Tensor| (&(a * b) - c).abs().sqrt();
     let (a, b, c) = (host(11), host(12), host(13));
     let y = build(&a, &b, &c);
     let want = reference_of(&y);
+    let loads = device.module_stats().loads;
     let stats = y.realize_with_stats().unwrap();
+    assert!(device.module_stats().loads > loads, "the call compiled its kernel");
     assert_eq!((stats.uploads, stats.upload_bytes), (3, 3 * 4 * n));
     assert!(!stats.plan_cache_hit && stats.compile_time > std::time::Duration::ZERO);
     let timed: std::time::Duration = stats.phases().iter().map(|&(_, d)| d).sum();
     assert!(timed <= stats.total_time, "{stats:?}");
     compare(&host_of(&y), &want).unwrap();
     // The same pipeline on other host data: prepared already, it uploads
-    // only; on the uploaded data again, it does neither.
+    // and compiles nothing; on the uploaded data again, it does neither.
+    device.finish_compiles();
+    let loads = device.module_stats().loads;
     let (d, e, f) = (host(14), host(15), host(16));
     let z = build(&d, &e, &f);
     let want = reference_of(&z);
@@ -64,6 +70,7 @@ fn a_new_pipeline_on_host_data_compiles_while_it_uploads() {
     let again = build(&d, &e, &f);
     assert_eq!(again.realize_with_stats().unwrap().uploads, 0);
     compare(&host_of(&again), &want).unwrap();
+    assert_eq!(device.module_stats().loads, loads);
 }
 
 #[test]

@@ -439,7 +439,7 @@ impl CudaDevice {
 
     /// Whether `program` is compiled on this device already (false while
     /// another thread compiles it).
-    fn is_compiled(&self, program: &Program) -> bool {
+    pub(crate) fn is_compiled(&self, program: &Program) -> bool {
         let table = self.programs.programs.lock().unwrap_or_else(PoisonError::into_inner);
         table
             .get(program)
