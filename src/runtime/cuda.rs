@@ -226,42 +226,42 @@ fn prepare_and_upload(
         }
         Ok::<_, Error>(inputs)
     };
-    let one_after_the_other = |prepared: Result<Arc<Prepared>>, stats: &mut RealizeStats| {
-        let prepared = prepared?;
-        let compiled_at = Instant::now();
-        stats.compile_time += compiled_at - since;
-        let inputs = upload_all(stats)?;
-        let uploaded = Instant::now();
-        stats.upload_time += uploaded - compiled_at;
-        Ok((prepared, inputs, uploaded))
-    };
-    if let Some(prepared) = cached_prepared(device, plan, leaves.len()) {
-        return one_after_the_other(Ok(prepared), stats);
+    let cached = cached_prepared(device, plan, leaves.len());
+    let overlap = cached.is_none()
+        && plan.kernels.iter().any(|k| !device.is_compiled(&k.program))
+        && leaves.iter().any(|s| needs_upload(device, s));
+    if overlap {
+        let overlapped = std::thread::scope(|scope| {
+            let compile = || {
+                let started = Instant::now();
+                let prepared = make_prepared(device, plan, leaves.len());
+                compile_failed.store(prepared.is_err(), Ordering::Relaxed);
+                (prepared, started.elapsed())
+            };
+            // A helper that cannot start leaves the compile to this thread.
+            let helper = std::thread::Builder::new().spawn_scoped(scope, compile).ok()?;
+            let inputs = upload_all(stats);
+            let compiled = helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            Some((compiled, inputs))
+        });
+        if let Some(((prepared, compile_time), inputs)) = overlapped {
+            let uploaded = Instant::now();
+            stats.compile_time += compile_time;
+            stats.upload_time += (uploaded - since).saturating_sub(compile_time);
+            return Ok((prepared?, inputs?, uploaded));
+        }
     }
-    let must_compile = plan.kernels.iter().any(|k| !device.is_compiled(&k.program));
-    if !must_compile || !leaves.iter().any(|s| needs_upload(device, s)) {
-        return one_after_the_other(make_prepared(device, plan, leaves.len()), stats);
-    }
-    let overlapped = std::thread::scope(|scope| {
-        let compile = || {
-            let started = Instant::now();
-            let prepared = make_prepared(device, plan, leaves.len());
-            compile_failed.store(prepared.is_err(), Ordering::Relaxed);
-            (prepared, started.elapsed())
-        };
-        // A helper that cannot start leaves the compile to this thread.
-        let helper = std::thread::Builder::new().spawn_scoped(scope, compile).ok()?;
-        let inputs = upload_all(stats);
-        let compiled = helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        Some((compiled, inputs))
-    });
-    let Some(((prepared, compile_time), inputs)) = overlapped else {
-        return one_after_the_other(make_prepared(device, plan, leaves.len()), stats);
+    // One after the other.
+    let prepared = match cached {
+        Some(prepared) => prepared,
+        None => make_prepared(device, plan, leaves.len())?,
     };
+    let compiled_at = Instant::now();
+    stats.compile_time += compiled_at - since;
+    let inputs = upload_all(stats)?;
     let uploaded = Instant::now();
-    stats.compile_time += compile_time;
-    stats.upload_time += (uploaded - since).saturating_sub(compile_time);
-    Ok((prepared?, inputs?, uploaded))
+    stats.upload_time += uploaded - compiled_at;
+    Ok((prepared, inputs, uploaded))
 }
 
 /// What a run of one plan on one device needs beyond its data: the
@@ -492,11 +492,15 @@ fn is_resident(device: &CudaDevice, storage: &Storage) -> bool {
     matches!(storage, Storage::Cuda(c) if c.buffer().device().ordinal() == device.ordinal())
 }
 
+/// The upload table's key of `storage`'s copy on `device`.
+fn upload_key(device: &CudaDevice, storage: &Arc<Storage>) -> (usize, usize) {
+    (device.ordinal(), Arc::as_ptr(storage) as *const () as usize)
+}
+
 /// The upload table's live copy of `storage` on `device`, if any.
 fn uploaded_copy(device: &CudaDevice, storage: &Arc<Storage>) -> Option<Arc<DeviceBuffer>> {
-    let key = (device.ordinal(), Arc::as_ptr(storage) as *const () as usize);
     uploads()
-        .get(&key)
+        .get(&upload_key(device, storage))
         .filter(|up| up.storage.upgrade().is_some_and(|s| Arc::ptr_eq(&s, storage)))
         .map(|up| up.buffer.clone())
 }
@@ -517,9 +521,8 @@ fn upload(device: &Arc<CudaDevice>, storage: &Arc<Storage>, stats: &mut RealizeS
     let buffer = Arc::new(device.from_host_on(host, device.stream(0))?);
     stats.uploads += 1;
     stats.upload_bytes += host.bytes().len();
-    let key = (device.ordinal(), Arc::as_ptr(storage) as *const () as usize);
     let mut table = uploads();
-    let entry = table.entry(key).or_insert_with(|| Upload {
+    let entry = table.entry(upload_key(device, storage)).or_insert_with(|| Upload {
         storage: Arc::downgrade(storage),
         buffer: buffer.clone(),
     });

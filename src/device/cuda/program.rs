@@ -351,12 +351,12 @@ impl CudaDevice {
                 // one compiles here: the driver's linker runs both at once.
                 // Module loads (`TILEFUSE_JIT_LINK=0`) run one at a time, so
                 // there the tuned one is queued after the quick one loaded.
-                let mut later = Some(tuned_module);
-                if super::module::link_jit() {
-                    if let Some(m) = later.take() {
-                        self.queue_tuning(tuned.clone(), m, program.name.clone())?;
-                    }
-                }
+                let later = if super::module::link_jit() {
+                    self.queue_tuning(tuned.clone(), tuned_module, program.name.clone())?;
+                    None
+                } else {
+                    Some(tuned_module)
+                };
                 match self.load_at(&module.text, &module.entry, &program.name, Some(level)) {
                     Ok(kernel) => {
                         if let Some(m) = later {
