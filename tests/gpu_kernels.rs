@@ -239,7 +239,8 @@ fn every_unary_op_for_every_dtype() {
             Some((p, ewise_inputs(d, d, range, range, 10 + k as u64), tol))
         })
     });
-    run_cases("unary", cases, |p| p.params[0].dtype == DType::F64);
+    // f64 gelu_erf is the only op the generator declines.
+    run_cases("unary", cases, |p| p.name == "GeluErf_f64");
 }
 
 /// f32 unary ops in [`MathMode::Fast`]: `(op, input range, tolerance)`.
@@ -327,7 +328,7 @@ fn every_binary_op_for_every_dtype() {
             Some((p, ewise_inputs(d, out, ra, rb, 100 + k as u64), tol))
         })
     });
-    run_cases("binary", cases, |p| p.params[0].dtype == DType::F64);
+    run_cases("binary", cases, |_| false);
 }
 
 /// Values every cast sees besides random ones: out-of-range, fractional,

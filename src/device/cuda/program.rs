@@ -719,6 +719,131 @@ mod tests {
         assert_eq!(out, xs.iter().map(|&v| v as f64).collect::<Vec<_>>());
     }
 
+    /// f64 values for the math test: every binade of both signs (several
+    /// mantissas each), a dense sweep of [-800, 800], and the specials.
+    fn f64_samples() -> Vec<f64> {
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            5e-324,
+            -5e-324,
+            f64::MAX,
+        ];
+        for e in -1074..=1023 {
+            for m in [1.0, 1.1, 1.3, std::f64::consts::SQRT_2, 1.5, 1.999_999_999_999_999_8] {
+                let v = m * 2f64.powi(e);
+                xs.extend([v, -v]);
+            }
+        }
+        xs.extend((0..40_000).map(|i| -800.0 + 1600.0 * i as f64 / 40_000.0));
+        xs
+    }
+
+    /// Runs the one-op program `op` of `inputs` on the GPU and returns its output.
+    fn run_f64(
+        device: &Arc<CudaDevice>,
+        name: &str,
+        inputs: &[&[f64]],
+        op: impl FnOnce(&mut Builder, &[crate::kernels::ir::ValueId]) -> crate::kernels::ir::ValueId,
+    ) -> Vec<f64> {
+        let n = inputs[0].len() as u64;
+        let tile = 256u32;
+        let mut b = Builder::new(name, &[n.div_ceil(tile as u64)]);
+        let params: Vec<_> = (0..inputs.len())
+            .map(|i| b.param(format!("x{i}"), DType::F64, n, Access::Read))
+            .collect();
+        let y = b.param("y", DType::F64, n, Access::Write);
+        let loaded: Vec<_> = params
+            .iter()
+            .map(|&p| {
+                let v = b.view_contiguous(p, &[n], &[tile], Padding::Zero);
+                b.load(v, &[IndexExpr::grid(0)], true)
+            })
+            .collect();
+        let r = op(&mut b, &loaded);
+        let vy = b.view_contiguous(y, &[n], &[tile], Padding::Zero);
+        b.store(vy, &[IndexExpr::grid(0)], r, true);
+        let program = b.finish().unwrap();
+        let stream = device.stream(0);
+        let bufs: Vec<DeviceBuffer> = inputs
+            .iter()
+            .map(|x| device.from_host_on(&HostBuffer::from_elements(x), stream).unwrap())
+            .collect();
+        let out = device.alloc_on(DType::F64, n as usize, stream).unwrap();
+        let mut args: Vec<&DeviceBuffer> = bufs.iter().collect();
+        args.push(&out);
+        run_program(device, &program, &args, stream).unwrap();
+        out.to_host_on(stream).unwrap().to_vec()
+    }
+
+    /// The f64 functions on the GPU give the bits their CPU model gives
+    /// (`math64::tests`, where their errors are measured), NaNs aside.
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn f64_math_matches_its_cpu_model_bit_for_bit() {
+        use crate::graph::{BinaryOp, UnaryOp};
+        use crate::kernels::ptx_gen::math64::{self, tests::Cpu64};
+        type F = fn(&mut Cpu64, &f64) -> f64;
+        let device = CudaDevice::open(0).unwrap();
+        let xs = f64_samples();
+        let same = |what: &str, got: &[f64], want: &dyn Fn(usize) -> f64, at: &dyn Fn(usize) -> String| {
+            let bad: Vec<usize> = (0..got.len())
+                .filter(|&i| {
+                    let w = want(i);
+                    !(got[i].to_bits() == w.to_bits() || (got[i].is_nan() && w.is_nan()))
+                })
+                .collect();
+            let shown: Vec<String> = bad
+                .iter()
+                .take(5)
+                .map(|&i| format!("{}: gpu {:e}, cpu model {:e}", at(i), got[i], want(i)))
+                .collect();
+            assert!(
+                bad.is_empty(),
+                "{what}: {} of {} differ: {shown:?}",
+                bad.len(),
+                got.len()
+            );
+        };
+        let unary: [(UnaryOp, F); 10] = [
+            (UnaryOp::Exp, math64::exp),
+            (UnaryOp::Exp2, math64::exp2),
+            (UnaryOp::Log, math64::log),
+            (UnaryOp::Log2, math64::log2),
+            (UnaryOp::Sin, |m, x| math64::sin_cos(m, x, false)),
+            (UnaryOp::Cos, |m, x| math64::sin_cos(m, x, true)),
+            (UnaryOp::Tanh, math64::tanh),
+            (UnaryOp::Sigmoid, math64::sigmoid),
+            (UnaryOp::Silu, math64::silu),
+            (UnaryOp::GeluTanh, math64::gelu_tanh),
+        ];
+        for (op, f) in unary {
+            let got = run_f64(&device, &format!("{op:?}_f64"), &[&xs], |b, v| b.unary(op, v[0]));
+            same(&format!("{op:?}"), &got, &|i| f(&mut Cpu64, &xs[i]), &|i| {
+                format!("x = {:e}", xs[i])
+            });
+        }
+        // pow over every sample against exponents from small integers and
+        // halves to large values, and the samples themselves reversed.
+        let bs: Vec<f64> = (0..xs.len())
+            .map(|i| match i % 4 {
+                0 => (i % 41) as f64 - 20.0,
+                1 => ((i % 37) as f64 - 18.0) * 0.5,
+                2 => ((i * 7919) % 20_001) as f64 / 10.0 - 1000.0,
+                _ => xs[xs.len() - 1 - i],
+            })
+            .collect();
+        let got = run_f64(&device, "pow_f64", &[&xs, &bs], |b, v| {
+            b.binary(BinaryOp::Pow, v[0], v[1])
+        });
+        same("Pow", &got, &|i| math64::pow(&mut Cpu64, &xs[i], &bs[i]), &|i| {
+            format!("({:e}, {:e})", xs[i], bs[i])
+        });
+    }
+
     #[test]
     fn quick_tier_settings_parse() {
         let tier = |level, quick_text| Some(QuickTier { level, quick_text });

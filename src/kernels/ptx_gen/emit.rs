@@ -115,6 +115,8 @@ pub(super) struct Emitter<'a> {
     pub staged: HashMap<ValueId, String>,
     /// `.shared` declarations of the staged tiles.
     pub stage_decls: Vec<String>,
+    /// Module-scope declarations (constant tables), each once.
+    pub module_decls: Vec<String>,
     /// Bytes of shared memory the staged tiles take.
     pub staged_bytes: u32,
     /// The bytes of `tf_smem` the threads may still be reading for the
@@ -156,6 +158,7 @@ impl<'a> Emitter<'a> {
             exchange_reads: None,
             staged: HashMap::new(),
             stage_decls: Vec::new(),
+            module_decls: Vec::new(),
             staged_bytes: 0,
         }
     }
@@ -199,6 +202,13 @@ impl<'a> Emitter<'a> {
         let r = f(self);
         self.in_prologue = was;
         r
+    }
+
+    /// Declares `decl` at module scope (once, however often it is asked for).
+    pub fn declare_module(&mut self, decl: String) {
+        if !self.module_decls.contains(&decl) {
+            self.module_decls.push(decl);
+        }
     }
 
     /// Requires PTX ISA `v` for an instruction.

@@ -508,11 +508,16 @@ pub(crate) fn pow<M: MathOps>(m: &mut M, a: &M::V, b: &M::V) -> M::V {
     let a_neg = m.lt(&signed, &zero);
     let nan = m.c(f32::NAN);
     let odd_r = m.select(&is_even, &r, &neg_r);
-    let neg_base = m.select(&is_int, &odd_r, &nan);
+    // A non-integral power of a negative base is NaN, but of −0 or −inf it
+    // is the power of the magnitude.
+    let inf = m.c(f32::INFINITY);
+    let a_inf = m.eq(&abs_a, &inf);
+    let non_int = m.select(&a_zero, &r, &nan);
+    let non_int = m.select(&a_inf, &r, &non_int);
+    let neg_base = m.select(&is_int, &odd_r, &non_int);
     let r = m.select(&a_neg, &neg_base, &r);
     // `(±1)^(±inf) = 1`, where `b · log2 |a|` is `inf · 0`.
     let abs_b = m.abs(b);
-    let inf = m.c(f32::INFINITY);
     let b_inf = m.eq(&abs_b, &inf);
     let unit = m.eq(&abs_a, &one);
     let unit_r = m.select(&b_inf, &one, &r);

@@ -2,6 +2,7 @@
 
 use super::emit::{Class, Emitter};
 use super::math::{self, MathOps};
+use super::math64::{self, MathOps64};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::graph::{BinaryOp, UnaryOp};
@@ -165,6 +166,181 @@ impl MathOps for Ptx<'_, '_> {
     }
 }
 
+/// The emitter as a [`MathOps64`] for f64 registers.
+struct Ptx64<'e, 'a>(&'e mut Emitter<'a>);
+
+impl Ptx64<'_, '_> {
+    fn op(&mut self, text: impl FnOnce(&str) -> String) -> String {
+        let r = self.0.reg(Class::F64);
+        self.0.ins(text(&r));
+        r
+    }
+    fn pred(&mut self, cmp: &str, a: &str, b: &str) -> String {
+        let p = self.0.reg(Class::Pred);
+        self.0.ins(format!("setp.{cmp}.f64 {p}, {a}, {b}"));
+        p
+    }
+}
+
+impl MathOps64 for Ptx64<'_, '_> {
+    type V = String;
+    type P = String;
+    fn c(&mut self, x: f64) -> String {
+        self.op(|r| format!("mov.f64 {r}, 0d{:016X}", x.to_bits()))
+    }
+    fn add(&mut self, a: &String, b: &String) -> String {
+        self.op(|r| format!("add.rn.f64 {r}, {a}, {b}"))
+    }
+    fn sub(&mut self, a: &String, b: &String) -> String {
+        self.op(|r| format!("sub.rn.f64 {r}, {a}, {b}"))
+    }
+    fn mul(&mut self, a: &String, b: &String) -> String {
+        self.op(|r| format!("mul.rn.f64 {r}, {a}, {b}"))
+    }
+    fn fma(&mut self, a: &String, b: &String, c: &String) -> String {
+        self.op(|r| format!("fma.rn.f64 {r}, {a}, {b}, {c}"))
+    }
+    fn div(&mut self, a: &String, b: &String) -> String {
+        self.op(|r| format!("div.rn.f64 {r}, {a}, {b}"))
+    }
+    fn abs(&mut self, a: &String) -> String {
+        self.op(|r| format!("abs.f64 {r}, {a}"))
+    }
+    fn neg(&mut self, a: &String) -> String {
+        self.op(|r| format!("neg.f64 {r}, {a}"))
+    }
+    fn rint(&mut self, a: &String) -> String {
+        self.op(|r| format!("cvt.rni.f64.f64 {r}, {a}"))
+    }
+    fn floor(&mut self, a: &String) -> String {
+        self.op(|r| format!("cvt.rmi.f64.f64 {r}, {a}"))
+    }
+    fn exponent(&mut self, a: &String) -> String {
+        let i = self.0.reg(Class::B64);
+        self.0.ins(format!("mov.b64 {i}, {a}"));
+        self.0.ins(format!("bfe.u64 {i}, {i}, 52, 11"));
+        self.0.ins(format!("add.s64 {i}, {i}, -1023"));
+        self.op(|r| format!("cvt.rn.f64.s64 {r}, {i}"))
+    }
+    fn mantissa(&mut self, a: &String) -> String {
+        let i = self.0.reg(Class::B64);
+        self.0.ins(format!("mov.b64 {i}, {a}"));
+        self.0.ins(format!("and.b64 {i}, {i}, 0x000FFFFFFFFFFFFF"));
+        self.0.ins(format!("or.b64 {i}, {i}, 0x3FF0000000000000"));
+        self.op(|r| format!("mov.b64 {r}, {i}"))
+    }
+    fn pow2i(&mut self, n: &String) -> String {
+        // The integer `n`, biased and shifted into the exponent field.
+        let i = self.0.reg(Class::B64);
+        self.0.ins(format!("cvt.rni.s64.f64 {i}, {n}"));
+        self.0.ins(format!("add.s64 {i}, {i}, 1023"));
+        self.0.ins(format!("shl.b64 {i}, {i}, 52"));
+        self.op(|r| format!("mov.b64 {r}, {i}"))
+    }
+    fn lt(&mut self, a: &String, b: &String) -> String {
+        self.pred("lt", a, b)
+    }
+    fn eq(&mut self, a: &String, b: &String) -> String {
+        self.pred("eq", a, b)
+    }
+    fn select(&mut self, p: &String, a: &String, b: &String) -> String {
+        self.op(|r| format!("selp.f64 {r}, {a}, {b}, {p}"))
+    }
+    fn copysign(&mut self, a: &String, b: &String) -> String {
+        // PTX's operand order is (sign source, magnitude source).
+        self.op(|r| format!("copysign.f64 {r}, {b}, {a}"))
+    }
+    fn reduce_large(&mut self, a: &String) -> (String, String, String) {
+        // `math64::reduce_large_bits`, instruction by instruction.
+        let e = &mut *self.0;
+        e.declare_module(math64_table());
+        let b64 = |e: &mut Emitter<'_>, text: &dyn Fn(&str) -> String| {
+            let r = e.reg(Class::B64);
+            e.ins(text(&r));
+            r
+        };
+        let bits = b64(e, &|r| format!("mov.b64 {r}, {a}"));
+        let ex = b64(e, &|r| format!("bfe.u64 {r}, {bits}, 52, 11"));
+        let m = b64(e, &|r| format!("and.b64 {r}, {bits}, 0x000FFFFFFFFFFFFF"));
+        e.ins(format!("or.b64 {m}, {m}, 0x0010000000000000"));
+        let j0 = b64(e, &|r| format!("sub.s64 {r}, {ex}, 1013"));
+        let w = b64(e, &|r| format!("shr.u64 {r}, {j0}, 6"));
+        let sh = e.reg(Class::B32);
+        e.ins(format!("cvt.u32.u64 {sh}, {j0}"));
+        e.ins(format!("and.b32 {sh}, {sh}, 63"));
+        let rsh = e.reg(Class::B32);
+        e.ins(format!("sub.s32 {rsh}, 63, {sh}"));
+        let addr = b64(e, &|r| format!("mov.u64 {r}, {TABLE}"));
+        e.ins(format!("mad.lo.u64 {addr}, {w}, 8, {addr}"));
+        let t: Vec<String> = (0..4)
+            .map(|i| b64(e, &|r| format!("ld.const.u64 {r}, [{addr}+{}]", 8 * i)))
+            .collect();
+        let window = |e: &mut Emitter<'_>, hi: &str, lo: &str| {
+            let x = b64(e, &|r| format!("shl.b64 {r}, {hi}, {sh}"));
+            let y = b64(e, &|r| format!("shr.u64 {r}, {lo}, 1"));
+            e.ins(format!("shr.u64 {y}, {y}, {rsh}"));
+            b64(e, &|r| format!("or.b64 {r}, {x}, {y}"))
+        };
+        let w2 = window(e, &t[0], &t[1]);
+        let w1 = window(e, &t[1], &t[2]);
+        let w0 = window(e, &t[2], &t[3]);
+        let lo0 = b64(e, &|r| format!("mul.lo.u64 {r}, {m}, {w0}"));
+        let hi0 = b64(e, &|r| format!("mul.hi.u64 {r}, {m}, {w0}"));
+        let lo1 = b64(e, &|r| format!("mul.lo.u64 {r}, {m}, {w1}"));
+        let hi1 = b64(e, &|r| format!("mul.hi.u64 {r}, {m}, {w1}"));
+        let lo2 = b64(e, &|r| format!("mul.lo.u64 {r}, {m}, {w2}"));
+        let word1 = b64(e, &|r| format!("add.cc.u64 {r}, {hi0}, {lo1}"));
+        let word2 = b64(e, &|r| format!("addc.u64 {r}, {hi1}, {lo2}"));
+        let f_hi = b64(e, &|r| format!("shl.b64 {r}, {word2}, 2"));
+        let t1 = b64(e, &|r| format!("shr.u64 {r}, {word1}, 62"));
+        e.ins(format!("or.b64 {f_hi}, {f_hi}, {t1}"));
+        let f_lo = b64(e, &|r| format!("shl.b64 {r}, {word1}, 2"));
+        let t0 = b64(e, &|r| format!("shr.u64 {r}, {lo0}, 62"));
+        e.ins(format!("or.b64 {f_lo}, {f_lo}, {t0}"));
+        let negative = b64(e, &|r| format!("shr.u64 {r}, {f_hi}, 63"));
+        let q = b64(e, &|r| format!("shr.u64 {r}, {word2}, 62"));
+        e.ins(format!("add.u64 {q}, {q}, {negative}"));
+        e.ins(format!("and.b64 {q}, {q}, 3"));
+        // The magnitude of the signed 128-bit fraction.
+        let nh = b64(e, &|r| format!("not.b64 {r}, {f_hi}"));
+        let nl = b64(e, &|r| format!("not.b64 {r}, {f_lo}"));
+        e.ins(format!("add.cc.u64 {nl}, {nl}, 1"));
+        e.ins(format!("addc.u64 {nh}, {nh}, 0"));
+        let is_neg = e.reg(Class::Pred);
+        e.ins(format!("setp.ne.u64 {is_neg}, {negative}, 0"));
+        let mh = b64(e, &|r| format!("selp.b64 {r}, {nh}, {f_hi}, {is_neg}"));
+        let ml = b64(e, &|r| format!("selp.b64 {r}, {nl}, {f_lo}, {is_neg}"));
+        let f = self.op(|r| format!("cvt.rn.f64.u64 {r}, {mh}"));
+        let e = &mut *self.0;
+        let back = b64(e, &|r| format!("cvt.rzi.u64.f64 {r}, {f}"));
+        let rest = b64(e, &|r| format!("sub.s64 {r}, {mh}, {back}"));
+        let rest_f = self.op(|r| format!("cvt.rn.f64.s64 {r}, {rest}"));
+        let ml_f = self.op(|r| format!("cvt.rn.f64.u64 {r}, {ml}"));
+        let ml_f = self.op(|r| format!("mul.rn.f64 {r}, {ml_f}, 0d37F0000000000000"));
+        let f_lo = self.op(|r| format!("fma.rn.f64 {r}, {rest_f}, 0d3BF0000000000000, {ml_f}"));
+        let f_hi = self.op(|r| format!("mul.rn.f64 {r}, {f}, 0d3BF0000000000000"));
+        let nf_hi = self.op(|r| format!("neg.f64 {r}, {f_hi}"));
+        let nf_lo = self.op(|r| format!("neg.f64 {r}, {f_lo}"));
+        let f_hi = self.op(|r| format!("selp.f64 {r}, {nf_hi}, {f_hi}, {is_neg}"));
+        let f_lo = self.op(|r| format!("selp.f64 {r}, {nf_lo}, {f_lo}, {is_neg}"));
+        let q = self.op(|r| format!("cvt.rn.f64.u64 {r}, {q}"));
+        (q, f_hi, f_lo)
+    }
+}
+
+/// The name of the module's copy of [`math64::TWO_OVER_PI`].
+const TABLE: &str = "tf_two_over_pi";
+
+/// The module-scope declaration of [`TABLE`].
+fn math64_table() -> String {
+    let words: Vec<String> = math64::TWO_OVER_PI.iter().map(|w| format!("0x{w:016X}")).collect();
+    format!(
+        ".const .align 8 .u64 {TABLE}[{}] = {{{}}};",
+        words.len(),
+        words.join(", ")
+    )
+}
+
 impl Emitter<'_> {
     /// A copy of a register of `d`.
     pub fn mov(&mut self, d: DType, src: &str) -> String {
@@ -282,7 +458,7 @@ impl Emitter<'_> {
                 self.emit(d, |r| format!("{name}.{} {r}, {a}, {b}", bits(d)))
             }
             Pow if d == DType::F32 => math::pow(&mut Ptx(self), &a.to_string(), &b.to_string()),
-            Pow if d == DType::F64 => return Err(self.unsupported("pow", d, "f64 transcendentals are not generated")),
+            Pow if d == DType::F64 => math64::pow(&mut Ptx64(self), &a.to_string(), &b.to_string()),
             _ => return Err(self.unsupported("ptx_gen binary", d, "the op needs another dtype")),
         };
         Ok(r)
@@ -381,7 +557,28 @@ impl Emitter<'_> {
                 let s = self.emit(d, |r| format!("sqrt.rn.{t} {r}, {a}"));
                 Ok(self.emit(d, |r| format!("rcp.rn.{t} {r}, {s}")))
             }
-            _ if d == DType::F64 => Err(self.unsupported(name, d, "f64 transcendentals are not generated")),
+            GeluErf if d == DType::F64 => Err(self.unsupported(
+                name,
+                d,
+                "f64 gelu_erf is not generated (compute it in f32, or on the CPU)",
+            )),
+            _ if d == DType::F64 => {
+                let x = a.to_string();
+                let m = &mut Ptx64(self);
+                match op {
+                    Exp => Ok(math64::exp(m, &x)),
+                    Exp2 => Ok(math64::exp2(m, &x)),
+                    Log => Ok(math64::log(m, &x)),
+                    Log2 => Ok(math64::log2(m, &x)),
+                    Sin => Ok(math64::sin_cos(m, &x, false)),
+                    Cos => Ok(math64::sin_cos(m, &x, true)),
+                    Tanh => Ok(math64::tanh(m, &x)),
+                    Sigmoid => Ok(math64::sigmoid(m, &x)),
+                    Silu => Ok(math64::silu(m, &x)),
+                    GeluTanh => Ok(math64::gelu_tanh(m, &x)),
+                    _ => Err(self.unsupported(name, d, "not defined on floats")),
+                }
+            }
             Exp if fast => {
                 let x = self.emit(d, |r| format!("mul.f32 {r}, {a}, 0f3FB8AA3B"));
                 Ok(self.emit(d, |r| format!("ex2.approx.ftz.f32 {r}, {x}")))

@@ -343,6 +343,10 @@ fn nan_and_infinite_arguments() {
         (0.5, inf),
         (0.5, ninf),
         (-1.0, inf),
+        (ninf, 0.5),
+        (ninf, -0.5),
+        (-0.0, 0.5),
+        (-0.0, -0.5),
     ] {
         let (got, want) = (pow(m, &a, &b), a.powf(b));
         assert!(
