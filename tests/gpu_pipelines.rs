@@ -26,7 +26,7 @@ use tilefuse::fusion::FusionOptions;
 use tilefuse::graph::reference;
 use tilefuse::runtime::{last_realize_stats, run_plan_on_cuda};
 use tilefuse::storage::HostBuffer;
-use tilefuse::{DType, Device, Error, Tensor};
+use tilefuse::{DType, Device, Tensor};
 
 /// CUDA device 0.
 const GPU: Device = Device::Cuda(0);
@@ -229,32 +229,18 @@ fn gpu_fuzzer_matches_the_reference() {
         results
     });
     let count = results.len() as u64;
-    let mut failures = vec![];
-    let mut skipped = vec![];
-    for (seed, outcome) in results {
-        match outcome {
-            Ok(()) => {}
-            // f64 gelu_erf has no PTX lowering: counted, never silent.
-            Err(Failure::Run(e, _)) if matches!(*e, Error::UnsupportedDType { dtype: DType::F64, .. }) => {
-                let Error::UnsupportedDType { op, .. } = *e else {
-                    continue;
-                };
-                skipped.push((seed, op))
-            }
-            Err(f) => failures.push((seed, f.to_string())),
-        }
-    }
+    // Every op is lowered for every dtype it has: an `UnsupportedDType` is
+    // a failure like any other.
+    let mut failures: Vec<(u64, String)> = results
+        .into_iter()
+        .filter_map(|(seed, outcome)| outcome.err().map(|f| (seed, f.to_string())))
+        .collect();
     failures.sort_by_key(|f| f.0);
-    let mut ops: Vec<&str> = skipped.iter().map(|s| s.1).collect();
-    ops.sort_unstable();
-    ops.dedup();
     println!(
-        "gpu fuzz: {count} graphs, {} passed, {} skipped (f64 ops without a PTX lowering: {ops:?}), {} failed",
-        count as usize - skipped.len() - failures.len(),
-        skipped.len(),
+        "gpu fuzz: {count} graphs, {} passed, {} failed",
+        count as usize - failures.len(),
         failures.len()
     );
-    assert!(skipped.len() * 4 < count as usize, "too many skips to call this a test");
     if let Some((seed, e)) = failures.first() {
         let seeds: Vec<u64> = failures.iter().map(|f| f.0).take(20).collect();
         panic!(
@@ -299,12 +285,6 @@ fn every_dtype_computes_as_on_the_cpu() {
         for (k, (c, g)) in on_cpu.iter().zip(&on_gpu).enumerate() {
             let (want, got) = (host_of(c), host_of(g));
             compare(&got, &want).unwrap_or_else(|e| panic!("{dtype}, output {k}: {e}"));
-        }
-        if dtype == DType::F64 {
-            // f64 gelu_erf has no PTX lowering: a clear error, not a wrong value.
-            let t = (x.to(GPU) * y.to(GPU)).gelu_erf();
-            let e = t.realize().unwrap_err();
-            assert!(matches!(e, Error::UnsupportedDType { dtype: DType::F64, .. }), "{e}");
         }
     }
 }

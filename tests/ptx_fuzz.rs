@@ -7,8 +7,8 @@
 //! planned for the GPU with `FusionOptions::gpu()` and, where the fuzzer
 //! plans it differently (small row tiles, non-deterministic reductions), with
 //! the fuzzer's options as well, on the GPU target. Identical modules are
-//! assembled once. Programs `ptx_gen` does not lower (`UnsupportedDType`:
-//! f64 gelu_erf) are counted and printed, grouped by reason; any
+//! assembled once. Programs `ptx_gen` does not lower (`UnsupportedDType`;
+//! none are known) are counted and printed, grouped by reason; any
 //! other generation error fails the test. Skipped cleanly when `ptxas` is
 //! absent unless `TILEFUSE_REQUIRE_PTXAS=1`.
 

@@ -200,7 +200,7 @@ pub fn run_gpu(program: &Program, inputs: &[HostBuffer]) -> Result<Vec<HostBuffe
 pub enum Outcome {
     /// Both ran and agree; the GPU's buffers.
     Same(Vec<HostBuffer>),
-    /// The PTX generator declines the program (f64 gelu_erf).
+    /// The PTX generator declines the program (`UnsupportedDType`).
     Unsupported(String),
 }
 
@@ -225,7 +225,7 @@ pub fn check_program(program: &Program, inputs: &[HostBuffer], tol: Tol) -> Resu
 
 /// Runs a table of cases, printing each result, and fails listing every
 /// case that failed. `unsupported_ok` says whether the generator may decline
-/// a case (only f64 gelu_erf, as `ptx_gen` documents).
+/// a case with `UnsupportedDType` (none of the tables' cases, today).
 pub fn run_cases(
     table: &str,
     cases: impl IntoIterator<Item = (Program, Vec<HostBuffer>, Tol)>,

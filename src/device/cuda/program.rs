@@ -808,7 +808,7 @@ mod tests {
                 got.len()
             );
         };
-        let unary: [(UnaryOp, F); 10] = [
+        let unary: [(UnaryOp, F); 11] = [
             (UnaryOp::Exp, math64::exp),
             (UnaryOp::Exp2, math64::exp2),
             (UnaryOp::Log, math64::log),
@@ -819,6 +819,7 @@ mod tests {
             (UnaryOp::Sigmoid, math64::sigmoid),
             (UnaryOp::Silu, math64::silu),
             (UnaryOp::GeluTanh, math64::gelu_tanh),
+            (UnaryOp::GeluErf, math64::gelu_erf),
         ];
         for (op, f) in unary {
             let got = run_f64(&device, &format!("{op:?}_f64"), &[&xs], |b, v| b.unary(op, v[0]));

@@ -106,12 +106,12 @@
 //! | sigmoid | [−700, 700] | 2 ulp |
 //! | silu | [−700, 700] | 3 ulp |
 //! | gelu_tanh | [−5, 10] | 4 ulp (against a double-double argument) |
+//! | gelu_erf | [−37, 10] | 7 ulp against the reference evaluator's f64 `gelu_erf`; within 1 ulp of 50-digit values at 13 points, subnormal results included |
 //! | pow | a in [0.01, 10], b in [−8, 8]; a in [0.5, 2], b in [−1000, 1000]; a in [1e-300, 1e300], b in [−1, 1] | 1, 2, 1 ulp |
 //!
 //! `sin` and `cos` reduce every finite argument exactly enough (Payne–Hanek
 //! past 10⁶; the hardest double, `x mod π/2 ≈ 4.7e-19`, is correctly
-//! rounded). f64 `gelu_erf` is not generated: it returns
-//! [`Error::UnsupportedDType`].
+//! rounded).
 
 mod emit;
 mod exchange;

@@ -557,11 +557,6 @@ impl Emitter<'_> {
                 let s = self.emit(d, |r| format!("sqrt.rn.{t} {r}, {a}"));
                 Ok(self.emit(d, |r| format!("rcp.rn.{t} {r}, {s}")))
             }
-            GeluErf if d == DType::F64 => Err(self.unsupported(
-                name,
-                d,
-                "f64 gelu_erf is not generated (compute it in f32, or on the CPU)",
-            )),
             _ if d == DType::F64 => {
                 let x = a.to_string();
                 let m = &mut Ptx64(self);
@@ -576,6 +571,7 @@ impl Emitter<'_> {
                     Sigmoid => Ok(math64::sigmoid(m, &x)),
                     Silu => Ok(math64::silu(m, &x)),
                     GeluTanh => Ok(math64::gelu_tanh(m, &x)),
+                    GeluErf => Ok(math64::gelu_erf(m, &x)),
                     _ => Err(self.unsupported(name, d, "not defined on floats")),
                 }
             }

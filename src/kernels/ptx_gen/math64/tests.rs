@@ -134,6 +134,13 @@ fn cases() -> Vec<(&'static str, Unary, f64, f64, fn(f64) -> f64)> {
             },
         ),
         ("gelu_tanh", |m, x| gelu_tanh(m, x), -5.0, 10.0, gelu_tanh_reference),
+        (
+            "gelu_erf",
+            |m, x| gelu_erf(m, x),
+            -37.0,
+            10.0,
+            crate::graph::reference::erf::gelu_erf,
+        ),
     ]
 }
 
@@ -220,6 +227,7 @@ fn worst_errors() {
         ("sigmoid", 3.0),
         ("silu", 3.5),
         ("gelu_tanh", 4.0),
+        ("gelu_erf", 8.0),
     ];
     let measured = worst();
     for (name, err, at) in &measured {
@@ -287,7 +295,7 @@ fn range_edges() {
 fn nan_and_infinite_arguments() {
     let m = &mut Cpu64;
     let (nan, inf, ninf) = (f64::NAN, f64::INFINITY, f64::NEG_INFINITY);
-    let unary: [(&str, Unary); 8] = [
+    let unary: [(&str, Unary); 9] = [
         ("exp", exp),
         ("exp2", exp2),
         ("log", log),
@@ -296,6 +304,7 @@ fn nan_and_infinite_arguments() {
         ("sigmoid", sigmoid),
         ("silu", silu),
         ("gelu_tanh", gelu_tanh),
+        ("gelu_erf", gelu_erf),
     ];
     for (name, f) in unary {
         assert!(f(m, &nan).is_nan(), "{name}(NaN) = {}", f(m, &nan));
@@ -316,6 +325,9 @@ fn nan_and_infinite_arguments() {
     assert_eq!(sigmoid(m, &ninf), 0.0);
     assert_eq!(silu(m, &inf), inf);
     assert_eq!(gelu_tanh(m, &inf), inf);
+    assert_eq!(gelu_erf(m, &inf), inf);
+    assert_eq!(gelu_erf(m, &1e300), 1e300);
+    assert_eq!(gelu_erf(m, &-1e300), 0.0);
     for (a, b) in [
         (nan, 1.0),
         (nan, 0.0),
@@ -440,5 +452,32 @@ fn sin_and_cos_near_multiples_of_half_pi() {
     assert_eq!(sin_cos(m, &1e-300, false), 1e-300);
     for x in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
         assert!(sin_cos(m, &x, false).is_nan() && sin_cos(m, &x, true).is_nan(), "{x}");
+    }
+}
+
+/// `gelu_erf` against values computed with 50-digit arithmetic (`x Φ(x)`,
+/// rounded to f64), subnormal results included, where the f64 reference
+/// evaluator is itself a few ulp off.
+#[test]
+fn gelu_erf_against_exact_values() {
+    let cases = [
+        (-37.6744, -2.457_007_671_722_807e-309),
+        (-37.0, -2.118_461_352_334_093_5e-298),
+        (-30.0, -1.472_014_178_144_456e-196),
+        (-20.0, -5.507_248_237_212_468e-88),
+        (-10.0, -7.619_853_024_160_526e-23),
+        (-3.0, -0.004_049_694_094_890_283_5),
+        (-1.0, -0.158_655_253_931_457_05),
+        (-0.5, -0.154_268_769_362_993_44),
+        (0.3, 0.185_373_426_656_685_8),
+        (0.7, 0.530_625_443_443_848_9),
+        (1.0, 0.841_344_746_068_542_9),
+        (2.5, 2.484_475_836_685_559_7),
+        (5.0, 4.999_998_566_742_141),
+    ];
+    for (x, want) in cases {
+        let got = gelu_erf(&mut Cpu64, &x);
+        println!("gelu_erf({x}): {:.2} ulp", ulps(got, want));
+        assert!(ulps(got, want) <= 2.0, "gelu_erf({x}) = {got:e}, want {want:e}");
     }
 }
