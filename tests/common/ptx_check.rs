@@ -5,7 +5,8 @@
 //! give the same module up to the entry's name), and [`Modules::assemble`]
 //! runs `ptxas -v` on batches of modules: the modules of one batch share
 //! their `.version`/`.target` header and are concatenated into one module,
-//! each entry renamed by a numeric suffix so the names are unique. Labels,
+//! each entry renamed by a numeric suffix so the names are unique (and each
+//! module-scope `.const` table declared once). Labels,
 //! registers and spills are reported per kernel under its original name.
 //! `TILEFUSE_DUMP_PTX=dir` writes every distinct module to `dir`.
 
@@ -135,9 +136,18 @@ impl Modules {
     fn assemble_batch(&self, ptxas: &Path, sm: u32, ids: &[usize]) -> Result<Vec<Assembled>, String> {
         let (head, _) = header(&self.distinct[ids[0]].2.text);
         let mut text = head.to_string();
+        // Module-scope tables (the same text in every module that has one)
+        // are declared once per batch.
+        let mut declared = HashSet::new();
         for (k, &i) in ids.iter().enumerate() {
             let m = &self.distinct[i].2;
-            text.push_str(&renamed(header(&m.text).1, &m.entry, &format!("{}_b{k}", m.entry)));
+            let body = renamed(header(&m.text).1, &m.entry, &format!("{}_b{k}", m.entry));
+            for line in body.lines() {
+                if !line.starts_with(".const ") || declared.insert(line.to_string()) {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
         }
         let kernels = match assemble(ptxas, &text, sm) {
             Ok(k) => k,

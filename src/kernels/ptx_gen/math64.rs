@@ -84,8 +84,8 @@ pub(crate) trait MathOps64 {
     fn select(&mut self, p: &Self::P, a: &Self::V, b: &Self::V) -> Self::V;
     /// The magnitude of `a` with the sign of `b`.
     fn copysign(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
-    /// The Payne–Hanek reduction of a positive `a ≥ 2^20` (finite, or `∞`
-    /// with a meaningless result): `(q, f_hi, f_lo)` with
+    /// The Payne–Hanek reduction of a positive `a` (called for `a > 10⁶`;
+    /// finite, or `∞` with a meaningless result): `(q, f_hi, f_lo)` with
     /// `a · 2/π = 4n + q + f_hi + f_lo` for an integer `n`, `q` in `0..=3`
     /// and `f_hi + f_lo` in `[−½, ½]`, computed as `reduce_large_bits` (the
     /// CPU model, in the tests) specifies.
@@ -637,7 +637,8 @@ pub(crate) fn tanh<M: MathOps64>(m: &mut M, x: &M::V) -> M::V {
     let a2 = m.add(&a, &a);
     let (k, r) = reduce_ln2(m, &a2);
     let p = expm1_poly(m, &r);
-    // em = 2^k (1 + p) − 1 = 2^k p + (2^k − 1), with 2^k − 1 exact for k ≤ 53.
+    // em = 2^k (1 + p) − 1 = 2^k p + (2^k − 1), with 2^k − 1 exact for
+    // k ≤ 53 (k reaches 58 at |x| = 20, where 2^k − 1 rounds by 2^-58).
     let s = m.pow2i(&k);
     let one = m.c(1.0);
     let sm1 = m.sub(&s, &one);
@@ -650,25 +651,40 @@ pub(crate) fn tanh<M: MathOps64>(m: &mut M, x: &M::V) -> M::V {
 }
 
 /// `num · σ(z + dz)`, `σ(z) = 1 / (1 + e^{−z})`, through `e = e^{−|z|}` (in
-/// `[0, 1]`, corrected to first order for a small `dz`): `num / (1 + e)` for
-/// `z ≥ 0` and `num e / (1 + e)` below, so nothing overflows.
+/// `[0, 1]`, corrected to first order for a small `dz`): `q = num / (1 + e)`
+/// for `z ≥ 0` and `q · e` below, so nothing overflows. `e` is kept as
+/// `y · 2^k` and the scale `2^k` applied last, so that a tiny result is
+/// rounded once (not `e` first as a subnormal, whose rounding `num` would
+/// magnify).
 fn times_logistic<M: MathOps64>(m: &mut M, num: &M::V, z: &M::V, dz: Option<&M::V>) -> M::V {
     let a = m.abs(z);
     let na = m.neg(&a);
-    let mut e = exp(m, &na);
+    let (k, r) = reduce_ln2(m, &na);
+    let p = expm1_poly(m, &r);
+    let one = m.c(1.0);
+    let mut y = m.add(&one, &p);
     let zero = m.c(0.0);
     let is_neg = m.lt(z, &zero);
     if let Some(dz) = dz {
         // e^{−|z + dz|} = e (1 ∓ dz), minus for positive z.
         let ndz = m.neg(dz);
         let c = m.select(&is_neg, dz, &ndz);
-        e = m.fma(&e, &c, &e);
+        y = m.fma(&y, &c, &y);
     }
-    let one = m.c(1.0);
+    // Below −746, e^{−|z|} is 0 to f64 (and `k` past `ldexp`'s range).
+    let gone = {
+        let limit = m.c(-746.0);
+        m.lt(&na, &limit)
+    };
+    let e = ldexp(m, &y, &k);
+    let e = m.select(&gone, &zero, &e);
     let d = m.add(&one, &e);
-    let ne = m.mul(num, &e);
-    let n = m.select(&is_neg, &ne, num);
-    m.div(&n, &d)
+    let q = m.div(num, &d);
+    let qy = m.mul(&q, &y);
+    let small = ldexp(m, &qy, &k);
+    let q0 = m.mul(&q, &zero);
+    let small = m.select(&gone, &q0, &small);
+    m.select(&is_neg, &small, &q)
 }
 
 /// `1 / (1 + e^-x)`.

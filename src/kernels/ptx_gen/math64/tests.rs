@@ -327,7 +327,7 @@ fn nan_and_infinite_arguments() {
     assert_eq!(gelu_tanh(m, &inf), inf);
     assert_eq!(gelu_erf(m, &inf), inf);
     assert_eq!(gelu_erf(m, &1e300), 1e300);
-    assert_eq!(gelu_erf(m, &-1e300), 0.0);
+    assert_eq!(gelu_erf(m, &-1e300).to_bits(), (-0.0f64).to_bits());
     for (a, b) in [
         (nan, 1.0),
         (nan, 0.0),
@@ -422,8 +422,8 @@ fn constants_are_the_intended_bits() {
 
 /// Arguments where `x mod π/2` cancels most of `x`'s digits: doubles
 /// nearest multiples of `π/2`, in the three-part reduction's range and in
-/// Payne–Hanek's (the last is the hardest case for doubles, `x mod π/2`
-/// near `2^-61`); and the signs and specials of `sin` and `cos`.
+/// Payne–Hanek's, and the hardest case for doubles (`x mod π/2` near
+/// `2^-61`); and the signs and specials of `sin` and `cos`.
 #[test]
 fn sin_and_cos_near_multiples_of_half_pi() {
     let m = &mut Cpu64;
@@ -478,6 +478,49 @@ fn gelu_erf_against_exact_values() {
     for (x, want) in cases {
         let got = gelu_erf(&mut Cpu64, &x);
         println!("gelu_erf({x}): {:.2} ulp", ulps(got, want));
-        assert!(ulps(got, want) <= 2.0, "gelu_erf({x}) = {got:e}, want {want:e}");
+        assert!(ulps(got, want) <= 1.0, "gelu_erf({x}) = {got:e}, want {want:e}");
     }
+}
+
+/// Results far below 1 (subnormal ones included) of the functions built on
+/// `e^{−|z|}`, against values computed with 60-digit arithmetic: the
+/// exponential's scale is applied last, so they are rounded once.
+#[test]
+fn tiny_results_of_logistic_functions() {
+    let m = &mut Cpu64;
+    let cases: [(&str, Unary, f64, f64); 12] = [
+        ("silu", silu, -714.595_824_407_122_7, -3.228_770_250_553_370_7e-308),
+        ("silu", silu, -745.133_750_898_995_5, -1.84e-321),
+        ("silu", silu, -740.0, -3.099_67e-319),
+        ("silu", silu, -720.0, -1.463_206_177_745_47e-310),
+        ("silu", silu, -709.5, -5.236_215_228_791_926e-306),
+        ("silu", silu, -30.0, -2.807_286_890_651_789_6e-12),
+        ("sigmoid", sigmoid, -714.595_824_407_122_7, 4.518_316_704_736_4e-311),
+        ("sigmoid", sigmoid, -740.0, 4.2e-322),
+        ("sigmoid", sigmoid, -709.5, 7.380_148_314_012_58e-309),
+        ("sigmoid", sigmoid, -30.0, 9.357_622_968_839_299e-14),
+        (
+            "gelu_tanh",
+            gelu_tanh,
+            -21.201_977_451_276_694,
+            -1.918_105_131_308_98e-309,
+        ),
+        (
+            "gelu_tanh",
+            gelu_tanh,
+            -21.172_424_711_376_433,
+            -3.436_071_849_596_913e-308,
+        ),
+    ];
+    for (name, f, x, want) in cases {
+        let got = f(m, &x);
+        assert!(
+            ulps(got, want) <= 2.0,
+            "{name}({x:e}) = {got:e}, want {want:e} ({} ulp)",
+            ulps(got, want)
+        );
+    }
+    assert_eq!(silu(m, &-800.0).to_bits(), (-0.0f64).to_bits());
+    assert_eq!(sigmoid(m, &-800.0).to_bits(), 0.0f64.to_bits());
+    assert_eq!(gelu_tanh(m, &-27.0).to_bits(), (-0.0f64).to_bits());
 }
