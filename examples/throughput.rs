@@ -3,8 +3,11 @@
 //! the same run.
 //!
 //! ```text
-//! cargo run --release --example throughput -- [--json PATH] [--reps N] [--only a,b] [--cpu] [--ptx DIR]
+//! cargo run --release --example throughput -- [--json PATH] [--reps N] [--only a,b] [--cpu] [--ptx DIR] [--f64]
 //! ```
+//!
+//! `--f64` measures f64 transcendentals (`suite::f64_suite`, not part of
+//! BENCHMARKS.md) instead of the suite, the same way.
 //!
 //! On a GPU (`Device::best()`), for each pipeline of the GPU suite:
 //! 1. the first call: graph → fusion → PTX → module load → result on the
@@ -56,6 +59,7 @@ struct Args {
     only: Vec<String>,
     cpu: bool,
     ptx: Option<String>,
+    f64: bool,
 }
 
 fn parse_args() -> std::result::Result<Args, String> {
@@ -72,6 +76,7 @@ fn parse_args() -> std::result::Result<Args, String> {
             "--only" => args.only = value()?.split(',').map(str::to_string).collect(),
             "--ptx" => args.ptx = Some(value()?),
             "--cpu" => args.cpu = true,
+            "--f64" => args.f64 = true,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -247,6 +252,17 @@ fn run_cpu(args: &Args) -> Result<(f64, Vec<Row>)> {
     Ok((copy_gbps, rows))
 }
 
+/// The GPU pipelines `args` ask for: the suite, or with `--f64` the f64
+/// transcendentals.
+fn gpu_pipelines(args: &Args) -> Vec<Pipeline> {
+    let all = if args.f64 {
+        suite::f64_suite()
+    } else {
+        suite::gpu_suite()
+    };
+    all.into_iter().filter(|p| selected(args, p)).collect()
+}
+
 fn selected(args: &Args, p: &Pipeline) -> bool {
     args.only.is_empty() || args.only.iter().any(|o| o == p.id)
 }
@@ -378,7 +394,7 @@ fn dump_ptx(args: &Args, dir: &str) -> Result<()> {
         reason: format!("could not create {dir}/quick: {e}"),
     })?;
     let target = Target::for_driver(90, 13000);
-    for p in suite::gpu_suite().into_iter().filter(|p| selected(args, p)) {
+    for p in gpu_pipelines(args) {
         let y = p.build(&p.host_inputs(1));
         for k in &plan(&y.subgraph(), &FusionOptions::gpu())?.kernels {
             let m = generate(&k.program, &target)?;

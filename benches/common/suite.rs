@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 use half::bf16;
+use tilefuse::graph::UnaryOp;
 use tilefuse::{DType, Tensor};
 
 /// Rows of the matrix pipelines on a GPU.
@@ -44,6 +45,10 @@ pub enum Math {
     Sum,
     /// `x.sum(axis 0)` over `[x]`.
     ColSum,
+    /// One elementwise op over `[x]` (`log` of `|x|`).
+    Unary(UnaryOp),
+    /// `|a|^b` over `[a, b]`.
+    Pow,
 }
 
 /// One pipeline of the suite at one size.
@@ -68,8 +73,8 @@ impl Pipeline {
             Math::Chain => vec![s.clone(), s.clone(), s],
             Math::BiasGelu | Math::RmsNorm => vec![s, row],
             Math::LayerNorm => vec![s, row.clone(), row],
-            Math::Mse => vec![s.clone(), s],
-            Math::Softmax | Math::Sum | Math::ColSum => vec![s],
+            Math::Mse | Math::Pow => vec![s.clone(), s],
+            Math::Softmax | Math::Sum | Math::ColSum | Math::Unary(_) => vec![s],
         }
     }
 
@@ -87,6 +92,16 @@ impl Pipeline {
             }
             Math::Sum => x[0].sum_all(),
             Math::ColSum => x[0].sum(&[0], false),
+            Math::Unary(op) => match op {
+                UnaryOp::Exp => x[0].exp(),
+                UnaryOp::Log => x[0].abs().log(),
+                UnaryOp::Tanh => x[0].tanh(),
+                UnaryOp::Sigmoid => x[0].sigmoid(),
+                UnaryOp::Sin => x[0].sin(),
+                UnaryOp::GeluErf => x[0].gelu_erf(),
+                other => panic!("the suite has no pipeline of {other:?}"),
+            },
+            Math::Pow => x[0].abs().pow(&x[1]),
         }
     }
 
@@ -151,6 +166,27 @@ pub fn gpu_suite() -> Vec<Pipeline> {
     ]
 }
 
+/// f64 transcendentals at the flat GPU size (`2^25` elements, 512 MiB
+/// read and written): not in BENCHMARKS.md; `throughput --f64` measures
+/// them against the same copy bandwidth.
+pub fn f64_suite() -> Vec<Pipeline> {
+    let p = |id, math| Pipeline {
+        id,
+        math,
+        dtype: DType::F64,
+        shape: vec![GPU_FLAT / 2],
+    };
+    vec![
+        p("exp_f64", Math::Unary(UnaryOp::Exp)),
+        p("log_f64", Math::Unary(UnaryOp::Log)),
+        p("tanh_f64", Math::Unary(UnaryOp::Tanh)),
+        p("sigmoid_f64", Math::Unary(UnaryOp::Sigmoid)),
+        p("sin_f64", Math::Unary(UnaryOp::Sin)),
+        p("gelu_erf_f64", Math::Unary(UnaryOp::GeluErf)),
+        p("pow_f64", Math::Pow),
+    ]
+}
+
 /// The GPU suite's pipeline `id`, at its GPU size.
 ///
 /// # Panics
@@ -211,14 +247,16 @@ pub fn random(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
     });
     match dtype {
         DType::BF16 => Tensor::from_vec(values.map(bf16::from_f32).collect::<Vec<_>>(), shape),
+        DType::F64 => Tensor::from_vec(values.map(f64::from).collect::<Vec<_>>(), shape),
         _ => Tensor::from_vec(values.collect::<Vec<f32>>(), shape),
     }
 }
 
-/// The elements of a realized tensor as f64 (f32 and bf16 tensors).
+/// The elements of a realized tensor as f64 (f32, bf16 and f64 tensors).
 pub fn values(t: &Tensor) -> tilefuse::Result<Vec<f64>> {
     match t.dtype() {
         DType::BF16 => Ok(t.to_vec::<bf16>()?.into_iter().map(f64::from).collect()),
+        DType::F64 => t.to_vec::<f64>(),
         _ => Ok(t.to_vec::<f32>()?.into_iter().map(f64::from).collect()),
     }
 }
@@ -238,6 +276,7 @@ pub fn relative_error(got: &[f64], want: &[f64]) -> f64 {
 pub fn tolerance(dtype: DType) -> f64 {
     match dtype {
         DType::BF16 | DType::F16 => 1e-2,
+        DType::F64 => 1e-13,
         _ => 1e-4,
     }
 }

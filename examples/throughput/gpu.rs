@@ -2,7 +2,7 @@
 //! first call, checks and event-timed median, and the host overhead of a
 //! cached small pipeline.
 
-use super::{check, check_small, median, selected, suite, Args, DuringTuning, HostFirstCall, Overhead, Row};
+use super::{check, check_small, median, suite, Args, DuringTuning, HostFirstCall, Overhead, Row};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use suite::{values, Pipeline};
@@ -31,7 +31,7 @@ pub(super) fn run(args: &Args, device: Device) -> Result<(f64, Vec<Row>, Overhea
     let copy_gbps = dev.copy_bandwidth(COPY_BYTES)?;
     println!("copy bandwidth: {copy_gbps:.0} GB/s ({} MiB, r + w)", COPY_BYTES >> 20);
     let mut rows = vec![];
-    for p in suite::gpu_suite().into_iter().filter(|p| selected(args, p)) {
+    for p in super::gpu_pipelines(args) {
         let row = measure(&p, &dev, device, args.reps)?;
         println!(
             "{:<15} {:>9.4} ms {:>6.1} % of copy, first call {:>7.1} ms (fuse {:.1}, compile {:.1}), tuned after {:.1} ms, errors {:.1e} / {:.1e}",

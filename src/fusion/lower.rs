@@ -25,7 +25,7 @@ use super::tiling::{choose_tiles, coalesce, Axis};
 use super::FusionOptions;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
-use crate::graph::{Op, ReduceOp, Subgraph, UnaryOp};
+use crate::graph::{BinaryOp, Op, ReduceOp, Subgraph, UnaryOp};
 use crate::kernels::ir::{Access, Builder, ParamId, Program, ViewId};
 use crate::tile::Padding;
 use std::collections::HashMap;
@@ -155,7 +155,12 @@ pub(crate) fn lower(
     let transcendental = group
         .nodes
         .iter()
-        .any(|&n| matches!(cx.g.nodes[n].op, Op::Unary(u) if is_transcendental(u)));
+        .any(|&n| match cx.g.nodes[n].op {
+            Op::Unary(u) => is_transcendental(u),
+            // `pow` is a logarithm and an exponential.
+            Op::Binary(BinaryOp::Pow) => cx.g.nodes[n].dtype.is_float(),
+            _ => false,
+        });
     let budget = match cx.opts.target {
         super::Target::Gpu if !reduces => {
             let bytes_scaled = cx.opts.tile_elements() as u64 * 4 / narrowest.clamp(1, 4);
