@@ -45,9 +45,9 @@ pub enum Math {
     Sum,
     /// `x.sum(axis 0)` over `[x]`.
     ColSum,
-    /// One elementwise op over `[x]` (`log` of `|x|`).
+    /// One elementwise op over `[x]` (`log` of `|x| + 0.5`).
     Unary(UnaryOp),
-    /// `|a|^b` over `[a, b]`.
+    /// `(|a| + 0.5)^b` over `[a, b]`.
     Pow,
 }
 
@@ -94,14 +94,14 @@ impl Pipeline {
             Math::ColSum => x[0].sum(&[0], false),
             Math::Unary(op) => match op {
                 UnaryOp::Exp => x[0].exp(),
-                UnaryOp::Log => x[0].abs().log(),
+                UnaryOp::Log => (&x[0].abs() + 0.5f64).log(),
                 UnaryOp::Tanh => x[0].tanh(),
                 UnaryOp::Sigmoid => x[0].sigmoid(),
                 UnaryOp::Sin => x[0].sin(),
                 UnaryOp::GeluErf => x[0].gelu_erf(),
                 other => panic!("the suite has no pipeline of {other:?}"),
             },
-            Math::Pow => x[0].abs().pow(&x[1]),
+            Math::Pow => (&x[0].abs() + 0.5f64).pow(&x[1]),
         }
     }
 

@@ -152,15 +152,12 @@ pub(crate) fn lower(
     // 99.3 % of copy bandwidth, its bf16 form 92.7 -> 94.3 %, the chain of
     // three 103.7 -> 104.6 % (and each one's JIT 10-25 % shorter); against
     // the whole tile, half had taken the chain from 89.5 to 102 %.
-    let transcendental = group
-        .nodes
-        .iter()
-        .any(|&n| match cx.g.nodes[n].op {
-            Op::Unary(u) => is_transcendental(u),
-            // `pow` is a logarithm and an exponential.
-            Op::Binary(BinaryOp::Pow) => cx.g.nodes[n].dtype.is_float(),
-            _ => false,
-        });
+    let transcendental = group.nodes.iter().any(|&n| match cx.g.nodes[n].op {
+        Op::Unary(u) => is_transcendental(u),
+        // `pow` is a logarithm and an exponential.
+        Op::Binary(BinaryOp::Pow) => cx.g.nodes[n].dtype.is_float(),
+        _ => false,
+    });
     let budget = match cx.opts.target {
         super::Target::Gpu if !reduces => {
             let bytes_scaled = cx.opts.tile_elements() as u64 * 4 / narrowest.clamp(1, 4);

@@ -90,6 +90,11 @@ pub(crate) trait MathOps64 {
     /// and `f_hi + f_lo` in `[−½, ½]`, computed as `reduce_large_bits` (the
     /// CPU model, in the tests) specifies.
     fn reduce_large(&mut self, a: &Self::V) -> (Self::V, Self::V, Self::V);
+    /// `body`'s `n` values where `needed` holds. Where it does not, they are
+    /// unspecified (the callers select other values there): the GPU skips
+    /// `body` in a thread that does not need it (a branch, so a warp none of
+    /// whose threads needs it skips the work), the CPU model runs it.
+    fn guarded<F: FnOnce(&mut Self) -> Vec<Self::V>>(&mut self, needed: &Self::P, n: usize, body: F) -> Vec<Self::V>;
 }
 
 /// The bits of `2/π` after the binary point, 1216 of them, behind 64 zero
@@ -406,11 +411,15 @@ fn log2_dd<M: MathOps64>(m: &mut M, x: &M::V) -> (M::V, M::V) {
     let d_hi = m.add(&two, &f);
     let t = m.sub(&two, &d_hi);
     let d_lo = m.add(&t, &f);
-    let s_hi = m.div(&f, &d_hi);
+    // Any s_hi near the quotient will do, its residual goes to s_lo: one
+    // division, for 1/d.
+    let one = m.c(1.0);
+    let rd = m.div(&one, &d_hi);
+    let s_hi = m.mul(&f, &rd);
     let ns = m.neg(&s_hi);
     let res = m.fma(&ns, &d_hi, &f);
     let res = m.fma(&ns, &d_lo, &res);
-    let s_lo = m.div(&res, &d_hi);
+    let s_lo = m.mul(&res, &rd);
     // log(1 + f) = 2s + (2/3) s³ + s³ z P'(z), z = s². The s³ term is below
     // 1 % of the first and carried in double-double too; the rest is below
     // 2e-4 of it.
@@ -547,16 +556,20 @@ fn reduce_pio2<M: MathOps64>(m: &mut M, a: &M::V) -> (M::V, M::V, M::V) {
     let large = m.lt(&limit, a);
     let safe = m.c(2_097_152.0);
     let al = m.select(&large, a, &safe);
-    let (ql, f_hi, f_lo) = m.reduce_large(&al);
-    let ph = m.c(PIO2_HI);
-    let pl = m.c(PIO2_LO);
-    let rh = m.mul(&f_hi, &ph);
-    let nrh = m.neg(&rh);
-    let rerr = m.fma(&f_hi, &ph, &nrh);
-    let c1 = m.mul(&f_lo, &ph);
-    let c2 = m.fma(&f_hi, &pl, &c1);
-    let rl = m.add(&rerr, &c2);
-    let (lh, ll) = fast_two_sum(m, &rh, &rl);
+    let large_parts = m.guarded(&large, 3, |m| {
+        let (ql, f_hi, f_lo) = m.reduce_large(&al);
+        let ph = m.c(PIO2_HI);
+        let pl = m.c(PIO2_LO);
+        let rh = m.mul(&f_hi, &ph);
+        let nrh = m.neg(&rh);
+        let rerr = m.fma(&f_hi, &ph, &nrh);
+        let c1 = m.mul(&f_lo, &ph);
+        let c2 = m.fma(&f_hi, &pl, &c1);
+        let rl = m.add(&rerr, &c2);
+        let (lh, ll) = fast_two_sum(m, &rh, &rl);
+        vec![ql, lh, ll]
+    });
+    let [ql, lh, ll] = <[M::V; 3]>::try_from(large_parts).unwrap_or_else(|_| unreachable!("three values"));
     let q = m.select(&large, &ql, &q);
     let r_hi = m.select(&large, &lh, &r_hi);
     let r_lo = m.select(&large, &ll, &r_lo);
@@ -868,15 +881,22 @@ pub(crate) fn gelu_erf<M: MathOps64>(m: &mut M, x: &M::V) -> M::V {
     let t = m.sub(&z, &c_mid);
     let t = m.mul(&t, &k_mid);
     let g_mid = horner(m, &t, &ERFCX_MID);
-    let u = m.div(&one, &z);
-    let quarter = m.c(0.25);
-    let four = m.c(4.0);
-    let t = m.sub(&u, &quarter);
-    let t = m.mul(&t, &four);
-    let h = horner(m, &t, &ERFCX_TAIL);
-    let g_tail = m.mul(&u, &h);
     let two = m.c(2.0);
     let is_mid = m.lt(&z, &two);
+    // z ≥ 2: above the largest double below 2.
+    let below_two = m.c(1.999_999_999_999_999_8);
+    let tail_needed = m.lt(&below_two, &z);
+    let g_tail = m.guarded(&tail_needed, 1, |m| {
+        let one = m.c(1.0);
+        let u = m.div(&one, &z);
+        let quarter = m.c(0.25);
+        let four = m.c(4.0);
+        let t = m.sub(&u, &quarter);
+        let t = m.mul(&t, &four);
+        let h = horner(m, &t, &ERFCX_TAIL);
+        vec![m.mul(&u, &h)]
+    });
+    let g_tail = g_tail[0].clone();
     let g = m.select(&is_mid, &g_mid, &g_tail);
     let half_erfc = m.mul(&e, &g);
     let half_erfc = m.mul(&half_erfc, &half);
@@ -932,11 +952,10 @@ pub(crate) fn pow<M: MathOps64>(m: &mut M, a: &M::V, b: &M::V) -> M::V {
     let hb = m.mul(b, &half);
     let fhb = m.floor(&hb);
     let is_even = m.eq(&fhb, &hb);
-    // A negative base, `-0` included: `1/a` carries a zero's sign.
+    // A negative base, `-0` included (by its sign bit).
     let one = m.c(1.0);
-    let inv = m.div(&one, a);
-    let signed = m.select(&a_zero, &inv, a);
-    let a_neg = m.lt(&signed, &zero);
+    let sign = m.copysign(&one, a);
+    let a_neg = m.lt(&sign, &zero);
     let nan = m.c(f64::NAN);
     let odd_r = m.select(&is_even, &r, &neg_r);
     // A non-integral power of a negative base is NaN, but of −0 or −∞ it

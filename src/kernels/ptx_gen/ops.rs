@@ -250,6 +250,20 @@ impl MathOps64 for Ptx64<'_, '_> {
         // PTX's operand order is (sign source, magnitude source).
         self.op(|r| format!("copysign.f64 {r}, {b}, {a}"))
     }
+    fn guarded<F: FnOnce(&mut Self) -> Vec<String>>(&mut self, needed: &String, n: usize, body: F) -> Vec<String> {
+        // Zeros where the body is skipped (the callers select other values
+        // there, so the zeros never show), then a branch around the body.
+        let outs: Vec<String> = (0..n).map(|_| self.c(0.0)).collect();
+        let skip = self.0.label();
+        self.0.ins(format!("@!{needed} bra {skip}"));
+        let values = body(self);
+        assert_eq!(values.len(), n, "a guarded body's value count");
+        for (o, v) in outs.iter().zip(&values) {
+            self.0.ins(format!("mov.f64 {o}, {v}"));
+        }
+        self.0.place_label(&skip);
+        outs
+    }
     fn reduce_large(&mut self, a: &String) -> (String, String, String) {
         // `math64::reduce_large_bits`, instruction by instruction.
         let e = &mut *self.0;

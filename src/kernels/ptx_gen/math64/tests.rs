@@ -71,6 +71,11 @@ impl MathOps64 for Cpu64 {
     fn reduce_large(&mut self, a: &f64) -> (f64, f64, f64) {
         reduce_large_bits(*a)
     }
+    fn guarded<F: FnOnce(&mut Self) -> Vec<f64>>(&mut self, _needed: &bool, n: usize, body: F) -> Vec<f64> {
+        let out = body(self);
+        assert_eq!(out.len(), n, "a guarded body's value count");
+        out
+    }
 }
 
 /// The distance from `got` to `want` in units of the f64 ulp at `want`
