@@ -38,14 +38,16 @@
 //! Measured worst errors against f64 (`tests::worst_errors` prints them):
 //! see the table in the parent module's documentation.
 
-/// The operations the functions below are written in.
-pub(crate) trait MathOps {
-    /// An f32 value.
+/// The IEEE operations of one float width, rounded to nearest where they
+/// round: what the f32 functions below ([`MathOps`]) and the f64 ones
+/// (`math64::MathOps64`) are written in. The generator implements them as
+/// PTX instructions, the tests as the same operations on the CPU
+/// ([`ieee_ops_on_the_cpu`]).
+pub(crate) trait IeeeOps {
+    /// A value.
     type V: Clone;
     /// A predicate.
     type P: Clone;
-    /// A constant.
-    fn c(&mut self, x: f32) -> Self::V;
     /// `a + b`, rounded to nearest.
     fn add(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
     /// `a - b`, rounded to nearest.
@@ -58,26 +60,152 @@ pub(crate) trait MathOps {
     fn div(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
     /// `|a|`.
     fn abs(&mut self, a: &Self::V) -> Self::V;
+    /// `-a`, exactly.
+    fn neg(&mut self, a: &Self::V) -> Self::V;
     /// Round to nearest integer, ties to even.
     fn rint(&mut self, a: &Self::V) -> Self::V;
     /// Round toward negative infinity.
     fn floor(&mut self, a: &Self::V) -> Self::V;
-    /// The unbiased exponent field of a positive normal `a`, as a float.
-    fn exponent(&mut self, a: &Self::V) -> Self::V;
-    /// `2^n` for an integral `n` in `[-126, 127]`.
-    fn pow2i(&mut self, n: &Self::V) -> Self::V;
-    /// `a` with its exponent field set to 0 (a value in `[1, 2)`).
-    fn mantissa(&mut self, a: &Self::V) -> Self::V;
     /// `a < b` (false for NaN).
     fn lt(&mut self, a: &Self::V, b: &Self::V) -> Self::P;
     /// `a == b` (false for NaN).
     fn eq(&mut self, a: &Self::V, b: &Self::V) -> Self::P;
     /// `p ? a : b`.
     fn select(&mut self, p: &Self::P, a: &Self::V, b: &Self::V) -> Self::V;
-    /// `-a`, exactly.
-    fn neg(&mut self, a: &Self::V) -> Self::V;
     /// The magnitude of `a` with the sign of `b`.
     fn copysign(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
+    /// The constant `x` (which the width represents exactly).
+    fn constant(&mut self, x: f64) -> Self::V;
+    /// `2^n` for an integral `n` in the width's normal exponent range
+    /// (`[-126, 127]`, `[-1022, 1023]`).
+    fn pow2i(&mut self, n: &Self::V) -> Self::V;
+}
+
+/// `coeffs[0] + x (coeffs[1] + x (...))` by Horner's rule with fma.
+pub(super) fn horner<M: IeeeOps, T: Copy + Into<f64>>(m: &mut M, x: &M::V, coeffs: &[T]) -> M::V {
+    let (last, rest) = coeffs.split_last().expect("a polynomial has coefficients");
+    let mut acc = m.constant((*last).into());
+    for &k in rest.iter().rev() {
+        let k = m.constant(k.into());
+        acc = m.fma(&acc, x, &k);
+    }
+    acc
+}
+
+/// `p · 2^k` for an integral `k` within twice the width's exponent range,
+/// in two steps so neither factor leaves the normal range and a subnormal
+/// result rounds once.
+pub(super) fn ldexp<M: IeeeOps>(m: &mut M, p: &M::V, k: &M::V) -> M::V {
+    let half = m.constant(0.5);
+    let hk = m.mul(k, &half);
+    let n1 = m.floor(&hk);
+    let n2 = m.sub(k, &n1);
+    let s1 = m.pow2i(&n1);
+    let s2 = m.pow2i(&n2);
+    let t = m.mul(p, &s1);
+    m.mul(&t, &s2)
+}
+
+/// Replaces `r` by `value` where `x < bound` (`below`) or `x > bound`.
+pub(super) fn clamp_to<M: IeeeOps>(m: &mut M, x: &M::V, r: M::V, bound: f64, below: bool, value: f64) -> M::V {
+    let b = m.constant(bound);
+    let p = if below { m.lt(x, &b) } else { m.lt(&b, x) };
+    let v = m.constant(value);
+    m.select(&p, &v, &r)
+}
+
+/// `log`'s special cases applied to `r`: `log(0) = −∞`, `log(x < 0) = NaN`,
+/// `log(∞) = ∞`, `log(NaN) = NaN` (the bit manipulations of a logarithm's
+/// mantissa split would read a NaN as a number).
+pub(super) fn log_specials<M: IeeeOps>(m: &mut M, x: &M::V, r: M::V) -> M::V {
+    let is_number = m.eq(x, x);
+    let r = m.select(&is_number, &r, x);
+    let zero = m.constant(0.0);
+    let is_zero = m.eq(x, &zero);
+    let ninf = m.constant(f64::NEG_INFINITY);
+    let r = m.select(&is_zero, &ninf, &r);
+    let neg = m.lt(x, &zero);
+    let nan = m.constant(f64::NAN);
+    let r = m.select(&neg, &nan, &r);
+    let inf = m.constant(f64::INFINITY);
+    let is_inf = m.eq(x, &inf);
+    m.select(&is_inf, &inf, &r)
+}
+
+/// [`IeeeOps`] for a CPU model over the float type `$t`: each operation is
+/// the one the generated PTX performs, so the model's results are the
+/// GPU's bit for bit.
+#[cfg(test)]
+macro_rules! ieee_ops_on_the_cpu {
+    ($model:ty, $t:ty) => {
+        impl $crate::kernels::ptx_gen::math::IeeeOps for $model {
+            type V = $t;
+            type P = bool;
+            fn add(&mut self, a: &$t, b: &$t) -> $t {
+                a + b
+            }
+            fn sub(&mut self, a: &$t, b: &$t) -> $t {
+                a - b
+            }
+            fn mul(&mut self, a: &$t, b: &$t) -> $t {
+                a * b
+            }
+            fn fma(&mut self, a: &$t, b: &$t, c: &$t) -> $t {
+                a.mul_add(*b, *c)
+            }
+            fn div(&mut self, a: &$t, b: &$t) -> $t {
+                a / b
+            }
+            fn abs(&mut self, a: &$t) -> $t {
+                a.abs()
+            }
+            fn neg(&mut self, a: &$t) -> $t {
+                -a
+            }
+            fn rint(&mut self, a: &$t) -> $t {
+                a.round_ties_even()
+            }
+            fn floor(&mut self, a: &$t) -> $t {
+                a.floor()
+            }
+            fn lt(&mut self, a: &$t, b: &$t) -> bool {
+                a < b
+            }
+            fn eq(&mut self, a: &$t, b: &$t) -> bool {
+                a == b
+            }
+            fn select(&mut self, p: &bool, a: &$t, b: &$t) -> $t {
+                if *p {
+                    *a
+                } else {
+                    *b
+                }
+            }
+            fn copysign(&mut self, a: &$t, b: &$t) -> $t {
+                a.copysign(*b)
+            }
+            fn constant(&mut self, x: f64) -> $t {
+                x as $t
+            }
+            fn pow2i(&mut self, n: &$t) -> $t {
+                self.pow2i_bits(*n)
+            }
+        }
+    };
+}
+#[cfg(test)]
+pub(crate) use ieee_ops_on_the_cpu;
+
+/// The f32 operations the functions below are written in, beyond [`IeeeOps`].
+pub(crate) trait MathOps: IeeeOps {
+    /// A constant.
+    fn c(&mut self, x: f32) -> Self::V {
+        self.constant(f64::from(x))
+    }
+    /// The unbiased exponent field of a positive normal `a`, as a float.
+    fn exponent(&mut self, a: &Self::V) -> Self::V;
+    /// `a` with its exponent field set to 0 (a value in `[1, 2)`).
+    fn mantissa(&mut self, a: &Self::V) -> Self::V;
     /// The hardware `2^a` (`ex2.approx.f32`, subnormal results kept): within
     /// 2 ulp of the exact value over the whole range, with
     /// `2^-inf = 0`, `2^inf = inf` and NaN for NaN.
@@ -91,37 +219,6 @@ pub(crate) trait MathOps {
     /// with `1/inf = 0`; one instruction where the subnormal-keeping form
     /// takes several). Of an `a` near `[1, 2]` it is the exact form's value.
     fn rcp_ftz(&mut self, a: &Self::V) -> Self::V;
-}
-
-/// Evaluates the polynomial `coeffs[0] + x (coeffs[1] + x (...))` by Horner's rule with fma.
-fn horner<M: MathOps>(m: &mut M, x: &M::V, coeffs: &[f32]) -> M::V {
-    let (last, rest) = coeffs.split_last().expect("a polynomial has coefficients");
-    let mut acc = m.c(*last);
-    for &k in rest.iter().rev() {
-        let k = m.c(k);
-        acc = m.fma(&acc, x, &k);
-    }
-    acc
-}
-
-/// `p * 2^k` for an integral `k` with `|k| ≤ 252`, in two steps so neither factor overflows.
-fn ldexp<M: MathOps>(m: &mut M, p: &M::V, k: &M::V) -> M::V {
-    let half = m.c(0.5);
-    let hk = m.mul(k, &half);
-    let n1 = m.floor(&hk);
-    let n2 = m.sub(k, &n1);
-    let s1 = m.pow2i(&n1);
-    let s2 = m.pow2i(&n2);
-    let t = m.mul(p, &s1);
-    m.mul(&t, &s2)
-}
-
-/// Replaces the result by `value` where `x < bound` (`below`) or `x > bound`.
-fn clamp_to<M: MathOps>(m: &mut M, x: &M::V, r: M::V, bound: f32, below: bool, value: f32) -> M::V {
-    let b = m.c(bound);
-    let p = if below { m.lt(x, &b) } else { m.lt(&b, x) };
-    let v = m.c(value);
-    m.select(&p, &v, &r)
 }
 
 const EXP_TAYLOR: [f32; 8] = [
@@ -156,7 +253,7 @@ fn exp_ieee<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
     let r = m.fma(&neg_k, &lo, &r);
     let p = horner(m, &r, &EXP_TAYLOR);
     let y = ldexp(m, &p, &k);
-    let y = clamp_to(m, x, y, 89.0, false, f32::INFINITY);
+    let y = clamp_to(m, x, y, 89.0, false, f64::INFINITY);
     clamp_to(m, x, y, -104.0, true, 0.0)
 }
 
@@ -241,7 +338,7 @@ fn log_parts<M: MathOps>(m: &mut M, x: &M::V) -> (M::V, M::V) {
     let rz = horner(
         m,
         &z,
-        &[2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0, 2.0 / 11.0, 2.0 / 13.0],
+        &[2.0f32 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0, 2.0 / 11.0, 2.0 / 13.0],
     );
     let rz = m.mul(&rz, &z);
     let ff = m.mul(&f, &f);
@@ -251,24 +348,6 @@ fn log_parts<M: MathOps>(m: &mut M, x: &M::V) -> (M::V, M::V) {
     let corr = m.sub(&hfsq, &sr);
     let lm = m.sub(&f, &corr);
     (e, lm)
-}
-
-/// Applies `log`'s special cases: `log(0) = -inf`, `log(x < 0) = NaN`,
-/// `log(inf) = inf`, `log(NaN) = NaN` (the bit manipulations of
-/// `log_parts` would read a NaN's mantissa as a number).
-fn log_specials<M: MathOps>(m: &mut M, x: &M::V, r: M::V) -> M::V {
-    let is_number = m.eq(x, x);
-    let r = m.select(&is_number, &r, x);
-    let zero = m.c(0.0);
-    let is_zero = m.eq(x, &zero);
-    let ninf = m.c(f32::NEG_INFINITY);
-    let r = m.select(&is_zero, &ninf, &r);
-    let neg = m.lt(x, &zero);
-    let nan = m.c(f32::NAN);
-    let r = m.select(&neg, &nan, &r);
-    let inf = m.c(f32::INFINITY);
-    let is_inf = m.eq(x, &inf);
-    m.select(&is_inf, &inf, &r)
 }
 
 /// Natural logarithm.
@@ -312,12 +391,23 @@ pub(crate) fn sin_cos<M: MathOps>(m: &mut M, x: &M::V, cos_shift: f32) -> M::V {
     // `4 floor(q / 4) - q` is minus the quadrant: 0, -1, -2 or -3.
     let q = m.fma(&q4, &four, &neg_q);
     let r2 = m.mul(&r, &r);
-    let sp = horner(m, &r2, &[1.0, -1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0, 1.0 / 362_880.0]);
+    let sp = horner(
+        m,
+        &r2,
+        &[1.0f32, -1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0, 1.0 / 362_880.0],
+    );
     let sin_r = m.mul(&sp, &r);
     let cos_r = horner(
         m,
         &r2,
-        &[1.0, -0.5, 1.0 / 24.0, -1.0 / 720.0, 1.0 / 40_320.0, -1.0 / 3_628_800.0],
+        &[
+            1.0f32,
+            -0.5,
+            1.0 / 24.0,
+            -1.0 / 720.0,
+            1.0 / 40_320.0,
+            -1.0 / 3_628_800.0,
+        ],
     );
     let neg_sin = m.sub(&zero, &sin_r);
     let neg_cos = m.sub(&zero, &cos_r);
@@ -437,7 +527,7 @@ fn erfc_nonneg<M: MathOps>(m: &mut M, z: &M::V) -> M::V {
         m,
         &t,
         &[
-            -1.265_512_2,
+            -1.265_512_2f32,
             1.000_023_7,
             0.374_091_96,
             0.096_784_18,
@@ -529,4 +619,4 @@ pub(crate) fn pow<M: MathOps>(m: &mut M, a: &M::V, b: &M::V) -> M::V {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -44,46 +44,19 @@
 //! (`tests::worst_errors` prints them; the library's own functions are
 //! within about 1 ulp): see the table in the parent module's documentation.
 
-/// The operations the functions below are written in, on f64 values.
-pub(crate) trait MathOps64 {
-    /// An f64 value.
-    type V: Clone;
-    /// A predicate.
-    type P: Clone;
+use super::math::{clamp_to, horner, ldexp, log_specials, IeeeOps};
+
+/// The f64 operations the functions below are written in, beyond
+/// [`IeeeOps`].
+pub(crate) trait MathOps64: IeeeOps {
     /// A constant.
-    fn c(&mut self, x: f64) -> Self::V;
-    /// `a + b`, rounded to nearest.
-    fn add(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
-    /// `a - b`, rounded to nearest.
-    fn sub(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
-    /// `a * b`, rounded to nearest.
-    fn mul(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
-    /// `a * b + c`, rounded once.
-    fn fma(&mut self, a: &Self::V, b: &Self::V, c: &Self::V) -> Self::V;
-    /// `a / b`, rounded to nearest.
-    fn div(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
-    /// `|a|`.
-    fn abs(&mut self, a: &Self::V) -> Self::V;
-    /// `-a`, exactly.
-    fn neg(&mut self, a: &Self::V) -> Self::V;
-    /// Round to nearest integer, ties to even.
-    fn rint(&mut self, a: &Self::V) -> Self::V;
-    /// Round toward negative infinity.
-    fn floor(&mut self, a: &Self::V) -> Self::V;
+    fn c(&mut self, x: f64) -> Self::V {
+        self.constant(x)
+    }
     /// The unbiased exponent field of a positive normal `a`, as a float.
     fn exponent(&mut self, a: &Self::V) -> Self::V;
     /// `a` with its exponent field set to that of 1 (a value in `[1, 2)`).
     fn mantissa(&mut self, a: &Self::V) -> Self::V;
-    /// `2^n` for an integral `n` in `[-1022, 1023]`.
-    fn pow2i(&mut self, n: &Self::V) -> Self::V;
-    /// `a < b` (false for NaN).
-    fn lt(&mut self, a: &Self::V, b: &Self::V) -> Self::P;
-    /// `a == b` (false for NaN).
-    fn eq(&mut self, a: &Self::V, b: &Self::V) -> Self::P;
-    /// `p ? a : b`.
-    fn select(&mut self, p: &Self::P, a: &Self::V, b: &Self::V) -> Self::V;
-    /// The magnitude of `a` with the sign of `b`.
-    fn copysign(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
     /// The Payne–Hanek reduction of a positive `a` (called for `a > 10⁶`;
     /// finite, or `∞` with a meaningless result): `(q, f_hi, f_lo)` with
     /// `a · 2/π = 4n + q + f_hi + f_lo` for an integer `n`, `q` in `0..=3`
@@ -169,38 +142,6 @@ pub(crate) fn reduce_large_bits(a: f64) -> (f64, f64, f64) {
     } else {
         (q as f64, f_hi, f_lo)
     }
-}
-
-/// `coeffs[0] + x (coeffs[1] + x (...))` by Horner's rule with fma.
-fn horner<M: MathOps64>(m: &mut M, x: &M::V, coeffs: &[f64]) -> M::V {
-    let (last, rest) = coeffs.split_last().expect("a polynomial has coefficients");
-    let mut acc = m.c(*last);
-    for &k in rest.iter().rev() {
-        let k = m.c(k);
-        acc = m.fma(&acc, x, &k);
-    }
-    acc
-}
-
-/// `p · 2^k` for an integral `k` in `[-2044, 2046]`, in two steps so neither
-/// factor leaves the normal range and a subnormal result rounds once.
-fn ldexp<M: MathOps64>(m: &mut M, p: &M::V, k: &M::V) -> M::V {
-    let half = m.c(0.5);
-    let hk = m.mul(k, &half);
-    let n1 = m.floor(&hk);
-    let n2 = m.sub(k, &n1);
-    let s1 = m.pow2i(&n1);
-    let s2 = m.pow2i(&n2);
-    let t = m.mul(p, &s1);
-    m.mul(&t, &s2)
-}
-
-/// Replaces `r` by `value` where `x < bound` (`below`) or `x > bound`.
-fn clamp_to<M: MathOps64>(m: &mut M, x: &M::V, r: M::V, bound: f64, below: bool, value: f64) -> M::V {
-    let b = m.c(bound);
-    let p = if below { m.lt(x, &b) } else { m.lt(&b, x) };
-    let v = m.c(value);
-    m.select(&p, &v, &r)
 }
 
 /// `1/n!` for `n = 2..=13`: `(e^r − 1 − r) / r²` as a polynomial in `r`.
@@ -346,23 +287,6 @@ fn log1p_terms<M: MathOps64>(m: &mut M, f: &M::V) -> (M::V, M::V) {
     let inner = m.add(&hfsq, &rz);
     let sr = m.mul(&s, &inner);
     (hfsq, sr)
-}
-
-/// `log`'s special cases: `log(0) = −∞`, `log(x < 0) = NaN`, `log(∞) = ∞`,
-/// `log(NaN) = NaN` (the bit manipulations would read a NaN as a number).
-fn log_specials<M: MathOps64>(m: &mut M, x: &M::V, r: M::V) -> M::V {
-    let is_number = m.eq(x, x);
-    let r = m.select(&is_number, &r, x);
-    let zero = m.c(0.0);
-    let is_zero = m.eq(x, &zero);
-    let ninf = m.c(f64::NEG_INFINITY);
-    let r = m.select(&is_zero, &ninf, &r);
-    let neg = m.lt(x, &zero);
-    let nan = m.c(f64::NAN);
-    let r = m.select(&neg, &nan, &r);
-    let inf = m.c(f64::INFINITY);
-    let is_inf = m.eq(x, &inf);
-    m.select(&is_inf, &inf, &r)
 }
 
 /// `2/3` rounded to f64, and the rest.

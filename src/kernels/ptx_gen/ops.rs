@@ -1,7 +1,7 @@
 //! Elementwise lowering: the table from IR op and dtype to PTX instructions.
 
 use super::emit::{Class, Emitter};
-use super::math::{self, MathOps};
+use super::math::{self, IeeeOps, MathOps};
 use super::math64::{self, MathOps64};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
@@ -69,53 +69,91 @@ pub(super) fn negate(e: &mut Emitter<'_>, d: DType, val: &str) -> String {
     r
 }
 
+/// [`IeeeOps`] as PTX instructions on `$ty` registers of class `$class`
+/// for the emitter wrapper `$model`, with its `op` (an instruction into a
+/// new value register) and `pred` (a comparison) helpers.
+macro_rules! ieee_ops_in_ptx {
+    ($model:ident, $ty:literal, $class:expr) => {
+        impl $model<'_, '_> {
+            fn op(&mut self, text: impl FnOnce(&str) -> String) -> String {
+                let r = self.0.reg($class);
+                self.0.ins(text(&r));
+                r
+            }
+            fn pred(&mut self, cmp: &str, a: &str, b: &str) -> String {
+                let p = self.0.reg(Class::Pred);
+                self.0
+                    .ins(format!(concat!("setp.{}.", $ty, " {}, {}, {}"), cmp, p, a, b));
+                p
+            }
+        }
+
+        impl IeeeOps for $model<'_, '_> {
+            type V = String;
+            type P = String;
+            fn add(&mut self, a: &String, b: &String) -> String {
+                self.op(|r| format!(concat!("add.rn.", $ty, " {}, {}, {}"), r, a, b))
+            }
+            fn sub(&mut self, a: &String, b: &String) -> String {
+                self.op(|r| format!(concat!("sub.rn.", $ty, " {}, {}, {}"), r, a, b))
+            }
+            fn mul(&mut self, a: &String, b: &String) -> String {
+                self.op(|r| format!(concat!("mul.rn.", $ty, " {}, {}, {}"), r, a, b))
+            }
+            fn fma(&mut self, a: &String, b: &String, c: &String) -> String {
+                self.op(|r| format!(concat!("fma.rn.", $ty, " {}, {}, {}, {}"), r, a, b, c))
+            }
+            fn div(&mut self, a: &String, b: &String) -> String {
+                self.op(|r| format!(concat!("div.rn.", $ty, " {}, {}, {}"), r, a, b))
+            }
+            fn abs(&mut self, a: &String) -> String {
+                self.op(|r| format!(concat!("abs.", $ty, " {}, {}"), r, a))
+            }
+            fn neg(&mut self, a: &String) -> String {
+                self.op(|r| format!(concat!("neg.", $ty, " {}, {}"), r, a))
+            }
+            fn rint(&mut self, a: &String) -> String {
+                self.op(|r| format!(concat!("cvt.rni.", $ty, ".", $ty, " {}, {}"), r, a))
+            }
+            fn floor(&mut self, a: &String) -> String {
+                self.op(|r| format!(concat!("cvt.rmi.", $ty, ".", $ty, " {}, {}"), r, a))
+            }
+            fn lt(&mut self, a: &String, b: &String) -> String {
+                self.pred("lt", a, b)
+            }
+            fn eq(&mut self, a: &String, b: &String) -> String {
+                self.pred("eq", a, b)
+            }
+            fn select(&mut self, p: &String, a: &String, b: &String) -> String {
+                self.op(|r| format!(concat!("selp.", $ty, " {}, {}, {}, {}"), r, a, b, p))
+            }
+            fn copysign(&mut self, a: &String, b: &String) -> String {
+                // PTX's operand order is (sign source, magnitude source).
+                self.op(|r| format!(concat!("copysign.", $ty, " {}, {}, {}"), r, b, a))
+            }
+            fn constant(&mut self, x: f64) -> String {
+                let imm = Self::immediate(x);
+                self.op(|r| format!(concat!("mov.", $ty, " {}, {}"), r, imm))
+            }
+            fn pow2i(&mut self, n: &String) -> String {
+                self.pow2i_sequence(n)
+            }
+        }
+    };
+}
+
 /// The emitter as a [`MathOps`] for f32 registers.
 struct Ptx<'e, 'a>(&'e mut Emitter<'a>);
 
-impl Ptx<'_, '_> {
-    fn op(&mut self, text: impl FnOnce(&str) -> String) -> String {
-        let r = self.0.reg(Class::F32);
-        self.0.ins(text(&r));
-        r
-    }
-    fn pred(&mut self, cmp: &str, a: &str, b: &str) -> String {
-        let p = self.0.reg(Class::Pred);
-        self.0.ins(format!("setp.{cmp}.f32 {p}, {a}, {b}"));
-        p
-    }
-}
+ieee_ops_in_ptx!(Ptx, "f32", Class::F32);
 
-impl MathOps for Ptx<'_, '_> {
-    type V = String;
-    type P = String;
-    fn c(&mut self, x: f32) -> String {
-        self.op(|r| format!("mov.f32 {r}, 0f{:08X}", x.to_bits()))
+impl Ptx<'_, '_> {
+    /// The f32 immediate of `x`.
+    fn immediate(x: f64) -> String {
+        format!("0f{:08X}", (x as f32).to_bits())
     }
-    fn add(&mut self, a: &String, b: &String) -> String {
-        self.op(|r| format!("add.rn.f32 {r}, {a}, {b}"))
-    }
-    fn sub(&mut self, a: &String, b: &String) -> String {
-        self.op(|r| format!("sub.rn.f32 {r}, {a}, {b}"))
-    }
-    fn mul(&mut self, a: &String, b: &String) -> String {
-        self.op(|r| format!("mul.rn.f32 {r}, {a}, {b}"))
-    }
-    fn fma(&mut self, a: &String, b: &String, c: &String) -> String {
-        self.op(|r| format!("fma.rn.f32 {r}, {a}, {b}, {c}"))
-    }
-    fn div(&mut self, a: &String, b: &String) -> String {
-        self.op(|r| format!("div.rn.f32 {r}, {a}, {b}"))
-    }
-    fn abs(&mut self, a: &String) -> String {
-        self.op(|r| format!("abs.f32 {r}, {a}"))
-    }
-    fn rint(&mut self, a: &String) -> String {
-        self.op(|r| format!("cvt.rni.f32.f32 {r}, {a}"))
-    }
-    fn floor(&mut self, a: &String) -> String {
-        self.op(|r| format!("cvt.rmi.f32.f32 {r}, {a}"))
-    }
-    fn pow2i(&mut self, n: &String) -> String {
+
+    fn pow2i_sequence(&mut self, n: &str) -> String {
         // `1.5 · 2^23 + n` holds `n` in its low mantissa bits (exactly, for
         // `|n| < 2^22`); shifted into the exponent field and biased, it is `2^n`.
         let t = self.op(|r| format!("add.rn.f32 {r}, {n}, 0f4B400000"));
@@ -125,6 +163,9 @@ impl MathOps for Ptx<'_, '_> {
         self.0.ins(format!("add.s32 {i}, {i}, 0x3F800000"));
         self.op(|r| format!("mov.b32 {r}, {i}"))
     }
+}
+
+impl MathOps for Ptx<'_, '_> {
     fn exponent(&mut self, a: &String) -> String {
         let i = self.0.reg(Class::B32);
         self.0.ins(format!("mov.b32 {i}, {a}"));
@@ -138,22 +179,6 @@ impl MathOps for Ptx<'_, '_> {
         self.0.ins(format!("and.b32 {i}, {i}, 0x007FFFFF"));
         self.0.ins(format!("or.b32 {i}, {i}, 0x3F800000"));
         self.op(|r| format!("mov.b32 {r}, {i}"))
-    }
-    fn lt(&mut self, a: &String, b: &String) -> String {
-        self.pred("lt", a, b)
-    }
-    fn eq(&mut self, a: &String, b: &String) -> String {
-        self.pred("eq", a, b)
-    }
-    fn select(&mut self, p: &String, a: &String, b: &String) -> String {
-        self.op(|r| format!("selp.f32 {r}, {a}, {b}, {p}"))
-    }
-    fn neg(&mut self, a: &String) -> String {
-        self.op(|r| format!("neg.f32 {r}, {a}"))
-    }
-    fn copysign(&mut self, a: &String, b: &String) -> String {
-        // PTX's operand order is (sign source, magnitude source).
-        self.op(|r| format!("copysign.f32 {r}, {b}, {a}"))
     }
     fn ex2(&mut self, a: &String) -> String {
         self.op(|r| format!("ex2.approx.f32 {r}, {a}"))
@@ -169,52 +194,25 @@ impl MathOps for Ptx<'_, '_> {
 /// The emitter as a [`MathOps64`] for f64 registers.
 struct Ptx64<'e, 'a>(&'e mut Emitter<'a>);
 
+ieee_ops_in_ptx!(Ptx64, "f64", Class::F64);
+
 impl Ptx64<'_, '_> {
-    fn op(&mut self, text: impl FnOnce(&str) -> String) -> String {
-        let r = self.0.reg(Class::F64);
-        self.0.ins(text(&r));
-        r
+    /// The f64 immediate of `x`.
+    fn immediate(x: f64) -> String {
+        format!("0d{:016X}", x.to_bits())
     }
-    fn pred(&mut self, cmp: &str, a: &str, b: &str) -> String {
-        let p = self.0.reg(Class::Pred);
-        self.0.ins(format!("setp.{cmp}.f64 {p}, {a}, {b}"));
-        p
+
+    fn pow2i_sequence(&mut self, n: &str) -> String {
+        // The integer `n`, biased and shifted into the exponent field.
+        let i = self.0.reg(Class::B64);
+        self.0.ins(format!("cvt.rni.s64.f64 {i}, {n}"));
+        self.0.ins(format!("add.s64 {i}, {i}, 1023"));
+        self.0.ins(format!("shl.b64 {i}, {i}, 52"));
+        self.op(|r| format!("mov.b64 {r}, {i}"))
     }
 }
 
 impl MathOps64 for Ptx64<'_, '_> {
-    type V = String;
-    type P = String;
-    fn c(&mut self, x: f64) -> String {
-        self.op(|r| format!("mov.f64 {r}, 0d{:016X}", x.to_bits()))
-    }
-    fn add(&mut self, a: &String, b: &String) -> String {
-        self.op(|r| format!("add.rn.f64 {r}, {a}, {b}"))
-    }
-    fn sub(&mut self, a: &String, b: &String) -> String {
-        self.op(|r| format!("sub.rn.f64 {r}, {a}, {b}"))
-    }
-    fn mul(&mut self, a: &String, b: &String) -> String {
-        self.op(|r| format!("mul.rn.f64 {r}, {a}, {b}"))
-    }
-    fn fma(&mut self, a: &String, b: &String, c: &String) -> String {
-        self.op(|r| format!("fma.rn.f64 {r}, {a}, {b}, {c}"))
-    }
-    fn div(&mut self, a: &String, b: &String) -> String {
-        self.op(|r| format!("div.rn.f64 {r}, {a}, {b}"))
-    }
-    fn abs(&mut self, a: &String) -> String {
-        self.op(|r| format!("abs.f64 {r}, {a}"))
-    }
-    fn neg(&mut self, a: &String) -> String {
-        self.op(|r| format!("neg.f64 {r}, {a}"))
-    }
-    fn rint(&mut self, a: &String) -> String {
-        self.op(|r| format!("cvt.rni.f64.f64 {r}, {a}"))
-    }
-    fn floor(&mut self, a: &String) -> String {
-        self.op(|r| format!("cvt.rmi.f64.f64 {r}, {a}"))
-    }
     fn exponent(&mut self, a: &String) -> String {
         let i = self.0.reg(Class::B64);
         self.0.ins(format!("mov.b64 {i}, {a}"));
@@ -228,27 +226,6 @@ impl MathOps64 for Ptx64<'_, '_> {
         self.0.ins(format!("and.b64 {i}, {i}, 0x000FFFFFFFFFFFFF"));
         self.0.ins(format!("or.b64 {i}, {i}, 0x3FF0000000000000"));
         self.op(|r| format!("mov.b64 {r}, {i}"))
-    }
-    fn pow2i(&mut self, n: &String) -> String {
-        // The integer `n`, biased and shifted into the exponent field.
-        let i = self.0.reg(Class::B64);
-        self.0.ins(format!("cvt.rni.s64.f64 {i}, {n}"));
-        self.0.ins(format!("add.s64 {i}, {i}, 1023"));
-        self.0.ins(format!("shl.b64 {i}, {i}, 52"));
-        self.op(|r| format!("mov.b64 {r}, {i}"))
-    }
-    fn lt(&mut self, a: &String, b: &String) -> String {
-        self.pred("lt", a, b)
-    }
-    fn eq(&mut self, a: &String, b: &String) -> String {
-        self.pred("eq", a, b)
-    }
-    fn select(&mut self, p: &String, a: &String, b: &String) -> String {
-        self.op(|r| format!("selp.f64 {r}, {a}, {b}, {p}"))
-    }
-    fn copysign(&mut self, a: &String, b: &String) -> String {
-        // PTX's operand order is (sign source, magnitude source).
-        self.op(|r| format!("copysign.f64 {r}, {b}, {a}"))
     }
     fn guarded<F: FnOnce(&mut Self) -> Vec<String>>(&mut self, needed: &String, n: usize, body: F) -> Vec<String> {
         // Zeros where the body is skipped (the callers select other values

@@ -2,71 +2,29 @@
 //! their error against the standard library's f64 functions.
 
 use super::*;
+use crate::kernels::ptx_gen::math::ieee_ops_on_the_cpu;
 
 /// `MathOps64` on the CPU: every operation is the f64 operation the
 /// generated PTX performs, so the results are the GPU's bit for bit.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct Cpu64;
 
+ieee_ops_on_the_cpu!(Cpu64, f64);
+
+impl Cpu64 {
+    /// As `cvt.rni.s64.f64` (saturating, NaN to 0), `add.s64` of the bias
+    /// and `shl.b64` by 52 do, wrapping in 64 bits.
+    fn pow2i_bits(&self, n: f64) -> f64 {
+        f64::from_bits(((n.round_ties_even() as i64).wrapping_add(1023) as u64).wrapping_shl(52))
+    }
+}
+
 impl MathOps64 for Cpu64 {
-    type V = f64;
-    type P = bool;
-    fn c(&mut self, x: f64) -> f64 {
-        x
-    }
-    fn add(&mut self, a: &f64, b: &f64) -> f64 {
-        a + b
-    }
-    fn sub(&mut self, a: &f64, b: &f64) -> f64 {
-        a - b
-    }
-    fn mul(&mut self, a: &f64, b: &f64) -> f64 {
-        a * b
-    }
-    fn fma(&mut self, a: &f64, b: &f64, c: &f64) -> f64 {
-        a.mul_add(*b, *c)
-    }
-    fn div(&mut self, a: &f64, b: &f64) -> f64 {
-        a / b
-    }
-    fn abs(&mut self, a: &f64) -> f64 {
-        a.abs()
-    }
-    fn neg(&mut self, a: &f64) -> f64 {
-        -a
-    }
-    fn rint(&mut self, a: &f64) -> f64 {
-        a.round_ties_even()
-    }
-    fn floor(&mut self, a: &f64) -> f64 {
-        a.floor()
-    }
     fn exponent(&mut self, a: &f64) -> f64 {
         (((a.to_bits() >> 52) & 0x7ff) as i32 - 1023) as f64
     }
     fn mantissa(&mut self, a: &f64) -> f64 {
         f64::from_bits((a.to_bits() & 0x000f_ffff_ffff_ffff) | 0x3ff0_0000_0000_0000)
-    }
-    fn pow2i(&mut self, n: &f64) -> f64 {
-        // As `cvt.rni.s64.f64` (saturating, NaN to 0), `add.s64` of the
-        // bias and `shl.b64` by 52 do, wrapping in 64 bits.
-        f64::from_bits(((n.round_ties_even() as i64).wrapping_add(1023) as u64).wrapping_shl(52))
-    }
-    fn lt(&mut self, a: &f64, b: &f64) -> bool {
-        a < b
-    }
-    fn eq(&mut self, a: &f64, b: &f64) -> bool {
-        a == b
-    }
-    fn select(&mut self, p: &bool, a: &f64, b: &f64) -> f64 {
-        if *p {
-            *a
-        } else {
-            *b
-        }
-    }
-    fn copysign(&mut self, a: &f64, b: &f64) -> f64 {
-        a.copysign(*b)
     }
     fn reduce_large(&mut self, a: &f64) -> (f64, f64, f64) {
         reduce_large_bits(*a)
@@ -234,14 +192,7 @@ fn worst_errors() {
         ("gelu_tanh", 4.0),
         ("gelu_erf", 8.0),
     ];
-    let measured = worst();
-    for (name, err, at) in &measured {
-        println!("{name}: worst {err:.2} ulp at x = {at:e}");
-    }
-    for ((name, err, at), (bname, bound)) in measured.into_iter().zip(bounds) {
-        assert_eq!(name, bname);
-        assert!(err <= bound, "{name}: {err} ulp at {at:e} exceeds {bound}");
-    }
+    crate::kernels::ptx_gen::math::tests::check_bounds(worst(), &bounds);
 }
 
 #[test]
