@@ -79,6 +79,43 @@ pub(crate) trait IeeeOps {
     /// `2^n` for an integral `n` in the width's normal exponent range
     /// (`[-126, 127]`, `[-1022, 1023]`).
     fn pow2i(&mut self, n: &Self::V) -> Self::V;
+    /// The unbiased exponent field of a positive normal `a`, as a float.
+    fn exponent(&mut self, a: &Self::V) -> Self::V;
+    /// `a` with its exponent field set to that of 1 (a value in `[1, 2)`).
+    fn mantissa(&mut self, a: &Self::V) -> Self::V;
+}
+
+/// `(e, f)` for a positive `x = (1 + f) · 2^e` with `1 + f` in `[√½, √2)`
+/// (`sqrt2`, the width's `√2`); a subnormal `x` (below `min_normal`) is
+/// scaled by `2^scale_bits` into the normal range first.
+pub(super) fn split_mantissa<M: IeeeOps>(
+    m: &mut M,
+    x: &M::V,
+    min_normal: f64,
+    scale_bits: i32,
+    sqrt2: f64,
+) -> (M::V, M::V) {
+    let tiny = m.constant(min_normal);
+    let is_tiny = m.lt(x, &tiny);
+    let scale = m.constant(2f64.powi(scale_bits));
+    let scaled = m.mul(x, &scale);
+    let xs = m.select(&is_tiny, &scaled, x);
+    let e0 = m.exponent(&xs);
+    let adj = m.constant(-f64::from(scale_bits));
+    let zero = m.constant(0.0);
+    let adj = m.select(&is_tiny, &adj, &zero);
+    let e0 = m.add(&e0, &adj);
+    let mant = m.mantissa(&xs);
+    let sqrt2 = m.constant(sqrt2);
+    let big = m.lt(&sqrt2, &mant);
+    let half = m.constant(0.5);
+    let halved = m.mul(&mant, &half);
+    let mant = m.select(&big, &halved, &mant);
+    let one = m.constant(1.0);
+    let e1 = m.add(&e0, &one);
+    let e = m.select(&big, &e1, &e0);
+    let f = m.sub(&mant, &one);
+    (e, f)
 }
 
 /// `coeffs[0] + x (coeffs[1] + x (...))` by Horner's rule with fma.
@@ -190,6 +227,12 @@ macro_rules! ieee_ops_on_the_cpu {
             fn pow2i(&mut self, n: &$t) -> $t {
                 self.pow2i_bits(*n)
             }
+            fn exponent(&mut self, a: &$t) -> $t {
+                self.exponent_bits(*a)
+            }
+            fn mantissa(&mut self, a: &$t) -> $t {
+                self.mantissa_bits(*a)
+            }
         }
     };
 }
@@ -202,10 +245,6 @@ pub(crate) trait MathOps: IeeeOps {
     fn c(&mut self, x: f32) -> Self::V {
         self.constant(f64::from(x))
     }
-    /// The unbiased exponent field of a positive normal `a`, as a float.
-    fn exponent(&mut self, a: &Self::V) -> Self::V;
-    /// `a` with its exponent field set to 0 (a value in `[1, 2)`).
-    fn mantissa(&mut self, a: &Self::V) -> Self::V;
     /// The hardware `2^a` (`ex2.approx.f32`, subnormal results kept): within
     /// 2 ulp of the exact value over the whole range, with
     /// `2^-inf = 0`, `2^inf = inf` and NaN for NaN.
@@ -309,28 +348,15 @@ fn recip<M: MathOps>(m: &mut M, d: &M::V) -> M::V {
 /// `(e, log(m))` for `x = m · 2^e`, `m` in `[√½, √2)`, as `(e, hi, lo)` pieces
 /// summed by the callers; special inputs are fixed up by [`log_specials`].
 fn log_parts<M: MathOps>(m: &mut M, x: &M::V) -> (M::V, M::V) {
-    // Scale subnormals into the normal range first.
-    let tiny = m.c(f32::MIN_POSITIVE);
-    let is_tiny = m.lt(x, &tiny);
-    let scale = m.c(8_388_608.0);
-    let scaled = m.mul(x, &scale);
-    let xs = m.select(&is_tiny, &scaled, x);
-    let e0 = m.exponent(&xs);
-    let adj = m.c(-23.0);
-    let zero = m.c(0.0);
-    let adj = m.select(&is_tiny, &adj, &zero);
-    let e0 = m.add(&e0, &adj);
-    let mant = m.mantissa(&xs);
-    let sqrt2 = m.c(std::f32::consts::SQRT_2);
-    let big = m.lt(&sqrt2, &mant);
+    let (e, f) = split_mantissa(
+        m,
+        x,
+        f64::from(f32::MIN_POSITIVE),
+        23,
+        f64::from(std::f32::consts::SQRT_2),
+    );
     let half = m.c(0.5);
-    let halved = m.mul(&mant, &half);
-    let mant = m.select(&big, &halved, &mant);
-    let one = m.c(1.0);
-    let e1 = m.add(&e0, &one);
-    let e = m.select(&big, &e1, &e0);
     // log(1 + f) = f - hfsq + s (hfsq + R(s²)), s = f / (2 + f).
-    let f = m.sub(&mant, &one);
     let two = m.c(2.0);
     let d = m.add(&two, &f);
     let s = m.div(&f, &d);

@@ -44,7 +44,7 @@
 //! (`tests::worst_errors` prints them; the library's own functions are
 //! within about 1 ulp): see the table in the parent module's documentation.
 
-use super::math::{clamp_to, horner, ldexp, log_specials, IeeeOps};
+use super::math::{self, clamp_to, horner, ldexp, log_specials, IeeeOps};
 
 /// The f64 operations the functions below are written in, beyond
 /// [`IeeeOps`].
@@ -53,10 +53,6 @@ pub(crate) trait MathOps64: IeeeOps {
     fn c(&mut self, x: f64) -> Self::V {
         self.constant(x)
     }
-    /// The unbiased exponent field of a positive normal `a`, as a float.
-    fn exponent(&mut self, a: &Self::V) -> Self::V;
-    /// `a` with its exponent field set to that of 1 (a value in `[1, 2)`).
-    fn mantissa(&mut self, a: &Self::V) -> Self::V;
     /// The Payne–Hanek reduction of a positive `a` (called for `a > 10⁶`;
     /// finite, or `∞` with a meaningless result): `(q, f_hi, f_lo)` with
     /// `a · 2/π = 4n + q + f_hi + f_lo` for an integer `n`, `q` in `0..=3`
@@ -231,30 +227,9 @@ pub(crate) fn exp2<M: MathOps64>(m: &mut M, x: &M::V) -> M::V {
     exp2_parts(m, x, None)
 }
 
-/// `(e, f)` for `x = (1 + f) · 2^e` with `1 + f` in `[√½, √2)`, for a
-/// positive `x` (subnormals scaled into the normal range first).
+/// `(e, f)` for a positive `x = (1 + f) · 2^e`, `1 + f` in `[√½, √2)`.
 fn split_mantissa<M: MathOps64>(m: &mut M, x: &M::V) -> (M::V, M::V) {
-    let tiny = m.c(f64::MIN_POSITIVE);
-    let is_tiny = m.lt(x, &tiny);
-    let scale = m.c(18_014_398_509_481_984.0); // 2^54
-    let scaled = m.mul(x, &scale);
-    let xs = m.select(&is_tiny, &scaled, x);
-    let e0 = m.exponent(&xs);
-    let adj = m.c(-54.0);
-    let zero = m.c(0.0);
-    let adj = m.select(&is_tiny, &adj, &zero);
-    let e0 = m.add(&e0, &adj);
-    let mant = m.mantissa(&xs);
-    let sqrt2 = m.c(std::f64::consts::SQRT_2);
-    let big = m.lt(&sqrt2, &mant);
-    let half = m.c(0.5);
-    let halved = m.mul(&mant, &half);
-    let mant = m.select(&big, &halved, &mant);
-    let one = m.c(1.0);
-    let e1 = m.add(&e0, &one);
-    let e = m.select(&big, &e1, &e0);
-    let f = m.sub(&mant, &one);
-    (e, f)
+    math::split_mantissa(m, x, f64::MIN_POSITIVE, 54, std::f64::consts::SQRT_2)
 }
 
 /// `2/3, 2/5, …, 2/23`: `R(z) / z` of the atanh series `log(1 + f) = 2s + s R(s²)`.

@@ -138,6 +138,12 @@ macro_rules! ieee_ops_in_ptx {
             fn pow2i(&mut self, n: &String) -> String {
                 self.pow2i_sequence(n)
             }
+            fn exponent(&mut self, a: &String) -> String {
+                self.exponent_sequence(a)
+            }
+            fn mantissa(&mut self, a: &String) -> String {
+                self.mantissa_sequence(a)
+            }
         }
     };
 }
@@ -163,23 +169,24 @@ impl Ptx<'_, '_> {
         self.0.ins(format!("add.s32 {i}, {i}, 0x3F800000"));
         self.op(|r| format!("mov.b32 {r}, {i}"))
     }
-}
 
-impl MathOps for Ptx<'_, '_> {
-    fn exponent(&mut self, a: &String) -> String {
+    fn exponent_sequence(&mut self, a: &str) -> String {
         let i = self.0.reg(Class::B32);
         self.0.ins(format!("mov.b32 {i}, {a}"));
         self.0.ins(format!("bfe.u32 {i}, {i}, 23, 8"));
         self.0.ins(format!("add.s32 {i}, {i}, -127"));
         self.op(|r| format!("cvt.rn.f32.s32 {r}, {i}"))
     }
-    fn mantissa(&mut self, a: &String) -> String {
+    fn mantissa_sequence(&mut self, a: &str) -> String {
         let i = self.0.reg(Class::B32);
         self.0.ins(format!("mov.b32 {i}, {a}"));
         self.0.ins(format!("and.b32 {i}, {i}, 0x007FFFFF"));
         self.0.ins(format!("or.b32 {i}, {i}, 0x3F800000"));
         self.op(|r| format!("mov.b32 {r}, {i}"))
     }
+}
+
+impl MathOps for Ptx<'_, '_> {
     fn ex2(&mut self, a: &String) -> String {
         self.op(|r| format!("ex2.approx.f32 {r}, {a}"))
     }
@@ -210,23 +217,24 @@ impl Ptx64<'_, '_> {
         self.0.ins(format!("shl.b64 {i}, {i}, 52"));
         self.op(|r| format!("mov.b64 {r}, {i}"))
     }
-}
 
-impl MathOps64 for Ptx64<'_, '_> {
-    fn exponent(&mut self, a: &String) -> String {
+    fn exponent_sequence(&mut self, a: &str) -> String {
         let i = self.0.reg(Class::B64);
         self.0.ins(format!("mov.b64 {i}, {a}"));
         self.0.ins(format!("bfe.u64 {i}, {i}, 52, 11"));
         self.0.ins(format!("add.s64 {i}, {i}, -1023"));
         self.op(|r| format!("cvt.rn.f64.s64 {r}, {i}"))
     }
-    fn mantissa(&mut self, a: &String) -> String {
+    fn mantissa_sequence(&mut self, a: &str) -> String {
         let i = self.0.reg(Class::B64);
         self.0.ins(format!("mov.b64 {i}, {a}"));
         self.0.ins(format!("and.b64 {i}, {i}, 0x000FFFFFFFFFFFFF"));
         self.0.ins(format!("or.b64 {i}, {i}, 0x3FF0000000000000"));
         self.op(|r| format!("mov.b64 {r}, {i}"))
     }
+}
+
+impl MathOps64 for Ptx64<'_, '_> {
     fn guarded<F: FnOnce(&mut Self) -> Vec<String>>(&mut self, needed: &String, n: usize, body: F) -> Vec<String> {
         // Zeros where the body is skipped (the callers select other values
         // there, so the zeros never show), then a branch around the body.

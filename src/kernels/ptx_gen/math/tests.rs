@@ -51,15 +51,15 @@ impl Cpu {
     fn pow2i_bits(&self, n: f32) -> f32 {
         f32::from_bits(((n.round_ties_even() as i32).wrapping_add(127) as u32).wrapping_shl(23))
     }
+    fn exponent_bits(&self, a: f32) -> f32 {
+        (((a.to_bits() >> 23) & 255) as i32 - 127) as f32
+    }
+    fn mantissa_bits(&self, a: f32) -> f32 {
+        f32::from_bits((a.to_bits() & 0x007f_ffff) | 0x3f80_0000)
+    }
 }
 
 impl MathOps for Cpu {
-    fn exponent(&mut self, a: &f32) -> f32 {
-        (((a.to_bits() >> 23) & 255) as i32 - 127) as f32
-    }
-    fn mantissa(&mut self, a: &f32) -> f32 {
-        f32::from_bits((a.to_bits() & 0x007f_ffff) | 0x3f80_0000)
-    }
     fn ex2(&mut self, a: &f32) -> f32 {
         perturbed((*a as f64).exp2(), EX2_ULPS, self.ex2_dir)
     }

@@ -17,15 +17,15 @@ impl Cpu64 {
     fn pow2i_bits(&self, n: f64) -> f64 {
         f64::from_bits(((n.round_ties_even() as i64).wrapping_add(1023) as u64).wrapping_shl(52))
     }
+    fn exponent_bits(&self, a: f64) -> f64 {
+        (((a.to_bits() >> 52) & 0x7ff) as i32 - 1023) as f64
+    }
+    fn mantissa_bits(&self, a: f64) -> f64 {
+        f64::from_bits((a.to_bits() & 0x000f_ffff_ffff_ffff) | 0x3ff0_0000_0000_0000)
+    }
 }
 
 impl MathOps64 for Cpu64 {
-    fn exponent(&mut self, a: &f64) -> f64 {
-        (((a.to_bits() >> 52) & 0x7ff) as i32 - 1023) as f64
-    }
-    fn mantissa(&mut self, a: &f64) -> f64 {
-        f64::from_bits((a.to_bits() & 0x000f_ffff_ffff_ffff) | 0x3ff0_0000_0000_0000)
-    }
     fn reduce_large(&mut self, a: &f64) -> (f64, f64, f64) {
         reduce_large_bits(*a)
     }
