@@ -169,6 +169,47 @@ pub(super) fn log_specials<M: IeeeOps>(m: &mut M, x: &M::V, r: M::V) -> M::V {
     m.select(&is_inf, &inf, &r)
 }
 
+/// IEEE `pow`'s signs and special cases applied to `r = |a|^b` (NaN where
+/// `a` is): a negative base (`−0` included, by its sign bit) to an integral
+/// power takes the power's parity for its sign, to a non-integral one it is
+/// NaN (but `(−0)^b` and `(−∞)^b` are the powers of the magnitude);
+/// `(±1)^(±∞) = 1`, `1^b = 1` and `a^0 = 1`.
+pub(super) fn pow_specials<M: IeeeOps>(m: &mut M, a: &M::V, b: &M::V, r: M::V) -> M::V {
+    let zero = m.constant(0.0);
+    let one = m.constant(1.0);
+    let inf = m.constant(f64::INFINITY);
+    let abs_a = m.abs(a);
+    // `-1 · r`, not `0 − r`, so that a zero result keeps its sign flip.
+    let minus_one = m.constant(-1.0);
+    let neg_r = m.mul(&r, &minus_one);
+    // Parity of an integral b (every float from 2^24, 2^53 on is even).
+    let rb = m.rint(b);
+    let is_int = m.eq(&rb, b);
+    let half = m.constant(0.5);
+    let hb = m.mul(b, &half);
+    let fhb = m.floor(&hb);
+    let is_even = m.eq(&fhb, &hb);
+    let sign = m.copysign(&one, a);
+    let a_neg = m.lt(&sign, &zero);
+    let nan = m.constant(f64::NAN);
+    let odd_r = m.select(&is_even, &r, &neg_r);
+    let a_zero = m.eq(a, &zero);
+    let a_inf = m.eq(&abs_a, &inf);
+    let non_int = m.select(&a_zero, &r, &nan);
+    let non_int = m.select(&a_inf, &r, &non_int);
+    let neg_base = m.select(&is_int, &odd_r, &non_int);
+    let r = m.select(&a_neg, &neg_base, &r);
+    let abs_b = m.abs(b);
+    let b_inf = m.eq(&abs_b, &inf);
+    let unit = m.eq(&abs_a, &one);
+    let unit_r = m.select(&b_inf, &one, &r);
+    let r = m.select(&unit, &unit_r, &r);
+    let a_one = m.eq(a, &one);
+    let r = m.select(&a_one, &one, &r);
+    let b_zero = m.eq(b, &zero);
+    m.select(&b_zero, &one, &r)
+}
+
 /// [`IeeeOps`] for a CPU model over the float type `$t`: each operation is
 /// the one the generated PTX performs, so the model's results are the
 /// GPU's bit for bit.
@@ -605,43 +646,7 @@ pub(crate) fn pow<M: MathOps>(m: &mut M, a: &M::V, b: &M::V) -> M::V {
     let l = log2(m, &abs_a);
     // `2^(b l)` with the rounding error of the product `b l` corrected.
     let r = ex2_of_product_v(m, b, &l, None);
-    let zero = m.c(0.0);
-    // `-1 · r`, not `0 − r`, so that a zero result keeps its sign flip.
-    let minus_one = m.c(-1.0);
-    let neg_r = m.mul(&r, &minus_one);
-    // Parity of an integral b (exact for |b| < 2^24).
-    let rb = m.rint(b);
-    let is_int = m.eq(&rb, b);
-    let half = m.c(0.5);
-    let hb = m.mul(b, &half);
-    let fhb = m.floor(&hb);
-    let is_even = m.eq(&fhb, &hb);
-    // A negative base, `-0` included: `1/a` carries a zero's sign.
-    let one = m.c(1.0);
-    let a_zero = m.eq(a, &zero);
-    let inv = m.div(&one, a);
-    let signed = m.select(&a_zero, &inv, a);
-    let a_neg = m.lt(&signed, &zero);
-    let nan = m.c(f32::NAN);
-    let odd_r = m.select(&is_even, &r, &neg_r);
-    // A non-integral power of a negative base is NaN, but of −0 or −inf it
-    // is the power of the magnitude.
-    let inf = m.c(f32::INFINITY);
-    let a_inf = m.eq(&abs_a, &inf);
-    let non_int = m.select(&a_zero, &r, &nan);
-    let non_int = m.select(&a_inf, &r, &non_int);
-    let neg_base = m.select(&is_int, &odd_r, &non_int);
-    let r = m.select(&a_neg, &neg_base, &r);
-    // `(±1)^(±inf) = 1`, where `b · log2 |a|` is `inf · 0`.
-    let abs_b = m.abs(b);
-    let b_inf = m.eq(&abs_b, &inf);
-    let unit = m.eq(&abs_a, &one);
-    let unit_r = m.select(&b_inf, &one, &r);
-    let r = m.select(&unit, &unit_r, &r);
-    let a_one = m.eq(a, &one);
-    let r = m.select(&a_one, &one, &r);
-    let b_zero = m.eq(b, &zero);
-    m.select(&b_zero, &one, &r)
+    pow_specials(m, a, b, r)
 }
 
 #[cfg(test)]

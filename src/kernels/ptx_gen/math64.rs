@@ -44,7 +44,7 @@
 //! (`tests::worst_errors` prints them; the library's own functions are
 //! within about 1 ulp): see the table in the parent module's documentation.
 
-use super::math::{self, clamp_to, horner, ldexp, log_specials, IeeeOps};
+use super::math::{self, clamp_to, horner, ldexp, log_specials, pow_specials, IeeeOps};
 
 /// The f64 operations the functions below are written in, beyond
 /// [`IeeeOps`].
@@ -838,38 +838,7 @@ pub(crate) fn pow<M: MathOps64>(m: &mut M, a: &M::V, b: &M::V) -> M::V {
     };
     let t_lo = m.select(&finite, &t_lo, &zero);
     let r = exp2_parts(m, &t_hi, Some(&t_lo));
-    // `-1 · r`, not `0 − r`, so that a zero result keeps its sign flip.
-    let minus_one = m.c(-1.0);
-    let neg_r = m.mul(&r, &minus_one);
-    // Parity of an integral b (every f64 from 2^53 on is even).
-    let rb = m.rint(b);
-    let is_int = m.eq(&rb, b);
-    let half = m.c(0.5);
-    let hb = m.mul(b, &half);
-    let fhb = m.floor(&hb);
-    let is_even = m.eq(&fhb, &hb);
-    // A negative base, `-0` included (by its sign bit).
-    let one = m.c(1.0);
-    let sign = m.copysign(&one, a);
-    let a_neg = m.lt(&sign, &zero);
-    let nan = m.c(f64::NAN);
-    let odd_r = m.select(&is_even, &r, &neg_r);
-    // A non-integral power of a negative base is NaN, but of −0 or −∞ it
-    // is the power of the magnitude.
-    let non_int = m.select(&a_zero, &r, &nan);
-    let non_int = m.select(&a_inf, &r, &non_int);
-    let neg_base = m.select(&is_int, &odd_r, &non_int);
-    let r = m.select(&a_neg, &neg_base, &r);
-    // `(±1)^(±∞) = 1`, where `b · log2 |a|` is `∞ · 0`.
-    let abs_b = m.abs(b);
-    let b_inf = m.eq(&abs_b, &inf);
-    let unit = m.eq(&abs_a, &one);
-    let unit_r = m.select(&b_inf, &one, &r);
-    let r = m.select(&unit, &unit_r, &r);
-    let a_one = m.eq(a, &one);
-    let r = m.select(&a_one, &one, &r);
-    let b_zero = m.eq(b, &zero);
-    m.select(&b_zero, &one, &r)
+    pow_specials(m, a, b, r)
 }
 
 #[cfg(test)]
