@@ -205,9 +205,9 @@ impl<'a> Emitter<'a> {
     }
 
     /// Declares `decl` at module scope (once, however often it is asked for).
-    pub fn declare_module(&mut self, decl: String) {
-        if !self.module_decls.contains(&decl) {
-            self.module_decls.push(decl);
+    pub fn declare_module(&mut self, decl: &str) {
+        if !self.module_decls.iter().any(|d| d == decl) {
+            self.module_decls.push(decl.to_string());
         }
     }
 

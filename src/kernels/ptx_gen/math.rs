@@ -133,14 +133,24 @@ pub(super) fn horner<M: IeeeOps, T: Copy + Into<f64>>(m: &mut M, x: &M::V, coeff
 /// in two steps so neither factor leaves the normal range and a subnormal
 /// result rounds once.
 pub(super) fn ldexp<M: IeeeOps>(m: &mut M, p: &M::V, k: &M::V) -> M::V {
+    let scale = ldexp_factors(m, k);
+    scaled(m, p, &scale)
+}
+
+/// The two factors `2^⌊k/2⌋` and `2^(k − ⌊k/2⌋)` of [`ldexp`], for scaling
+/// several values by the same `2^k` ([`scaled`]).
+pub(super) fn ldexp_factors<M: IeeeOps>(m: &mut M, k: &M::V) -> (M::V, M::V) {
     let half = m.constant(0.5);
     let hk = m.mul(k, &half);
     let n1 = m.floor(&hk);
     let n2 = m.sub(k, &n1);
-    let s1 = m.pow2i(&n1);
-    let s2 = m.pow2i(&n2);
-    let t = m.mul(p, &s1);
-    m.mul(&t, &s2)
+    (m.pow2i(&n1), m.pow2i(&n2))
+}
+
+/// `p` times the factors of [`ldexp_factors`], one after the other.
+pub(super) fn scaled<M: IeeeOps>(m: &mut M, p: &M::V, (s1, s2): &(M::V, M::V)) -> M::V {
+    let t = m.mul(p, s1);
+    m.mul(&t, s2)
 }
 
 /// Replaces `r` by `value` where `x < bound` (`below`) or `x > bound`.

@@ -44,7 +44,7 @@
 //! (`tests::worst_errors` prints them; the library's own functions are
 //! within about 1 ulp): see the table in the parent module's documentation.
 
-use super::math::{self, clamp_to, horner, ldexp, log_specials, pow_specials, IeeeOps};
+use super::math::{self, clamp_to, horner, ldexp, ldexp_factors, log_specials, pow_specials, scaled, IeeeOps};
 
 /// The f64 operations the functions below are written in, beyond
 /// [`IeeeOps`].
@@ -351,14 +351,7 @@ fn log2_dd<M: MathOps64>(m: &mut M, x: &M::V) -> (M::V, M::V) {
     let l_lo = m.sub(&l_lo, &back);
     let l_hi = l_sum;
     // (l_hi + l_lo) · log2 e, then + e, each as a double-double.
-    let k_hi = m.c(LOG2E);
-    let k_lo = m.c(LOG2E_LO);
-    let p_hi = m.mul(&l_hi, &k_hi);
-    let np = m.neg(&p_hi);
-    let p_err = m.fma(&l_hi, &k_hi, &np);
-    let c1 = m.mul(&l_hi, &k_lo);
-    let c2 = m.fma(&l_lo, &k_hi, &c1);
-    let p_lo = m.add(&p_err, &c2);
+    let (p_hi, p_lo) = dd_times(m, &l_hi, &l_lo, LOG2E, LOG2E_LO);
     let (s, err) = two_sum(m, &e, &p_hi);
     let lo = m.add(&err, &p_lo);
     // Renormalise so that hi carries the rounded sum.
@@ -403,6 +396,20 @@ const COS_POLY: [f64; 6] = [
     2.087_614_315_990_944e-9,
     -1.138_240_875_415_325_4e-11,
 ];
+
+/// `(x_hi + x_lo) · (k_hi + k_lo)` as `(p_hi, p_lo)` with `p_hi` the rounded
+/// `x_hi · k_hi` (its error recovered by an fma), for a constant `k` in two
+/// parts; `x_lo · k_lo` is below what the sum keeps.
+fn dd_times<M: MathOps64>(m: &mut M, x_hi: &M::V, x_lo: &M::V, k_hi: f64, k_lo: f64) -> (M::V, M::V) {
+    let k_hi = m.c(k_hi);
+    let k_lo = m.c(k_lo);
+    let p_hi = m.mul(x_hi, &k_hi);
+    let np = m.neg(&p_hi);
+    let p_err = m.fma(x_hi, &k_hi, &np);
+    let c1 = m.mul(x_hi, &k_lo);
+    let c2 = m.fma(x_lo, &k_hi, &c1);
+    (p_hi, m.add(&p_err, &c2))
+}
 
 /// `a − b` as `(difference, error)`, exactly.
 fn two_diff<M: MathOps64>(m: &mut M, a: &M::V, b: &M::V) -> (M::V, M::V) {
@@ -454,14 +461,7 @@ fn reduce_pio2<M: MathOps64>(m: &mut M, a: &M::V) -> (M::V, M::V, M::V) {
     let al = m.select(&large, a, &safe);
     let large_parts = m.guarded(&large, 3, |m| {
         let (ql, f_hi, f_lo) = m.reduce_large(&al);
-        let ph = m.c(PIO2_HI);
-        let pl = m.c(PIO2_LO);
-        let rh = m.mul(&f_hi, &ph);
-        let nrh = m.neg(&rh);
-        let rerr = m.fma(&f_hi, &ph, &nrh);
-        let c1 = m.mul(&f_lo, &ph);
-        let c2 = m.fma(&f_hi, &pl, &c1);
-        let rl = m.add(&rerr, &c2);
+        let (rh, rl) = dd_times(m, &f_hi, &f_lo, PIO2_HI, PIO2_LO);
         let (lh, ll) = fast_two_sum(m, &rh, &rl);
         vec![ql, lh, ll]
     });
@@ -585,12 +585,13 @@ fn times_logistic<M: MathOps64>(m: &mut M, num: &M::V, z: &M::V, dz: Option<&M::
         let limit = m.c(-746.0);
         m.lt(&na, &limit)
     };
-    let e = ldexp(m, &y, &k);
+    let scale = ldexp_factors(m, &k);
+    let e = scaled(m, &y, &scale);
     let e = m.select(&gone, &zero, &e);
     let d = m.add(&one, &e);
     let q = m.div(num, &d);
     let qy = m.mul(&q, &y);
-    let small = ldexp(m, &qy, &k);
+    let small = scaled(m, &qy, &scale);
     let q0 = m.mul(&q, &zero);
     let small = m.select(&gone, &q0, &small);
     m.select(&is_neg, &small, &q)

@@ -330,14 +330,17 @@ impl MathOps64 for Ptx64<'_, '_> {
 /// The name of the module's copy of [`math64::TWO_OVER_PI`].
 const TABLE: &str = "tf_two_over_pi";
 
-/// The module-scope declaration of [`TABLE`].
-fn math64_table() -> String {
-    let words: Vec<String> = math64::TWO_OVER_PI.iter().map(|w| format!("0x{w:016X}")).collect();
-    format!(
-        ".const .align 8 .u64 {TABLE}[{}] = {{{}}};",
-        words.len(),
-        words.join(", ")
-    )
+/// The module-scope declaration of [`TABLE`], written once per process.
+fn math64_table() -> &'static str {
+    static DECL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DECL.get_or_init(|| {
+        let words: Vec<String> = math64::TWO_OVER_PI.iter().map(|w| format!("0x{w:016X}")).collect();
+        format!(
+            ".const .align 8 .u64 {TABLE}[{}] = {{{}}};",
+            words.len(),
+            words.join(", ")
+        )
+    })
 }
 
 impl Emitter<'_> {
