@@ -124,6 +124,9 @@ struct Overhead {
     host: Duration,
     /// The same plus waiting for the device.
     end_to_end: Duration,
+    /// `host` while `gpu::OTHER_UPLOADS` other host tensors with device
+    /// copies are alive.
+    with_uploads: Duration,
     /// One bare launch of an already loaded one-block kernel
     /// (`CompiledProgram::launch`): the driver's share of the launch phase.
     bare_launch: Duration,
@@ -304,6 +307,11 @@ fn print_table(device: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Over
             us(o.end_to_end),
             us(o.bare_launch)
         );
+        println!(
+            "the same host per call with {} other host tensors with device copies alive: {:.1} µs",
+            gpu::OTHER_UPLOADS,
+            us(o.with_uploads)
+        );
         match o.during_tuning {
             Some(t) => println!(
                 "while a new pipeline's tuned module compiled ({:.1} ms after its first call), the cached chain ran \
@@ -351,7 +359,8 @@ fn write_json(path: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhea
     }
     let extra = overhead.map_or(String::new(), |o| {
         format!(
-            "  \"host_overhead_us\": {{\"record\": {:.3}, \"realize\": {:.3}, \"host_per_call\": {:.3}, \"end_to_end\": {:.3}, \"bare_launch\": {:.3}}},\n  \
+            "  \"host_overhead_us\": {{\"record\": {:.3}, \"realize\": {:.3}, \"host_per_call\": {:.3}, \"end_to_end\": {:.3}, \"bare_launch\": {:.3}, \
+             \"host_per_call_with_uploads\": {:.3}}},\n  \
              \"during_tuning\": {},\n  \"host_first_call\": {{\"uploads\": {}, \"bytes\": {}, \"first_call_ms\": {:.3}, \
              \"compile_ms\": {:.3}, \"inputs_ms\": {:.3}, \"upload_alone_ms\": {:.3}}},\n",
             o.record.as_secs_f64() * 1e6,
@@ -359,6 +368,7 @@ fn write_json(path: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhea
             o.host.as_secs_f64() * 1e6,
             o.end_to_end.as_secs_f64() * 1e6,
             o.bare_launch.as_secs_f64() * 1e6,
+            o.with_uploads.as_secs_f64() * 1e6,
             o.during_tuning.map_or("null".to_string(), |t| format!(
                 "{{\"calls\": {}, \"median_us\": {:.3}, \"max_us\": {:.3}, \"tuned_after_ms\": {:.3}}}",
                 t.calls,

@@ -210,16 +210,49 @@ fn host_overhead(dev: &Arc<CudaDevice>, device: Device) -> Result<Overhead> {
         drop(y);
         end_to_end.push(t0.elapsed().as_secs_f64());
     }
+    let with_uploads = with_other_uploads(dev, device, &p, &inputs)?;
     let d = |v: Vec<f64>| Duration::from_secs_f64(median(v));
     Ok(Overhead {
         record: d(record),
         realize: d(realize),
         host: d(total),
         end_to_end: d(end_to_end),
+        with_uploads,
         bare_launch: d(bare_launches(dev)?),
         during_tuning: calls_during_tuning(dev, device, &p, &inputs)?,
         host_first_call: host_first_call(dev, device)?,
     })
+}
+
+/// Host tensors with device copies besides the cached chain's inputs, for
+/// [`with_other_uploads`]: a model's weights kept as host tensors.
+pub const OTHER_UPLOADS: usize = 1000;
+
+/// Record + realize + drop of the cached chain (median per call) while
+/// [`OTHER_UPLOADS`] other host tensors with device copies are alive.
+fn with_other_uploads(dev: &Arc<CudaDevice>, device: Device, p: &Pipeline, inputs: &[Tensor]) -> Result<Duration> {
+    let others: Vec<Tensor> = (0..OTHER_UPLOADS)
+        .map(|i| Tensor::from_vec(vec![i as f32; 16], &[16]).to(device))
+        .collect();
+    Tensor::realize_all(&others.iter().collect::<Vec<_>>())?;
+    for _ in 0..200 {
+        p.build(inputs).realize()?;
+    }
+    dev.synchronize()?;
+    let mut host = vec![];
+    for i in 0..OVERHEAD_CALLS {
+        let t0 = Instant::now();
+        let y = p.build(inputs);
+        y.realize()?;
+        drop(y);
+        host.push(t0.elapsed().as_secs_f64());
+        if i % 64 == 63 {
+            dev.synchronize()?;
+        }
+    }
+    drop(others);
+    dev.synchronize()?;
+    Ok(Duration::from_secs_f64(median(host)))
 }
 
 /// The first call of a new pipeline (mean squared error at a shape of its
