@@ -124,9 +124,11 @@ struct Overhead {
     host: Duration,
     /// The same plus waiting for the device.
     end_to_end: Duration,
-    /// `host` while `gpu::OTHER_UPLOADS` other host tensors with device
-    /// copies are alive.
+    /// `host` while `other_uploads` other host tensors with device copies
+    /// are alive.
     with_uploads: Duration,
+    /// How many.
+    other_uploads: usize,
     /// One bare launch of an already loaded one-block kernel
     /// (`CompiledProgram::launch`): the driver's share of the launch phase.
     bare_launch: Duration,
@@ -309,7 +311,7 @@ fn print_table(device: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Over
         );
         println!(
             "the same host per call with {} other host tensors with device copies alive: {:.1} µs",
-            gpu::OTHER_UPLOADS,
+            o.other_uploads,
             us(o.with_uploads)
         );
         match o.during_tuning {

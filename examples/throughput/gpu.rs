@@ -218,6 +218,7 @@ fn host_overhead(dev: &Arc<CudaDevice>, device: Device) -> Result<Overhead> {
         host: d(total),
         end_to_end: d(end_to_end),
         with_uploads,
+        other_uploads: OTHER_UPLOADS,
         bare_launch: d(bare_launches(dev)?),
         during_tuning: calls_during_tuning(dev, device, &p, &inputs)?,
         host_first_call: host_first_call(dev, device)?,
@@ -226,7 +227,7 @@ fn host_overhead(dev: &Arc<CudaDevice>, device: Device) -> Result<Overhead> {
 
 /// Host tensors with device copies besides the cached chain's inputs, for
 /// [`with_other_uploads`]: a model's weights kept as host tensors.
-pub const OTHER_UPLOADS: usize = 1000;
+const OTHER_UPLOADS: usize = 1000;
 
 /// Record + realize + drop of the cached chain (median per call) while
 /// [`OTHER_UPLOADS`] other host tensors with device copies are alive.
