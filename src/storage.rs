@@ -169,10 +169,10 @@ impl HostBuffer {
 /// - A [`Storage::Host`] used on a CUDA device is uploaded once per device;
 ///   the runtime keeps the device copy in a per-device table keyed by the
 ///   storage's address, holding only a weak reference to the storage, so
-///   the copy lives as long as the storage does (it is released at the next
-///   realization on that device after the storage is dropped). Realizing the
-///   same pipeline again on the same inputs copies nothing between host and
-///   device.
+///   the copy lives as long as the storage does: dropping the storage
+///   releases its device copies at once. Realizing the same pipeline again
+///   on the same inputs copies nothing between host and device, and a
+///   realization costs the same however many storages have device copies.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Storage {
@@ -181,6 +181,29 @@ pub enum Storage {
     /// Memory of a CUDA device, with a host copy made on first use.
     #[cfg(feature = "cuda")]
     Cuda(CudaStorage),
+}
+
+/// Called with the address of every [`Storage`] dropped once the CUDA
+/// runtime set it (at its first upload): the runtime forgets the storage's
+/// device copies then, instead of looking for dropped storages on every run.
+#[cfg(feature = "cuda")]
+static DROP_HOOK: OnceLock<fn(usize)> = OnceLock::new();
+
+/// Sets the function every later drop of a [`Storage`] calls with the
+/// storage's address (the first call wins). The function must not drop a
+/// `Storage` while it holds a lock it takes itself.
+#[cfg(feature = "cuda")]
+pub(crate) fn on_drop(hook: fn(usize)) {
+    let _ = DROP_HOOK.get_or_init(|| hook);
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        #[cfg(feature = "cuda")]
+        if let Some(hook) = DROP_HOOK.get() {
+            hook(self as *const Storage as usize);
+        }
+    }
 }
 
 impl Storage {

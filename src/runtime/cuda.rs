@@ -34,9 +34,11 @@
 //! One process-wide table maps (device, address of the `Arc<Storage>`) to
 //! the device copy of a host storage, with a weak reference to the storage.
 //! The weak reference keeps the allocation behind the address alive, so an
-//! address is never reused by another storage while its entry exists; an
-//! entry whose storage was dropped is removed at the start of the next run
-//! on that device, which returns its memory to the allocator.
+//! address is never reused by another storage while its entry exists.
+//! Dropping a storage removes its entries (a hook in [`Storage`]'s `Drop`)
+//! and returns their memory to the allocator, so a run never looks through
+//! the table for dropped storages: its cost does not grow with the number of
+//! host tensors that have device copies.
 
 use crate::device::cuda::{
     BufferId, CompiledProgram, CudaDevice, DeviceBuffer, LaunchPlan, ScheduledLaunch, Scheduler, STREAM_COUNT,
@@ -216,7 +218,6 @@ fn prepare_and_upload(
 ) -> Result<(Arc<Prepared>, SmallVec<[Input; INLINE]>, Instant)> {
     let compile_failed = AtomicBool::new(false);
     let upload_all = |stats: &mut RealizeStats| {
-        sweep_uploads(device.ordinal());
         let mut inputs = SmallVec::<[Input; INLINE]>::new();
         for s in leaves {
             if compile_failed.load(Ordering::Relaxed) {
@@ -477,7 +478,13 @@ struct Upload {
     buffer: Arc<DeviceBuffer>,
 }
 
-type UploadTable = HashMap<(usize, usize), Upload, foldhash::fast::FixedState>;
+/// The device copies of host storages, by (device ordinal, storage address).
+#[derive(Default)]
+struct UploadTable {
+    copies: HashMap<(usize, usize), Upload, foldhash::fast::FixedState>,
+    /// The ordinals of the devices that ever held a copy.
+    ordinals: SmallVec<[usize; 4]>,
+}
 
 fn uploads() -> std::sync::MutexGuard<'static, UploadTable> {
     static TABLE: OnceLock<Mutex<UploadTable>> = OnceLock::new();
@@ -498,10 +505,14 @@ fn upload_key(device: &CudaDevice, storage: &Arc<Storage>) -> (usize, usize) {
 }
 
 /// The upload table's live copy of `storage` on `device`, if any.
+///
+/// No storage is upgraded under the table's lock: dropping the last
+/// reference there would call the drop hook, which takes the lock again.
 fn uploaded_copy(device: &CudaDevice, storage: &Arc<Storage>) -> Option<Arc<DeviceBuffer>> {
     uploads()
+        .copies
         .get(&upload_key(device, storage))
-        .filter(|up| up.storage.upgrade().is_some_and(|s| Arc::ptr_eq(&s, storage)))
+        .filter(|up| std::ptr::eq(up.storage.as_ptr(), Arc::as_ptr(storage)) && up.storage.strong_count() > 0)
         .map(|up| up.buffer.clone())
 }
 
@@ -521,11 +532,18 @@ fn upload(device: &Arc<CudaDevice>, storage: &Arc<Storage>, stats: &mut RealizeS
     let buffer = Arc::new(device.from_host_on(host, device.stream(0))?);
     stats.uploads += 1;
     stats.upload_bytes += host.bytes().len();
+    crate::storage::on_drop(forget_uploads);
     let mut table = uploads();
-    let entry = table.entry(upload_key(device, storage)).or_insert_with(|| Upload {
-        storage: Arc::downgrade(storage),
-        buffer: buffer.clone(),
-    });
+    if !table.ordinals.contains(&device.ordinal()) {
+        table.ordinals.push(device.ordinal());
+    }
+    let entry = table
+        .copies
+        .entry(upload_key(device, storage))
+        .or_insert_with(|| Upload {
+            storage: Arc::downgrade(storage),
+            buffer: buffer.clone(),
+        });
     if entry.storage.strong_count() == 0 {
         *entry = Upload {
             storage: Arc::downgrade(storage),
@@ -538,7 +556,6 @@ fn upload(device: &Arc<CudaDevice>, storage: &Arc<Storage>, stats: &mut RealizeS
 /// Makes the device copies of `storages` (uploading those not in the
 /// upload table yet), so later runs find them there.
 pub(super) fn upload_all(device: &Arc<CudaDevice>, storages: &[Arc<Storage>], stats: &mut RealizeStats) -> Result<()> {
-    sweep_uploads(device.ordinal());
     let started = Instant::now();
     for s in storages {
         upload(device, s, stats)?;
@@ -547,19 +564,22 @@ pub(super) fn upload_all(device: &Arc<CudaDevice>, storages: &[Arc<Storage>], st
     Ok(())
 }
 
-/// Removes the entries of `ordinal` whose storage was dropped.
-fn sweep_uploads(ordinal: usize) {
-    let dead: Vec<Upload> = {
+/// Removes the entries of the storage at `addr`, which is being dropped
+/// (the drop hook of [`Storage`], set at the first upload).
+fn forget_uploads(addr: usize) {
+    let gone: SmallVec<[Upload; 1]> = {
         let mut table = uploads();
-        let keys: Vec<(usize, usize)> = table
+        if table.copies.is_empty() {
+            return;
+        }
+        let ordinals = table.ordinals.clone();
+        ordinals
             .iter()
-            .filter(|(k, up)| k.0 == ordinal && up.storage.strong_count() == 0)
-            .map(|(k, _)| *k)
-            .collect();
-        keys.iter().filter_map(|k| table.remove(k)).collect()
+            .filter_map(|&o| table.copies.remove(&(o, addr)))
+            .collect()
     };
     // Dropped outside the lock: releasing a buffer takes the allocator's.
-    drop(dead);
+    drop(gone);
 }
 
 /// Removes every entry of `ordinal`; runs in flight keep their own
@@ -567,16 +587,15 @@ fn sweep_uploads(ordinal: usize) {
 fn evict_uploads(ordinal: usize) {
     let evicted: Vec<Upload> = {
         let mut table = uploads();
-        let keys: Vec<(usize, usize)> = table.keys().filter(|k| k.0 == ordinal).copied().collect();
-        keys.iter().filter_map(|k| table.remove(k)).collect()
+        let keys: Vec<(usize, usize)> = table.copies.keys().filter(|k| k.0 == ordinal).copied().collect();
+        keys.iter().filter_map(|k| table.copies.remove(k)).collect()
     };
     drop(evicted);
 }
 
 /// The number of live device copies of host storages on `ordinal`.
 pub fn upload_count(ordinal: usize) -> usize {
-    sweep_uploads(ordinal);
-    uploads().keys().filter(|k| k.0 == ordinal).count()
+    uploads().copies.keys().filter(|k| k.0 == ordinal).count()
 }
 
 fn bad_plan(program: &str, reason: &str) -> Error {

@@ -96,6 +96,48 @@ fn realizing_a_moved_host_tensor_uploads_it_once() {
     assert_eq!(upload_count(0), before);
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn uploads_are_forgotten_when_their_tensors_drop_on_any_thread() {
+    let _g = gpu();
+    let before = upload_count(0);
+    // Host tensors moved to the device, as a model's weights would be: one
+    // device copy each, made by the first realization.
+    let weights: Vec<Tensor> = (0..400)
+        .map(|i| Tensor::from_vec(data_f32(64, 100 + i), &[64]).to(GPU))
+        .collect();
+    for w in &weights {
+        assert_eq!(w.realize_with_stats().unwrap().uploads, 1);
+    }
+    assert_eq!(upload_count(0), before + weights.len());
+    let kept = weights[0].clone();
+    // Four threads drop the weights while this one realizes pipelines on
+    // new host data and on the kept weight, whose copy must survive.
+    let mut chunks: Vec<Vec<Tensor>> = vec![vec![]; 4];
+    for (i, w) in weights.into_iter().enumerate() {
+        chunks[i % 4].push(w);
+    }
+    let droppers: Vec<_> = chunks
+        .into_iter()
+        .map(|chunk| std::thread::spawn(move || chunk.into_iter().for_each(drop)))
+        .collect();
+    for i in 0..50 {
+        let x = Tensor::from_vec(data_f32(64, 1000 + i), &[64]).to(GPU);
+        let y = (&x * &kept).sum_all();
+        let want = reference_of(&y);
+        compare_with(&host_of(&y), &want, 1e-5, 64.0).unwrap_or_else(|e| panic!("run {i}: {e}"));
+    }
+    for t in droppers {
+        t.join().unwrap();
+    }
+    // The kept weight's copy and nothing else: every dropped tensor took
+    // its copy with it, with no run in between needed to find it.
+    assert_eq!(upload_count(0), before + 1);
+    assert_eq!((&kept * 2.0f32).realize_with_stats().unwrap().uploads, 0);
+    drop(kept);
+    assert_eq!(upload_count(0), before);
+}
+
 /// A compute-heavy elementwise chain: one long kernel.
 fn heavy(x: &Tensor) -> Tensor {
     let mut y = x.clone();
