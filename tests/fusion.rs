@@ -293,6 +293,26 @@ fn pipelines_match_the_reference_evaluator() {
     }
 }
 
+#[test]
+fn f64_transcendentals_in_a_reduction_take_a_quarter_tile_on_the_gpu() {
+    // sum(sin(x), axis 1) over short rows: many rows share a tile.
+    let tile_of = |dtype: DType| {
+        let mut g = G::default();
+        let x = g.data(dtype, &[4096, 32]);
+        let s = g.unary(UnaryOp::Sin, x);
+        let r = g.reduce(ReduceOp::Sum, s, &[1]);
+        let g = g.finish(&[r]);
+        let p = plan(&g, &FusionOptions::gpu()).unwrap();
+        assert_eq!(p.kernels.len(), 1, "{}", explain(&g, &FusionOptions::gpu()).unwrap());
+        let tile: Vec<u32> = p.kernels[0].program.views[0].tile.to_vec();
+        let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+        common::compare(&run(&g, &FusionOptions::gpu())[0], &want[0]).unwrap();
+        tile
+    };
+    assert_eq!(tile_of(DType::F32), vec![128, 32], "f32 keeps the element budget");
+    assert_eq!(tile_of(DType::F64), vec![32, 32], "f64 takes a quarter of it");
+}
+
 /// Runs `g` fused with `opts` and returns its outputs.
 fn run(g: &Subgraph, opts: &FusionOptions) -> Vec<tilefuse::storage::HostBuffer> {
     common::run_plan(g, &plan(g, opts).unwrap()).unwrap()

@@ -152,21 +152,27 @@ pub(crate) fn lower(
     // 99.3 % of copy bandwidth, its bf16 form 92.7 -> 94.3 %, the chain of
     // three 103.7 -> 104.6 % (and each one's JIT 10-25 % shorter); against
     // the whole tile, half had taken the chain from 89.5 to 102 %.
-    let transcendental = group.nodes.iter().any(|&n| match cx.g.nodes[n].op {
+    let transcendental = |n: usize| match cx.g.nodes[n].op {
         Op::Unary(u) => is_transcendental(u),
         // `pow` is a logarithm and an exponential.
         Op::Binary(BinaryOp::Pow) => cx.g.nodes[n].dtype.is_float(),
         _ => false,
-    });
+    };
+    // In a reduction the quarter is taken for f64 transcendentals (several
+    // times the instructions and twice the registers of f32 ones): at the
+    // whole element budget a [128, 32] tile with f64 `sin`s spilled 300
+    // bytes a thread and made a 10 000-line module.
+    let heavy = |n: usize| transcendental(n) && cx.g.nodes[n].dtype == DType::F64;
     let budget = match cx.opts.target {
         super::Target::Gpu if !reduces => {
             let bytes_scaled = cx.opts.tile_elements() as u64 * 4 / narrowest.clamp(1, 4);
-            if transcendental {
+            if group.nodes.iter().any(|&n| transcendental(n)) {
                 (bytes_scaled / 4).max(1)
             } else {
                 bytes_scaled
             }
         }
+        super::Target::Gpu if group.nodes.iter().any(|&n| heavy(n)) => (cx.opts.tile_elements() as u64 / 4).max(1),
         _ => cx.opts.tile_elements() as u64,
     };
     choose_tiles(&mut axes, budget, gs.broadcast);
