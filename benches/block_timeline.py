@@ -3,7 +3,7 @@
 lives, how many blocks an SM holds over time, and how long a freed slot
 stays empty before the next block starts.
 
-    python3 benches/block_timeline.py OURS.ptx [MORE.ptx ...] [--reps N] [--pad-shared BYTES]
+    python3 benches/block_timeline.py OURS.ptx [MORE.ptx ...] [--reps N] [--pad-shared BYTES] [--random]
 
 OURS.ptx is tilefuse's rmsnorm kernel for x [16384, 4096] f32 (written by
 `cargo run --release --example throughput -- --ptx DIR`, with tuning
@@ -12,6 +12,8 @@ torch.compile's for the same rmsnorm, every configuration its autotuning
 compiled, taken from Inductor's cache after compiling it in this process
 (PyTorch and a GPU needed). `--pad-shared BYTES` adds, for each of those, a
 copy that also holds BYTES of static shared memory (one word written).
+The input and weights hold 1.0 everywhere, or normal random values with
+`--random` (drawn by PyTorch and copied in).
 
 Both PTX texts get the same instrumentation: a `%clock64` read at entry,
 and at exit a barrier, then thread 0 writes the block's start and end
@@ -199,11 +201,21 @@ def main():
     ap.add_argument("ours", nargs="+", help="tilefuse's rmsnorm PTX, one or more variants")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--pad-shared", type=int, default=0, metavar="BYTES")
+    ap.add_argument("--random", action="store_true", help="normal random input and weights instead of ones")
     args = ap.parse_args()
     tritons = triton_rmsnorm()
     drv = Driver()
     x = drv.alloc(ROWS * COLS * 4, 0x3F800000)
     w = drv.alloc(COLS * 4, 0x3F800000)
+    if args.random:
+        import torch
+
+        drv.cu.cuMemcpyDtoD_v2.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_size_t]
+        for dst, n in ((x, ROWS * COLS), (w, COLS)):
+            src = torch.randn(n, device="cuda")
+            torch.cuda.synchronize()
+            check(drv.cu.cuMemcpyDtoD_v2(dst, src.data_ptr(), n * 4), "cuMemcpyDtoD")
+            check(drv.cu.cuCtxSynchronize(), "cuCtxSynchronize")
     out = drv.alloc(ROWS * COLS * 4)
     ts = drv.alloc(ROWS * RECORD)
     # name -> (ptx, arguments without the timeline buffer, shared bytes)
