@@ -124,8 +124,13 @@ def triton_rmsnorm():
 
 
 class Driver:
-    def __init__(self):
+    def __init__(self, stream=False):
         self.cu = cu = open_device0()
+        # Launches and events on the legacy default stream, or on a created
+        # non-blocking stream (as tilefuse's pool makes them).
+        self.stream = ctypes.c_void_p()
+        if stream:
+            check(cu.cuStreamCreate(ctypes.byref(self.stream), 1), "cuStreamCreate")
         cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
         cu.cuMemsetD32_v2.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t]
         cu.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t]
@@ -147,21 +152,43 @@ class Driver:
     def launch(self, fn, args, shared):
         holders = [ctypes.c_uint64(a) if kind == "u64" else ctypes.c_uint32(a) for kind, a in args]
         ptrs = (ctypes.c_void_p * len(holders))(*[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders])
-        check(self.cu.cuLaunchKernel(fn, ROWS, 1, 1, 512, 1, 1, shared, None, ptrs, None), "cuLaunchKernel")
+        check(self.cu.cuLaunchKernel(fn, ROWS, 1, 1, 512, 1, 1, shared, self.stream, ptrs, None), "cuLaunchKernel")
 
     def timed(self, fn, args, shared, launches=1):
         """µs per launch of `launches` queued back to back between two events."""
         start, end = ctypes.c_void_p(), ctypes.c_void_p()
         check(self.cu.cuEventCreate(ctypes.byref(start), 0), "cuEventCreate")
         check(self.cu.cuEventCreate(ctypes.byref(end), 0), "cuEventCreate")
-        check(self.cu.cuEventRecord(start, None), "cuEventRecord")
+        check(self.cu.cuEventRecord(start, self.stream), "cuEventRecord")
         for _ in range(launches):
             self.launch(fn, args, shared)
-        check(self.cu.cuEventRecord(end, None), "cuEventRecord")
+        check(self.cu.cuEventRecord(end, self.stream), "cuEventRecord")
         check(self.cu.cuEventSynchronize(end), "cuEventSynchronize")
         ms = ctypes.c_float()
         check(self.cu.cuEventElapsedTime(ctypes.byref(ms), start, end), "cuEventElapsedTime")
         return ms.value * 1e3 / launches
+
+    def timed_each(self, fn, args, shared, launches=20):
+        """Median µs of `launches` queued back to back, each between its own
+        two events (as the throughput report and `compare_torch.py` time)."""
+        events = []
+        for _ in range(2 * launches):
+            e = ctypes.c_void_p()
+            check(self.cu.cuEventCreate(ctypes.byref(e), 0), "cuEventCreate")
+            events.append(e)
+        for k in range(launches):
+            check(self.cu.cuEventRecord(events[2 * k], self.stream), "cuEventRecord")
+            self.launch(fn, args, shared)
+            check(self.cu.cuEventRecord(events[2 * k + 1], self.stream), "cuEventRecord")
+        check(self.cu.cuEventSynchronize(events[-1]), "cuEventSynchronize")
+        times = []
+        for k in range(launches):
+            ms = ctypes.c_float()
+            check(self.cu.cuEventElapsedTime(ctypes.byref(ms), events[2 * k], events[2 * k + 1]), "cuEventElapsedTime")
+            times.append(ms.value * 1e3)
+        for e in events:
+            check(self.cu.cuEventDestroy_v2(e), "cuEventDestroy")
+        return statistics.median(times)
 
 
 def summarise(name, raw, us):
@@ -202,11 +229,71 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--pad-shared", type=int, default=0, metavar="BYTES")
     ap.add_argument("--random", action="store_true", help="normal random input and weights instead of ones")
+    ap.add_argument(
+        "--setup",
+        choices=[
+            "torch-init", "torch-tensor", "torch-alloc", "torch-eager", "compile-add", "triton-jit",
+            "cache-shared", "cache-l1", "cache-equal",
+        ],
+        help="before timing: initialise PyTorch's CUDA state, or set the context's cache configuration",
+    )
+    ap.add_argument("--save-triton", metavar="JSON", help="write torch.compile's kernels (label, PTX, shared bytes) to JSON")
+    ap.add_argument("--triton-from", metavar="JSON", help="time the kernels saved by --save-triton instead of compiling them")
+    ap.add_argument("--carveout", type=int, metavar="PCT", help="preferred shared-memory carveout of every kernel timed")
+    ap.add_argument("--no-torch", action="store_true", help="time only the given PTX, without importing PyTorch")
+    ap.add_argument("--stream", action="store_true", help="launch on a created non-blocking stream")
+    ap.add_argument("--gap", type=int, default=0, metavar="MIB", help="MiB allocated between the input and the output")
     args = ap.parse_args()
-    tritons = triton_rmsnorm()
-    drv = Driver()
+    if args.setup == "torch-init":
+        import torch
+
+        torch.cuda.init()
+    elif args.setup == "torch-tensor":
+        import torch
+
+        torch.zeros(1, device="cuda")
+        torch.cuda.synchronize()
+    elif args.setup in ("torch-alloc", "torch-eager"):
+        import torch
+
+        kept = [torch.randn(ROWS, COLS, device="cuda"), torch.randn(COLS, device="cuda")]
+        if args.setup == "torch-eager":
+            x_, w_ = kept
+            kept.append(x_ * torch.rsqrt((x_ * x_).mean(-1, keepdim=True) + 1e-6) * w_)
+        torch.cuda.synchronize()
+    if args.setup == "compile-add":
+        import torch
+
+        a = torch.randn(1 << 20, device="cuda")
+        torch.compile(lambda a: a + 1)(a)
+        torch.cuda.synchronize()
+    elif args.setup == "triton-jit":
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def add_one(p, n, BLOCK: tl.constexpr):
+            i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(p + i, tl.load(p + i, mask=i < n) + 1, mask=i < n)
+
+        a = torch.zeros(1 << 20, device="cuda")
+        add_one[(a.numel() // 1024,)](a, a.numel(), BLOCK=1024)
+        torch.cuda.synchronize()
+    if args.triton_from:
+        tritons = [tuple(k) for k in json.load(open(args.triton_from))]
+    else:
+        tritons = [] if args.no_torch else triton_rmsnorm()
+    if args.save_triton:
+        json.dump(tritons, open(args.save_triton, "w"))
+    drv = Driver(args.stream)
+    cache = {"cache-shared": 1, "cache-l1": 2, "cache-equal": 3}.get(args.setup)
+    if cache is not None:
+        check(drv.cu.cuCtxSetCacheConfig(cache), "cuCtxSetCacheConfig")
     x = drv.alloc(ROWS * COLS * 4, 0x3F800000)
     w = drv.alloc(COLS * 4, 0x3F800000)
+    if args.gap:
+        drv.alloc(args.gap << 20)
     if args.random:
         import torch
 
@@ -217,6 +304,7 @@ def main():
             check(drv.cu.cuMemcpyDtoD_v2(dst, src.data_ptr(), n * 4), "cuMemcpyDtoD")
             check(drv.cu.cuCtxSynchronize(), "cuCtxSynchronize")
     out = drv.alloc(ROWS * COLS * 4)
+    print(f"input at {x:#x}, weights at {w:#x}, output at {out:#x}", file=sys.stderr)
     ts = drv.alloc(ROWS * RECORD)
     # name -> (ptx, arguments without the timeline buffer, shared bytes)
     specs = {}
@@ -230,17 +318,24 @@ def main():
         values = [x, w, out, ROWS, COLS] + [0] * (len(kinds) - 5)
         specs[label] = (ptx, list(zip(kinds, values)), shared)
     plain = {k: (drv.function(p), a, sh) for k, (p, a, sh) in specs.items()}
+    if args.carveout is not None:
+        # CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, on every kernel timed.
+        for fn, _, _ in plain.values():
+            check(drv.cu.cuFuncSetAttribute(fn, 9, args.carveout), "cuFuncSetAttribute")
     traced = {k: (drv.function(instrument(p)), a + [("u64", ts)], sh) for k, (p, a, sh) in specs.items()}
     alone = {k: [] for k in specs}
     batched = {k: [] for k in specs}
+    each = {k: [] for k in specs}
     for _ in range(args.reps):
         for k in specs:
             alone[k].append(drv.timed(*plain[k]))
             batched[k].append(drv.timed(*plain[k], launches=20))
+            each[k].append(drv.timed_each(*plain[k]))
     for k in specs:
         print(
             f"{k}: {statistics.median(alone[k]):.1f} µs alone, "
-            f"{statistics.median(batched[k]):.1f} µs each of 20 back to back"
+            f"{statistics.median(batched[k]):.1f} µs each of 20 back to back, "
+            f"{statistics.median(each[k]):.1f} µs median of 20 back to back timed one by one"
         )
     for k, (fn, a, shared) in traced.items():
         us = drv.timed(fn, a, shared)

@@ -3,11 +3,17 @@
 //! the same run.
 //!
 //! ```text
-//! cargo run --release --example throughput -- [--json PATH] [--reps N] [--only a,b] [--cpu] [--ptx DIR] [--f64]
+//! cargo run --release --example throughput -- [--json PATH] [--reps N] [--only a,b] [--cpu] [--ptx DIR] [--f64] [--raw DIR]
 //! ```
 //!
 //! `--f64` measures f64 transcendentals (`suite::f64_suite`, not part of
 //! BENCHMARKS.md) instead of the suite, the same way.
+//!
+//! `--raw DIR` also times each single-kernel pipeline's kernel without the
+//! runtime: launched through `CompiledProgram::launch` on buffers of ones,
+//! on one stream, each launch between its own two events (median), and 20
+//! launches between two events (median of ten batches, per launch); the
+//! PTX it loaded is written to `DIR/<pipeline>.ptx`.
 //!
 //! On a GPU (`Device::best()`), for each pipeline of the GPU suite:
 //! 1. the first call: graph → fusion → PTX → module load → result on the
@@ -60,6 +66,7 @@ struct Args {
     cpu: bool,
     ptx: Option<String>,
     f64: bool,
+    raw: Option<String>,
 }
 
 fn parse_args() -> std::result::Result<Args, String> {
@@ -77,6 +84,7 @@ fn parse_args() -> std::result::Result<Args, String> {
             "--ptx" => args.ptx = Some(value()?),
             "--cpu" => args.cpu = true,
             "--f64" => args.f64 = true,
+            "--raw" => args.raw = Some(value()?),
             other => return Err(format!("unknown argument {other}")),
         }
     }

@@ -6,7 +6,7 @@ use super::{check, check_small, median, suite, Args, DuringTuning, HostFirstCall
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use suite::{values, Pipeline};
-use tilefuse::device::cuda::CudaDevice;
+use tilefuse::device::cuda::{CudaDevice, Event};
 use tilefuse::graph::UnaryOp;
 use tilefuse::kernels::ir::{Access, Builder, IndexExpr};
 use tilefuse::runtime::{launch_times, time_launches, RealizeStats};
@@ -46,6 +46,16 @@ pub(super) fn run(args: &Args, device: Device) -> Result<(f64, Vec<Row>, Overhea
             row.err_ref
         );
         rows.push(row);
+        if let Some(dir) = &args.raw {
+            if let Some((each, batched)) = raw_kernel(&dev, &p, device, dir)? {
+                println!(
+                    "{:<15} kernel alone: {:.1} µs a launch timed one by one, {:.1} µs a launch 20 back to back",
+                    p.id,
+                    each.as_secs_f64() * 1e6,
+                    batched.as_secs_f64() * 1e6
+                );
+            }
+        }
     }
     let overhead = host_overhead(&dev, device)?;
     Ok((copy_gbps, rows, overhead))
@@ -347,6 +357,73 @@ fn calls_during_tuning(
         max: Duration::from_secs_f64(max),
         tuned_after,
     }))
+}
+
+/// The kernel of a single-kernel pipeline timed without the runtime
+/// (`--raw`): its compiled program launched on stream 0 over buffers of
+/// ones, each launch between two events (median of 100), and 20 launches
+/// between two events (median of 10 batches, per launch); its PTX is
+/// written to `dir`. `None` for
+/// pipelines of several kernels or with counters or fills.
+fn raw_kernel(dev: &Arc<CudaDevice>, p: &Pipeline, device: Device, dir: &str) -> Result<Option<(Duration, Duration)>> {
+    let inputs: Vec<Tensor> = p.host_inputs(1).iter().map(|t| t.to(device)).collect();
+    let plan = tilefuse::fusion::plan(&p.build(&inputs).subgraph(), &tilefuse::fusion::FusionOptions::gpu())?;
+    let [kernel] = plan.kernels.as_slice() else {
+        return Ok(None);
+    };
+    let program = &kernel.program;
+    let stream = dev.stream(0);
+    let mut buffers = vec![];
+    for param in &program.params {
+        let word = match param.dtype {
+            DType::F32 => 0x3F80_0000,
+            DType::BF16 => 0x3F80_3F80,
+            _ => return Ok(None),
+        };
+        if param.init.is_some() {
+            return Ok(None);
+        }
+        let b = dev.alloc_on(param.dtype, param.len as usize, stream)?;
+        b.fill_words_on(word, stream)?;
+        buffers.push(b);
+    }
+    let args: Vec<&tilefuse::device::cuda::DeviceBuffer> = buffers.iter().collect();
+    let compiled = dev.compile(program)?;
+    dev.finish_compiles();
+    let path = std::path::Path::new(dir).join(format!("{}.ptx", p.id));
+    if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, compiled.kernel().ptx())) {
+        eprintln!("--raw: writing {}: {e}", path.display());
+    }
+    for _ in 0..5 {
+        compiled.launch(&args, stream)?;
+    }
+    let events = |n: usize| -> Result<Vec<Event>> { (0..n).map(|_| Event::new(dev, true)).collect() };
+    let marks = events(200)?;
+    for pair in marks.chunks(2) {
+        pair[0].record(stream)?;
+        compiled.launch(&args, stream)?;
+        pair[1].record(stream)?;
+    }
+    stream.synchronize()?;
+    let each = marks
+        .chunks(2)
+        .map(|pair| pair[0].elapsed_ms(&pair[1]).map(|ms| f64::from(ms) * 1e-3))
+        .collect::<Result<Vec<f64>>>()?;
+    let marks = events(20)?;
+    for pair in marks.chunks(2) {
+        pair[0].record(stream)?;
+        for _ in 0..20 {
+            compiled.launch(&args, stream)?;
+        }
+        pair[1].record(stream)?;
+    }
+    stream.synchronize()?;
+    let batched = marks
+        .chunks(2)
+        .map(|pair| pair[0].elapsed_ms(&pair[1]).map(|ms| f64::from(ms) * 1e-3 / 20.0))
+        .collect::<Result<Vec<f64>>>()?;
+    let d = |v: Vec<f64>| Duration::from_secs_f64(median(v));
+    Ok(Some((d(each), d(batched))))
 }
 
 /// Host times of `OVERHEAD_CALLS` launches of a loaded one-block kernel
