@@ -121,15 +121,17 @@ def pipelines(torch):
     ]
 
 
-def median_ms(torch, fn, args, reps, warmup=5):
-    """The median time of `fn(*args)` in milliseconds, timed with CUDA events."""
-    for _ in range(warmup):
-        fn(*args)
+def median_ms(torch, fn, args, reps, warmup=5, sets=None):
+    """The median time of `fn(*args)` in milliseconds, timed with CUDA events;
+    with `sets` (a list of argument tuples) call i takes `sets[i % len(sets)]`."""
+    sets = sets or [args]
+    for i in range(warmup):
+        fn(*sets[i % len(sets)])
     torch.cuda.synchronize()
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for start, end in events:
+    for i, (start, end) in enumerate(events):
         start.record()
-        fn(*args)
+        fn(*sets[i % len(sets)])
         end.record()
     torch.cuda.synchronize()
     return statistics.median(start.elapsed_time(end) for start, end in events)
@@ -153,7 +155,7 @@ def check(torch, name, mode, got, args, fn, dtype):
         raise AssertionError(f"{name}/{mode}: max error {err:g} against float64 (scale {scale:g}, tol {tol})")
 
 
-def run_torch(torch, reps, only):
+def run_torch(torch, reps, only, rotate=1):
     """Measures the copy bandwidth and every selected pipeline; returns the --json document."""
     torch.manual_seed(0)
     copy = copy_gbps(torch, reps)
@@ -163,6 +165,9 @@ def run_torch(torch, reps, only):
         if only and name not in only:
             continue
         args = make()
+        # With rotate > 1 the timed calls cycle through that many input sets,
+        # so no call finds its inputs left in L2 by the previous one.
+        sets = [args] + [make() for _ in range(rotate - 1)]
         compiled = torch.compile(fn)
         t0 = time.perf_counter()
         out = compiled(*args)
@@ -173,7 +178,7 @@ def run_torch(torch, reps, only):
         del out
         row = {"pipeline": name, "dtype": dtype, "shape": shape, "bytes": nbytes, "compile_first_call_ms": first_ms}
         for mode, f in (("eager", fn), ("compile", compiled)):
-            ms = median_ms(torch, f, args, reps)
+            ms = median_ms(torch, f, args, reps, sets=sets)
             gbps = nbytes / (ms * 1e-3) / 1e9
             row.update({f"{mode}_ms": ms, f"{mode}_gbps": gbps, f"{mode}_pct_copy": 100 * gbps / copy})
         print(f"  {name}: eager {row['eager_pct_copy']:.1f} %, compile {row['compile_pct_copy']:.1f} %",
@@ -281,6 +286,8 @@ def main(argv=None):
     ap.add_argument("--json", metavar="OUT", help="write torch's figures to OUT")
     ap.add_argument("--reps", type=int, default=100, help=f"timed repetitions per figure (at least {MIN_REPS})")
     ap.add_argument("--only", nargs="+", metavar="ID", help="run only these pipelines")
+    ap.add_argument("--rotate", type=int, default=1, metavar="N",
+                    help="timed calls cycle through N input sets (no L2 carry-over between calls)")
     ap.add_argument("--allow-cache", action="store_true", help="let Inductor use its on-disk caches")
     ap.add_argument("--selftest", action="store_true", help="format fabricated figures (a format check only)")
     args = ap.parse_args(argv)
@@ -308,7 +315,7 @@ def main(argv=None):
         unknown = sorted(set(args.only) - known)
         if unknown:
             ap.error(f"unknown pipeline ids {unknown}; known: {sorted(known)}")
-    doc = run_torch(torch, args.reps, set(args.only or []))
+    doc = run_torch(torch, args.reps, set(args.only or []), max(1, args.rotate))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=2)

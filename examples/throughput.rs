@@ -3,11 +3,15 @@
 //! the same run.
 //!
 //! ```text
-//! cargo run --release --example throughput -- [--json PATH] [--reps N] [--only a,b] [--cpu] [--ptx DIR] [--f64] [--raw DIR]
+//! cargo run --release --example throughput -- [--json PATH] [--reps N] [--only a,b] [--cpu] [--ptx DIR] [--f64] [--raw DIR] [--rotate N]
 //! ```
 //!
 //! `--f64` measures f64 transcendentals (`suite::f64_suite`, not part of
 //! BENCHMARKS.md) instead of the suite, the same way.
+//!
+//! `--rotate N` makes the timed calls cycle through N input sets, so no
+//! call finds its inputs left in L2 by the one before (`compare_torch.py
+//! --rotate N` times PyTorch the same way).
 //!
 //! `--raw DIR` also times each single-kernel pipeline's kernel without the
 //! runtime: launched through `CompiledProgram::launch` on buffers of ones,
@@ -67,11 +71,13 @@ struct Args {
     ptx: Option<String>,
     f64: bool,
     raw: Option<String>,
+    rotate: usize,
 }
 
 fn parse_args() -> std::result::Result<Args, String> {
     let mut args = Args {
         reps: 100,
+        rotate: 1,
         ..Args::default()
     };
     let mut it = std::env::args().skip(1);
@@ -85,6 +91,7 @@ fn parse_args() -> std::result::Result<Args, String> {
             "--cpu" => args.cpu = true,
             "--f64" => args.f64 = true,
             "--raw" => args.raw = Some(value()?),
+            "--rotate" => args.rotate = value()?.parse().map_err(|e| format!("--rotate: {e}"))?,
             other => return Err(format!("unknown argument {other}")),
         }
     }

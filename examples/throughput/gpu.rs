@@ -32,7 +32,7 @@ pub(super) fn run(args: &Args, device: Device) -> Result<(f64, Vec<Row>, Overhea
     println!("copy bandwidth: {copy_gbps:.0} GB/s ({} MiB, r + w)", COPY_BYTES >> 20);
     let mut rows = vec![];
     for p in super::gpu_pipelines(args) {
-        let row = measure(&p, &dev, device, args.reps)?;
+        let row = measure(&p, &dev, device, args.reps, args.rotate.max(1))?;
         println!(
             "{:<15} {:>9.4} ms {:>6.1} % of copy, first call {:>7.1} ms (fuse {:.1}, compile {:.1}), tuned after {:.1} ms, errors {:.1e} / {:.1e}",
             p.id,
@@ -74,7 +74,7 @@ fn poison(dev: &Arc<CudaDevice>, p: &Pipeline) -> Result<()> {
     dev.synchronize()
 }
 
-fn measure(p: &Pipeline, dev: &Arc<CudaDevice>, device: Device, reps: usize) -> Result<Row> {
+fn measure(p: &Pipeline, dev: &Arc<CudaDevice>, device: Device, reps: usize, rotate: usize) -> Result<Row> {
     let host = p.host_inputs(1);
     let inputs: Vec<Tensor> = host.iter().map(|t| t.to(device)).collect();
     Tensor::realize_all(&inputs.iter().collect::<Vec<_>>())?;
@@ -117,17 +117,26 @@ fn measure(p: &Pipeline, dev: &Arc<CudaDevice>, device: Device, reps: usize) -> 
     let err_ref = check_small(p, if p.shape.len() == 1 { 65_539 } else { 64 }, device)?;
 
     let kernels = stats.kernels_launched;
-    for _ in 0..WARMUP {
-        p.build(&inputs).realize()?;
+    // The timed calls cycle through `rotate` input sets (the first is `inputs`).
+    let mut sets = vec![inputs.clone()];
+    for k in 1..rotate {
+        let more: Vec<Tensor> = p.host_inputs(1 + k as u64).iter().map(|t| t.to(device)).collect();
+        Tensor::realize_all(&more.iter().collect::<Vec<_>>())?;
+        sets.push(more);
+    }
+    for i in 0..WARMUP {
+        p.build(&sets[i % rotate]).realize()?;
     }
     dev.synchronize()?;
     let mut samples = Vec::with_capacity(reps);
+    let mut calls = 0;
     time_launches(true);
     let timed = (|| {
         while samples.len() < reps {
             let hold = dev.hold_streams()?;
             for _ in 0..BATCH.min(reps - samples.len()) {
-                let y = p.build(&inputs);
+                let y = p.build(&sets[calls % rotate]);
+                calls += 1;
                 if y.is_realized() {
                     return Err(recomputed(p, "the expression was already computed"));
                 }

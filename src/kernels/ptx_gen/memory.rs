@@ -325,6 +325,22 @@ impl Emitter<'_> {
                 }
             };
             let bases = self.repeat_bases(view, v, &site, esize)?;
+            // An L2 evict_last policy for the copies (`TILEFUSE_GPU_CP_KEEP`).
+            let keep = match (
+                staged_from,
+                self.tuning.stage_copy.async_level(),
+                self.tuning.stage_keep,
+            ) {
+                (None, Some(_), Some(fraction)) => {
+                    self.need_version((7, 4));
+                    let policy = self.reg(Class::B64);
+                    self.ins(format!(
+                        "createpolicy.fractional.L2::evict_last.b64 {policy}, {fraction:?}"
+                    ));
+                    Some(policy)
+                }
+                _ => None,
+            };
             let mut slots = Vec::new();
             for r in 0..l.repeats {
                 let (el, _) = self.coords(&v.tile, r);
@@ -341,11 +357,18 @@ impl Emitter<'_> {
                     match (staged_from, self.tuning.stage_copy.async_level()) {
                         // Staged by the original load.
                         (Some(_), _) => {}
-                        (None, Some(level)) => self.ins(format!(
-                            "cp.async.{level}.shared.global{} [{s_at}+{s_byte}], {}, 16",
-                            self.tuning.stage_hints,
-                            at(&addr, byte)
-                        )),
+                        (None, Some(level)) => self.ins(match &keep {
+                            Some(policy) => format!(
+                                "cp.async.{level}.shared.global.L2::cache_hint{} [{s_at}+{s_byte}], {}, 16, {policy}",
+                                self.tuning.stage_hints,
+                                at(&addr, byte)
+                            ),
+                            None => format!(
+                                "cp.async.{level}.shared.global{} [{s_at}+{s_byte}], {}, 16",
+                                self.tuning.stage_hints,
+                                at(&addr, byte)
+                            ),
+                        }),
                         (None, None) => {
                             // Through registers: a plain load, then a store
                             // to shared memory (a tuning variant of `cp.async`).
