@@ -395,12 +395,14 @@ pub(crate) struct Tuning {
     /// How a staged tile is copied to shared memory, from
     /// `TILEFUSE_GPU_CP_LEVEL` (`cg`, the default; `ca`; `regs`).
     pub stage_copy: StageCopy,
-    /// `TILEFUSE_GPU_CP_KEEP=F` (0 < F <= 1): the `cp.async` copies that
-    /// stage a tile carry an L2 `evict_last` cache policy over the fraction
-    /// F of their lines (`createpolicy.fractional`), so those lines outlast
-    /// other traffic in L2 and a later launch on the same input finds them
-    /// there, as torch.compile's norm kernels keep their input. Off by
-    /// default.
+    /// The `cp.async` copies that stage a tile carry an L2 `evict_last`
+    /// cache policy over this fraction of their lines
+    /// (`createpolicy.fractional`; 1.0 by default, `TILEFUSE_GPU_CP_KEEP=F`
+    /// for another fraction, `0` for none), as torch.compile's norm kernels
+    /// load their input. The output's lines then leave L2 first. On an H200
+    /// rmsnorm went from 96.0 to 98.6 % of copy bandwidth with calls cycling
+    /// through three inputs (no input left in L2 by the call before), and
+    /// to 99.1 % with one.
     pub stage_keep: Option<f32>,
     /// `TILEFUSE_GPU_STAGE_RELOAD=global`: the reload of a staged tile after
     /// a reduction reads global memory again instead of the staged copy.
@@ -448,7 +450,7 @@ impl Default for Tuning {
             store_hints: String::new(),
             stage_hints: String::new(),
             stage_copy: StageCopy::AsyncL2,
-            stage_keep: None,
+            stage_keep: Some(1.0),
             max_registers: None,
             stage_reload_global: false,
         }
@@ -493,9 +495,11 @@ pub(crate) fn tuning() -> &'static Tuning {
                 Some("regs") => StageCopy::Registers,
                 _ => default.stage_copy,
             },
-            stage_keep: var("TILEFUSE_GPU_CP_KEEP")
-                .and_then(|v| v.parse::<f32>().ok())
-                .filter(|f| *f > 0.0 && *f <= 1.0),
+            stage_keep: match var("TILEFUSE_GPU_CP_KEEP").and_then(|v| v.parse::<f32>().ok()) {
+                Some(f) if f > 0.0 && f <= 1.0 => Some(f),
+                Some(f) if f == 0.0 => None,
+                _ => default.stage_keep,
+            },
             max_registers: number("TILEFUSE_GPU_MAXNREG").filter(|v| (16..=255).contains(v)),
             stage_reload_global: var("TILEFUSE_GPU_STAGE_RELOAD").is_some_and(|v| v == "global"),
         }
