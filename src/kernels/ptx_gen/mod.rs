@@ -497,7 +497,7 @@ pub(crate) fn tuning() -> &'static Tuning {
             },
             stage_keep: match var("TILEFUSE_GPU_CP_KEEP").and_then(|v| v.parse::<f32>().ok()) {
                 Some(f) if f > 0.0 && f <= 1.0 => Some(f),
-                Some(f) if f == 0.0 => None,
+                Some(0.0) => None,
                 _ => default.stage_keep,
             },
             max_registers: number("TILEFUSE_GPU_MAXNREG").filter(|v| (16..=255).contains(v)),
