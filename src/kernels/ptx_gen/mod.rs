@@ -860,6 +860,54 @@ mod tuning_tests {
     }
 
     #[test]
+    fn staged_copies_keep_their_lines_in_l2_unless_told_not_to() {
+        let program = normalize(256, false);
+        // The default: one `evict_last` policy over all lines, on the copy.
+        let kept = gen(&program, Tuning::default());
+        assert_eq!(
+            count(&kept.text, "createpolicy.fractional.L2::evict_last.b64"),
+            1,
+            "{}",
+            kept.text
+        );
+        assert_eq!(count(&kept.text, ", 1.0;"), 1, "{}", kept.text);
+        assert_eq!(
+            count(&kept.text, "cp.async.cg.shared.global.L2::cache_hint ["),
+            1,
+            "{}",
+            kept.text
+        );
+        // A fraction, and none.
+        let half = gen(
+            &program,
+            Tuning {
+                stage_keep: Some(0.5),
+                ..Tuning::default()
+            },
+        );
+        assert_eq!(count(&half.text, ", 0.5;"), 1, "{}", half.text);
+        let none = gen(
+            &program,
+            Tuning {
+                stage_keep: None,
+                ..Tuning::default()
+            },
+        );
+        assert_eq!(count(&none.text, "createpolicy"), 0, "{}", none.text);
+        assert_eq!(count(&none.text, "cache_hint"), 0, "{}", none.text);
+        assert_eq!(count(&none.text, "cp.async.cg.shared.global ["), 1, "{}", none.text);
+        // Copies through registers carry no policy.
+        let via = gen(
+            &program,
+            Tuning {
+                stage_copy: StageCopy::Registers,
+                ..Tuning::default()
+            },
+        );
+        assert_eq!(count(&via.text, "createpolicy"), 0, "{}", via.text);
+    }
+
+    #[test]
     fn staging_level_and_register_cap_are_tuning_settings() {
         let program = normalize(256, false);
         let tuned = gen(
