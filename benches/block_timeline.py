@@ -367,6 +367,9 @@ def main():
         check(drv.cu.cuCtxSetCacheConfig(cache), "cuCtxSetCacheConfig")
     x = drv.alloc(ROWS * COLS * 4, 0x3F800000)
     w = drv.alloc(COLS * 4, 0x3F800000)
+    # The fills run on the legacy stream, which a created stream
+    # (`--stream`) does not wait for.
+    check(drv.cu.cuCtxSynchronize(), "cuCtxSynchronize")
     if args.gap:
         drv.alloc(args.gap << 20)
     if args.random:
@@ -381,6 +384,7 @@ def main():
     out = drv.alloc(ROWS * COLS * 4)
     print(f"input at {x:#x}, weights at {w:#x}, output at {out:#x}", file=sys.stderr)
     ts = drv.alloc(ROWS * RECORD)
+    check(drv.cu.cuCtxSynchronize(), "cuCtxSynchronize")
     # name -> (ptx, arguments without the timeline buffer, shared bytes)
     specs = {}
     for path in args.ours:
@@ -402,6 +406,9 @@ def main():
         for fn, _, _ in plain.values():
             check(drv.cu.cuFuncSetAttribute(fn, 9, args.carveout), "cuFuncSetAttribute")
     traced = {k: (drv.function(instrument(p)), a + [("u64", ts)], sh) for k, (p, a, sh) in specs.items()}
+    if args.carveout is not None:
+        for fn, _, _ in traced.values():
+            check(drv.cu.cuFuncSetAttribute(fn, 9, args.carveout), "cuFuncSetAttribute")
     alone = {k: [] for k in specs}
     batched = {k: [] for k in specs}
     each = {k: [] for k in specs}

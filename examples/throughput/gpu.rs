@@ -377,8 +377,12 @@ fn calls_during_tuning(
 fn raw_kernel(dev: &Arc<CudaDevice>, p: &Pipeline, device: Device, dir: &str) -> Result<Option<(Duration, Duration)>> {
     let inputs: Vec<Tensor> = p.host_inputs(1).iter().map(|t| t.to(device)).collect();
     let plan = tilefuse::fusion::plan(&p.build(&inputs).subgraph(), &tilefuse::fusion::FusionOptions::gpu())?;
+    let skip = |why: &str| {
+        println!("{:<15} kernel alone: not timed ({why})", p.id);
+        Ok(None)
+    };
     let [kernel] = plan.kernels.as_slice() else {
-        return Ok(None);
+        return skip("several kernels");
     };
     let program = &kernel.program;
     let stream = dev.stream(0);
@@ -387,13 +391,15 @@ fn raw_kernel(dev: &Arc<CudaDevice>, p: &Pipeline, device: Device, dir: &str) ->
         let word = match param.dtype {
             DType::F32 => 0x3F80_0000,
             DType::BF16 => 0x3F80_3F80,
-            _ => return Ok(None),
+            other => return skip(&format!("a {other} parameter")),
         };
         if param.init.is_some() {
-            return Ok(None);
+            return skip("a parameter filled before the launch");
         }
         let b = dev.alloc_on(param.dtype, param.len as usize, stream)?;
-        b.fill_words_on(word, stream)?;
+        if let Err(e) = b.fill_words_on(word, stream) {
+            return skip(&format!("filling `{}`: {e}", param.name));
+        }
         buffers.push(b);
     }
     let args: Vec<&tilefuse::device::cuda::DeviceBuffer> = buffers.iter().collect();

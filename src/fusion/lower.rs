@@ -141,7 +141,7 @@ pub(crate) fn lower(
         .unwrap_or(4);
     // A reduction's whole-tile accumulators (up to 8 bytes an element) are
     // exchanged through shared memory once, so its tiles stay at the
-    // element budget.
+    // element budget (a quarter of it with f64 transcendentals, below).
     let reduces = group
         .nodes
         .iter()

@@ -50,7 +50,7 @@ use crate::kernels::ir::Access;
 use crate::storage::{CudaStorage, Storage};
 use smallvec::SmallVec;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Instant;
 
@@ -484,6 +484,37 @@ struct UploadTable {
     copies: HashMap<(usize, usize), Upload, foldhash::fast::FixedState>,
     /// The ordinals of the devices that ever held a copy.
     ordinals: SmallVec<[usize; 4]>,
+    /// The number of entries after the last sweep for dead ones (see
+    /// [`upload`]).
+    swept_len: usize,
+}
+
+/// The number of entries in the upload table, readable without its lock:
+/// the drop hook returns at once while it is zero, so dropping a storage
+/// costs no lock in a process that has no device copies.
+static UPLOAD_ENTRIES: AtomicUsize = AtomicUsize::new(0);
+
+impl UploadTable {
+    /// Publishes the entry count for the drop hook; called after every change.
+    fn counted(&self) {
+        UPLOAD_ENTRIES.store(self.copies.len(), Ordering::Relaxed);
+    }
+
+    /// Removes the entries whose storage is gone without its drop hook
+    /// running at its address (an `Arc::try_unwrap` of it, say), for the
+    /// caller to drop outside the lock.
+    fn take_dead(&mut self) -> Vec<Upload> {
+        let keys: Vec<(usize, usize)> = self
+            .copies
+            .iter()
+            .filter(|(_, up)| up.storage.strong_count() == 0)
+            .map(|(k, _)| *k)
+            .collect();
+        let dead = keys.iter().filter_map(|k| self.copies.remove(k)).collect();
+        self.swept_len = self.copies.len();
+        self.counted();
+        dead
+    }
 }
 
 fn uploads() -> std::sync::MutexGuard<'static, UploadTable> {
@@ -537,6 +568,15 @@ fn upload(device: &Arc<CudaDevice>, storage: &Arc<Storage>, stats: &mut RealizeS
     if !table.ordinals.contains(&device.ordinal()) {
         table.ordinals.push(device.ordinal());
     }
+    // Storages normally take their entries with them when dropped; one
+    // moved out of its `Arc` does not. A sweep whenever the table has
+    // doubled since the last keeps such entries bounded at a cost of O(1)
+    // per upload.
+    let mut dead = if table.copies.len() >= (2 * table.swept_len).max(64) {
+        table.take_dead()
+    } else {
+        Vec::new()
+    };
     let entry = table
         .copies
         .entry(upload_key(device, storage))
@@ -545,12 +585,21 @@ fn upload(device: &Arc<CudaDevice>, storage: &Arc<Storage>, stats: &mut RealizeS
             buffer: buffer.clone(),
         });
     if entry.storage.strong_count() == 0 {
-        *entry = Upload {
-            storage: Arc::downgrade(storage),
-            buffer: buffer.clone(),
-        };
+        let stale = std::mem::replace(
+            entry,
+            Upload {
+                storage: Arc::downgrade(storage),
+                buffer: buffer.clone(),
+            },
+        );
+        dead.push(stale);
     }
-    Ok(entry.buffer.clone())
+    let copy = entry.buffer.clone();
+    table.counted();
+    drop(table);
+    // Released outside the lock: releasing a buffer takes the allocator's.
+    drop(dead);
+    Ok(copy)
 }
 
 /// Makes the device copies of `storages` (uploading those not in the
@@ -567,16 +616,21 @@ pub(super) fn upload_all(device: &Arc<CudaDevice>, storages: &[Arc<Storage>], st
 /// Removes the entries of the storage at `addr`, which is being dropped
 /// (the drop hook of [`Storage`], set at the first upload).
 fn forget_uploads(addr: usize) {
+    // An entry for this storage was counted before the last reference to
+    // the storage was given up (its upload held one), so a zero here means
+    // there is none.
+    if UPLOAD_ENTRIES.load(Ordering::Relaxed) == 0 {
+        return;
+    }
     let gone: SmallVec<[Upload; 1]> = {
         let mut table = uploads();
-        if table.copies.is_empty() {
-            return;
-        }
         let ordinals = table.ordinals.clone();
-        ordinals
+        let gone = ordinals
             .iter()
             .filter_map(|&o| table.copies.remove(&(o, addr)))
-            .collect()
+            .collect();
+        table.counted();
+        gone
     };
     // Dropped outside the lock: releasing a buffer takes the allocator's.
     drop(gone);
@@ -588,14 +642,21 @@ fn evict_uploads(ordinal: usize) {
     let evicted: Vec<Upload> = {
         let mut table = uploads();
         let keys: Vec<(usize, usize)> = table.copies.keys().filter(|k| k.0 == ordinal).copied().collect();
-        keys.iter().filter_map(|k| table.copies.remove(k)).collect()
+        let evicted = keys.iter().filter_map(|k| table.copies.remove(k)).collect();
+        table.swept_len = table.copies.len();
+        table.counted();
+        evicted
     };
     drop(evicted);
 }
 
-/// The number of live device copies of host storages on `ordinal`.
+/// The number of device copies of live host storages on `ordinal`.
 pub fn upload_count(ordinal: usize) -> usize {
-    uploads().copies.keys().filter(|k| k.0 == ordinal).count()
+    uploads()
+        .copies
+        .iter()
+        .filter(|(k, up)| k.0 == ordinal && up.storage.strong_count() > 0)
+        .count()
 }
 
 fn bad_plan(program: &str, reason: &str) -> Error {

@@ -335,7 +335,8 @@ impl Emitter<'_> {
                     self.need_version((7, 4));
                     let policy = self.reg(Class::B64);
                     self.ins(format!(
-                        "createpolicy.fractional.L2::evict_last.b64 {policy}, {fraction:?}"
+                        "createpolicy.fractional.L2::evict_last.b64 {policy}, 0f{:08X}",
+                        fraction.to_bits()
                     ));
                     Some(policy)
                 }

@@ -398,7 +398,7 @@ pub(crate) struct Tuning {
     /// The `cp.async` copies that stage a tile carry an L2 `evict_last`
     /// cache policy over this fraction of their lines
     /// (`createpolicy.fractional`; 1.0 by default, `TILEFUSE_GPU_CP_KEEP=F`
-    /// for another fraction, `0` for none), as torch.compile's norm kernels
+    /// for another fraction, `0` or `off` for none), as torch.compile's norm kernels
     /// load their input. The output's lines then leave L2 first. On an H200
     /// rmsnorm went from 96.0 to 98.6 % of copy bandwidth with calls cycling
     /// through three inputs (no input left in L2 by the call before), and
@@ -495,10 +495,14 @@ pub(crate) fn tuning() -> &'static Tuning {
                 Some("regs") => StageCopy::Registers,
                 _ => default.stage_copy,
             },
-            stage_keep: match var("TILEFUSE_GPU_CP_KEEP").and_then(|v| v.parse::<f32>().ok()) {
-                Some(f) if f > 0.0 && f <= 1.0 => Some(f),
-                Some(0.0) => None,
-                _ => default.stage_keep,
+            stage_keep: match var("TILEFUSE_GPU_CP_KEEP").as_deref().map(str::trim) {
+                Some("off" | "none" | "false") => None,
+                Some(v) => match v.parse::<f32>() {
+                    Ok(f) if f > 0.0 && f <= 1.0 => Some(f),
+                    Ok(0.0) => None,
+                    _ => default.stage_keep,
+                },
+                None => default.stage_keep,
             },
             max_registers: number("TILEFUSE_GPU_MAXNREG").filter(|v| (16..=255).contains(v)),
             stage_reload_global: var("TILEFUSE_GPU_STAGE_RELOAD").is_some_and(|v| v == "global"),
@@ -870,7 +874,7 @@ mod tuning_tests {
             "{}",
             kept.text
         );
-        assert_eq!(count(&kept.text, ", 1.0;"), 1, "{}", kept.text);
+        assert_eq!(count(&kept.text, ", 0f3F800000;"), 1, "{}", kept.text);
         assert_eq!(
             count(&kept.text, "cp.async.cg.shared.global.L2::cache_hint ["),
             1,
@@ -885,7 +889,7 @@ mod tuning_tests {
                 ..Tuning::default()
             },
         );
-        assert_eq!(count(&half.text, ", 0.5;"), 1, "{}", half.text);
+        assert_eq!(count(&half.text, ", 0f3F000000;"), 1, "{}", half.text);
         let none = gen(
             &program,
             Tuning {
