@@ -412,33 +412,27 @@ fn raw_kernel(dev: &Arc<CudaDevice>, p: &Pipeline, device: Device, dir: &str) ->
     for _ in 0..5 {
         compiled.launch(&args, stream)?;
     }
-    let events = |n: usize| -> Result<Vec<Event>> { (0..n).map(|_| Event::new(dev, true)).collect() };
-    let marks = events(200)?;
-    for pair in marks.chunks(2) {
-        pair[0].record(stream)?;
-        compiled.launch(&args, stream)?;
-        pair[1].record(stream)?;
-    }
-    stream.synchronize()?;
-    let each = marks
-        .chunks(2)
-        .map(|pair| pair[0].elapsed_ms(&pair[1]).map(|ms| f64::from(ms) * 1e-3))
-        .collect::<Result<Vec<f64>>>()?;
-    let marks = events(20)?;
-    for pair in marks.chunks(2) {
-        pair[0].record(stream)?;
-        for _ in 0..20 {
-            compiled.launch(&args, stream)?;
+    // `batches` groups of `per` launches, each group between two events:
+    // the median time of one launch.
+    let timed = |batches: usize, per: usize| -> Result<Duration> {
+        let marks: Vec<Event> = (0..2 * batches).map(|_| Event::new(dev, true)).collect::<Result<_>>()?;
+        for pair in marks.chunks(2) {
+            pair[0].record(stream)?;
+            for _ in 0..per {
+                compiled.launch(&args, stream)?;
+            }
+            pair[1].record(stream)?;
         }
-        pair[1].record(stream)?;
-    }
-    stream.synchronize()?;
-    let batched = marks
-        .chunks(2)
-        .map(|pair| pair[0].elapsed_ms(&pair[1]).map(|ms| f64::from(ms) * 1e-3 / 20.0))
-        .collect::<Result<Vec<f64>>>()?;
-    let d = |v: Vec<f64>| Duration::from_secs_f64(median(v));
-    Ok(Some((d(each), d(batched))))
+        stream.synchronize()?;
+        let times = marks
+            .chunks(2)
+            .map(|pair| pair[0].elapsed_ms(&pair[1]).map(|ms| f64::from(ms) * 1e-3 / per as f64))
+            .collect::<Result<Vec<f64>>>()?;
+        Ok(Duration::from_secs_f64(median(times)))
+    };
+    let each = timed(100, 1)?;
+    let batched = timed(10, 20)?;
+    Ok(Some((each, batched)))
 }
 
 /// Host times of `OVERHEAD_CALLS` launches of a loaded one-block kernel

@@ -50,7 +50,7 @@ use crate::kernels::ir::Access;
 use crate::storage::{CudaStorage, Storage};
 use smallvec::SmallVec;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Instant;
 
@@ -489,17 +489,7 @@ struct UploadTable {
     swept_len: usize,
 }
 
-/// The number of entries in the upload table, readable without its lock:
-/// the drop hook returns at once while it is zero, so dropping a storage
-/// costs no lock in a process that has no device copies.
-static UPLOAD_ENTRIES: AtomicUsize = AtomicUsize::new(0);
-
 impl UploadTable {
-    /// Publishes the entry count for the drop hook; called after every change.
-    fn counted(&self) {
-        UPLOAD_ENTRIES.store(self.copies.len(), Ordering::Relaxed);
-    }
-
     /// Removes the entries whose storage is gone without its drop hook
     /// running at its address (an `Arc::try_unwrap` of it, say), for the
     /// caller to drop outside the lock.
@@ -512,7 +502,6 @@ impl UploadTable {
             .collect();
         let dead = keys.iter().filter_map(|k| self.copies.remove(k)).collect();
         self.swept_len = self.copies.len();
-        self.counted();
         dead
     }
 }
@@ -595,7 +584,6 @@ fn upload(device: &Arc<CudaDevice>, storage: &Arc<Storage>, stats: &mut RealizeS
         dead.push(stale);
     }
     let copy = entry.buffer.clone();
-    table.counted();
     drop(table);
     // Released outside the lock: releasing a buffer takes the allocator's.
     drop(dead);
@@ -616,21 +604,10 @@ pub(super) fn upload_all(device: &Arc<CudaDevice>, storages: &[Arc<Storage>], st
 /// Removes the entries of the storage at `addr`, which is being dropped
 /// (the drop hook of [`Storage`], set at the first upload).
 fn forget_uploads(addr: usize) {
-    // An entry for this storage was counted before the last reference to
-    // the storage was given up (its upload held one), so a zero here means
-    // there is none.
-    if UPLOAD_ENTRIES.load(Ordering::Relaxed) == 0 {
-        return;
-    }
     let gone: SmallVec<[Upload; 1]> = {
         let mut table = uploads();
-        let ordinals = table.ordinals.clone();
-        let gone = ordinals
-            .iter()
-            .filter_map(|&o| table.copies.remove(&(o, addr)))
-            .collect();
-        table.counted();
-        gone
+        let UploadTable { copies, ordinals, .. } = &mut *table;
+        ordinals.iter().filter_map(|&o| copies.remove(&(o, addr))).collect()
     };
     // Dropped outside the lock: releasing a buffer takes the allocator's.
     drop(gone);
@@ -644,7 +621,6 @@ fn evict_uploads(ordinal: usize) {
         let keys: Vec<(usize, usize)> = table.copies.keys().filter(|k| k.0 == ordinal).copied().collect();
         let evicted = keys.iter().filter_map(|k| table.copies.remove(k)).collect();
         table.swept_len = table.copies.len();
-        table.counted();
         evicted
     };
     drop(evicted);

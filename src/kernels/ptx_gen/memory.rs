@@ -325,8 +325,9 @@ impl Emitter<'_> {
                 }
             };
             let bases = self.repeat_bases(view, v, &site, esize)?;
-            // An L2 evict_last policy for the copies (`TILEFUSE_GPU_CP_KEEP`).
-            let keep = match (
+            // An L2 evict_last policy for the copies (`TILEFUSE_GPU_CP_KEEP`):
+            // the qualifier and the operand it adds to each `cp.async`.
+            let (cache_hint, policy_operand) = match (
                 staged_from,
                 self.tuning.stage_copy.async_level(),
                 self.tuning.stage_keep,
@@ -338,9 +339,9 @@ impl Emitter<'_> {
                         "createpolicy.fractional.L2::evict_last.b64 {policy}, 0f{:08X}",
                         fraction.to_bits()
                     ));
-                    Some(policy)
+                    (".L2::cache_hint", format!(", {policy}"))
                 }
-                _ => None,
+                _ => ("", String::new()),
             };
             let mut slots = Vec::new();
             for r in 0..l.repeats {
@@ -358,18 +359,11 @@ impl Emitter<'_> {
                     match (staged_from, self.tuning.stage_copy.async_level()) {
                         // Staged by the original load.
                         (Some(_), _) => {}
-                        (None, Some(level)) => self.ins(match &keep {
-                            Some(policy) => format!(
-                                "cp.async.{level}.shared.global.L2::cache_hint{} [{s_at}+{s_byte}], {}, 16, {policy}",
-                                self.tuning.stage_hints,
-                                at(&addr, byte)
-                            ),
-                            None => format!(
-                                "cp.async.{level}.shared.global{} [{s_at}+{s_byte}], {}, 16",
-                                self.tuning.stage_hints,
-                                at(&addr, byte)
-                            ),
-                        }),
+                        (None, Some(level)) => self.ins(format!(
+                            "cp.async.{level}.shared.global{cache_hint}{} [{s_at}+{s_byte}], {}, 16{policy_operand}",
+                            self.tuning.stage_hints,
+                            at(&addr, byte)
+                        )),
                         (None, None) => {
                             // Through registers: a plain load, then a store
                             // to shared memory (a tuning variant of `cp.async`).
