@@ -37,6 +37,11 @@ fn gpu() -> MutexGuard<'static, ()> {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let guard = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
     Device::cuda(0).expect("these tests need a CUDA GPU");
+    // The interpreter loads in the background when the device opens; wait,
+    // so its load does not land inside a test's count of module loads.
+    if let Ok(device) = tilefuse::device::cuda::CudaDevice::open(0) {
+        let _ = device.wait_interpreter();
+    }
     guard
 }
 

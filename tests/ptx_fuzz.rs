@@ -19,6 +19,7 @@ use common::ptx_check::{spilling, summary, Modules};
 use std::time::Instant;
 use tilefuse::fusion::{plan, FusionOptions, Target};
 use tilefuse::kernels::ptx_gen::ptxas::ptxas_for_tests;
+use tilefuse::kernels::ptx_vm;
 
 /// The GPU options graph `seed` is planned with: `FusionOptions::gpu()`,
 /// and the fuzzer's own options moved to the GPU target where they differ.
@@ -91,4 +92,36 @@ fn every_program_of_the_fuzzer_assembles() {
         println!("ptx_fuzz: spills: {a}");
     }
     assert_eq!(all.len(), modules.len(), "every distinct module is assembled");
+
+    // The GPU interpreter: which kernels it can run, and why not the others.
+    // Every refusal must be one of the known kinds (a `.const` table, a form
+    // it lacks, too much shared memory); anything else is a reader bug.
+    let (mut runs, mut refused) = (0, std::collections::BTreeMap::<String, usize>::new());
+    for (sm, m) in modules.modules() {
+        if sm != 90 {
+            continue;
+        }
+        match ptx_vm::assemble(m, 232_448) {
+            Ok(_) => runs += 1,
+            Err(e) => {
+                let known = e.0.starts_with("directive `.const")
+                    || e.0.starts_with("form `")
+                    || e.0.contains("bytes of shared memory");
+                assert!(known, "{}: {e}", m.entry);
+                let kind = if e.0.contains("bytes of shared memory") {
+                    "more shared memory than a block has".to_string()
+                } else {
+                    e.0.split('`').take(2).collect::<Vec<_>>().join("`")
+                };
+                *refused.entry(kind).or_default() += 1;
+            }
+        }
+    }
+    println!(
+        "ptx_fuzz: the interpreter runs {runs} of {} sm_90 kernels",
+        runs + refused.values().sum::<usize>()
+    );
+    for (kind, n) in &refused {
+        println!("ptx_fuzz: interpreter refuses {n}: {kind}");
+    }
 }

@@ -314,3 +314,29 @@ fn suite_ptx_matches_snapshots() {
         );
     }
 }
+
+/// Every suite kernel, tuned and quick text, runs on the GPU interpreter
+/// (so its first call needs no JIT), within an H200 block's shared memory.
+#[test]
+fn suite_kernels_run_on_the_interpreter() {
+    use tilefuse::kernels::ptx_gen::{generate, generate_quick, Target};
+    use tilefuse::kernels::ptx_vm;
+    let target = Target::for_driver(90, 13000);
+    for (name, g) in suite() {
+        let p = plan(&g, &FusionOptions::gpu()).unwrap();
+        for k in &p.kernels {
+            for module in [
+                generate(&k.program, &target).unwrap(),
+                generate_quick(&k.program, &target).unwrap(),
+            ] {
+                let code = ptx_vm::assemble(&module, 232_448).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(code.block_threads, module.block_threads);
+                assert!(code.program_shared >= module.shared_bytes, "{name}");
+                println!(
+                    "{name}: {} instructions, {} + {} register planes, {} bytes of shared memory",
+                    code.instructions, code.planes[0], code.planes[1], code.shared_bytes
+                );
+            }
+        }
+    }
+}

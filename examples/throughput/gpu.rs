@@ -30,6 +30,15 @@ pub(super) fn run(args: &Args, device: Device) -> Result<(f64, Vec<Row>, Overhea
     let dev = CudaDevice::open(ordinal)?;
     let copy_gbps = dev.copy_bandwidth(COPY_BYTES)?;
     println!("copy bandwidth: {copy_gbps:.0} GB/s ({} MiB, r + w)", COPY_BYTES >> 20);
+    // Loaded in the background since the device opened; first calls of new
+    // pipelines run on it.
+    match dev.wait_interpreter() {
+        Ok(took) => println!(
+            "ptx interpreter: loaded in {:.1} ms, in the background from the device's opening",
+            super::ms(took)
+        ),
+        Err(e) => println!("ptx interpreter: not used ({e})"),
+    }
     let mut rows = vec![];
     for p in super::gpu_pipelines(args) {
         let row = measure(&p, &dev, device, args.reps, args.rotate.max(1))?;

@@ -3,3 +3,4 @@
 pub mod cpu;
 pub mod ir;
 pub mod ptx_gen;
+pub mod ptx_vm;

@@ -55,6 +55,12 @@ pub struct Modules {
 }
 
 impl Modules {
+    /// The distinct modules with their targets' `sm`.
+    #[allow(dead_code)]
+    pub fn modules(&self) -> impl Iterator<Item = (u32, &PtxModule)> {
+        self.distinct.iter().map(|(sm, _, m)| (*sm, m))
+    }
+
     /// Generates `program` for every target. A program `ptx_gen` rejects
     /// with `UnsupportedDType` is counted in [`Modules::not_lowered`]; any
     /// other error is returned.

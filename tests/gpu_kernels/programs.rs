@@ -506,9 +506,15 @@ fn the_tuned_module_replaces_the_quick_one() {
     // an elementwise one has, computing one element per thread.
     if std::env::var_os("TILEFUSE_JIT_QUICK").is_none() {
         let straight = device.compile(&softmax(7, 1000, 1024)).unwrap();
-        assert!(!straight.has_quick_tier() && straight.is_tuned());
+        if straight.first_interpreted() {
+            // With the interpreter, it first runs there all the same.
+            device.finish_compiles();
+            assert!(straight.has_quick_tier() && straight.is_tuned() && !straight.is_interpreted());
+        } else {
+            assert!(!straight.has_quick_tier() && straight.is_tuned());
+            assert_eq!(straight.tuned_after(), Some(straight.compile_time()));
+        }
         assert_eq!(straight.kernel().jit_level(), None);
-        assert_eq!(straight.tuned_after(), Some(straight.compile_time()));
         let elementwise = device.compile(&add_one_u8(999, 512)).unwrap();
         device.finish_compiles();
         assert!(elementwise.has_quick_tier() && elementwise.is_tuned());
@@ -599,5 +605,67 @@ fn f64_transcendentals_agree_with_the_cpu_executor() {
     ] {
         let outcome = check_program(&program(op), &inputs, tol).unwrap_or_else(|e| panic!("{op:?}: {e}"));
         assert!(matches!(outcome, Outcome::Same(_)), "{op:?} was declined");
+    }
+}
+
+/// With the interpreter loaded (the harness waits for it), a new program
+/// runs its first launches there, and they give the tuned module's values
+/// bit for bit (`run_gpu` compares the two) and the CPU's within the
+/// programs' usual tolerances: a row reduction with a rolled loop, a
+/// softmax, an in-place u8 add, and a division by a row value (its f64
+/// reciprocal).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn new_programs_run_first_on_the_interpreter_with_the_tuned_values() {
+    let f32 = DType::F32;
+    let cases = [
+        (
+            row_reduction(f32, TileReduce::Sum, 7, 37 * 128 + 5, 128),
+            vec![
+                random(f32, 7 * (37 * 128 + 5), (-1.0, 1.0), true, 3),
+                HostBuffer::zeros(f32, 7),
+            ],
+            rel_abs(1e-5, 1e-6),
+        ),
+        (
+            softmax(5, 4093, 4096),
+            vec![
+                random(f32, 5 * 4093, (-10.0, 10.0), false, 4),
+                HostBuffer::zeros(f32, 5 * 4093),
+            ],
+            rel_abs(1e-5, 0.0),
+        ),
+        (
+            add_one_u8(999, 512),
+            vec![random(DType::U8, 999, (0.0, 255.0), false, 5)],
+            EXACT,
+        ),
+        (
+            divide_by_row_max(6, 1500, None),
+            vec![
+                random(f32, 6 * 1500, (-3.0, 3.0), false, 6),
+                random(f32, 6 * 1500, (0.5, 2.0), false, 7),
+                HostBuffer::zeros(f32, 6 * 1500),
+            ],
+            EXACT,
+        ),
+    ];
+    for (p, inputs, tol) in cases {
+        {
+            let (_guard, device) = device();
+            let compiled = device.compile(&p).unwrap();
+            assert!(
+                compiled.first_interpreted(),
+                "{}: {:?}",
+                p.name,
+                compiled.not_interpreted()
+            );
+            assert!(
+                compiled.compile_time() < std::time::Duration::from_millis(5),
+                "{:?}",
+                compiled.compile_time()
+            );
+        }
+        gpu_agrees(&p, &inputs, tol);
     }
 }

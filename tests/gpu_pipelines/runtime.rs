@@ -51,6 +51,9 @@ fn a_new_pipeline_on_host_data_compiles_while_it_uploads() {
     let want = reference_of(&y);
     let loads = device.module_stats().loads;
     let stats = y.realize_with_stats().unwrap();
+    // Its module is loaded in the call, or (when the interpreter ran the
+    // first call) in the background.
+    device.finish_compiles();
     assert!(device.module_stats().loads > loads, "the call compiled its kernel");
     assert_eq!((stats.uploads, stats.upload_bytes), (3, 3 * 4 * n));
     assert!(!stats.plan_cache_hit && stats.compile_time > std::time::Duration::ZERO);
@@ -242,8 +245,9 @@ fn running_out_of_memory_is_an_error_and_the_next_realize_works() {
     }
     assert!(!huge.is_realized());
     let after = device.memory_stats().bytes_in_use;
+    // Compiled programs keep their interpreter code: a few KiB.
     assert!(
-        after <= in_use + 4096,
+        after <= in_use + 64 * 1024,
         "the failed run holds {after} bytes, {in_use} before"
     );
     let y = (&x + 1.0f32).sum_all();
@@ -428,6 +432,9 @@ fn new_programs_compile_on_several_threads_like_one_by_one_and_tune() {
     device.finish_compiles();
     let loads = device.module_stats().loads;
     let compiled = device.compile_all(&programs).unwrap();
+    // Loaded now, or in the background for programs the interpreter runs
+    // first.
+    device.finish_compiles();
     assert!(
         device.module_stats().loads - loads >= programs.len() as u64,
         "every program was new and loaded"

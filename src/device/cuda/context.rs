@@ -150,6 +150,7 @@ pub struct CudaDevice {
     pub(crate) programs: ProgramCache,
     pub(crate) staging: StagingPool,
     pub(crate) events: EventPool,
+    pub(crate) interpreter: super::interpreter::InterpreterSlot,
     streams: Vec<Stream>,
     // Declared last so that it is dropped last: everything above lives in it.
     ctx: Arc<CudaContext>,
@@ -178,6 +179,11 @@ impl CudaDevice {
         }
         let device = Arc::new(guarded("opening the device", || CudaDevice::create(ordinal))?);
         table.insert(ordinal, device.clone());
+        // The interpreter's load also starts the driver's JIT up; without
+        // it, a one-line module does that.
+        if !device.start_interpreter() {
+            super::module::warm_up_jit(device.ctx.clone());
+        }
         Ok(device)
     }
 
@@ -190,7 +196,6 @@ impl CudaDevice {
         // its own buffers order their uses with events (see `memory.rs`), so
         // cudarc's per-slice tracking would only add work.
         unsafe { ctx.disable_event_tracking() };
-        super::module::warm_up_jit(ctx.clone());
         let mut streams = Vec::with_capacity(STREAM_COUNT);
         for index in 0..STREAM_COUNT {
             streams.push(Stream::create(index, &ctx)?);
@@ -202,6 +207,7 @@ impl CudaDevice {
             programs: ProgramCache::default(),
             staging: StagingPool::default(),
             events: EventPool::default(),
+            interpreter: Default::default(),
             streams,
             ctx,
         })

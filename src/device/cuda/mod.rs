@@ -40,6 +40,7 @@
 
 mod background;
 mod context;
+mod interpreter;
 mod measure;
 mod memory;
 mod module;

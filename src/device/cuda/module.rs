@@ -22,6 +22,12 @@ struct Module {
     /// default).
     level: Option<u32>,
     load_time: Duration,
+    /// The dynamic shared memory its entry may use, once raised past the
+    /// default (our modules have one entry). Only ever raised, under
+    /// `shared_raise`, so a launch that found it high enough stays valid
+    /// while another thread raises it.
+    shared_limit: std::sync::atomic::AtomicU32,
+    shared_raise: std::sync::Mutex<()>,
     ctx: Arc<CudaContext>,
 }
 
@@ -100,6 +106,33 @@ impl Kernel {
     /// The raw driver handle, for calls this module does not wrap.
     pub fn raw(&self) -> sys::CUfunction {
         self.function
+    }
+
+    /// Lets launches of this kernel use `bytes` of dynamic shared memory
+    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`). The limit only
+    /// grows, so threads launching with different sizes at once never see
+    /// it lowered under them.
+    pub(crate) fn allow_shared(&self, bytes: u32) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        let module = &self.module;
+        if module.shared_limit.load(Ordering::Acquire) >= bytes {
+            return Ok(());
+        }
+        let _raising = module.shared_raise.lock().unwrap_or_else(PoisonError::into_inner);
+        if module.shared_limit.load(Ordering::Acquire) >= bytes {
+            return Ok(());
+        }
+        // SAFETY: the function handle is alive as long as `self`.
+        unsafe {
+            result::function::set_function_attribute(
+                self.function,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            )
+        }
+        .map_err(super::driver_error("cuFuncSetAttribute"))?;
+        module.shared_limit.store(bytes, Ordering::Release);
+        Ok(())
     }
 }
 
@@ -201,6 +234,8 @@ impl CudaDevice {
                     ptx: ptx.to_string(),
                     level,
                     load_time,
+                    shared_limit: Default::default(),
+                    shared_raise: Default::default(),
                     ctx: self.context().clone(),
                 });
                 let mut state = self.modules.state.lock().unwrap_or_else(PoisonError::into_inner);

@@ -14,6 +14,7 @@ use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::kernels::ir::Program;
 use crate::kernels::ptx_gen::{generate, generate_quick, PtxModule, Target};
+use crate::kernels::ptx_vm;
 use crate::storage::HostBuffer;
 use cudarc::driver::{result, sys};
 use smallvec::SmallVec;
@@ -25,6 +26,32 @@ use std::time::{Duration, Instant};
 struct Loaded {
     module: PtxModule,
     kernel: Kernel,
+}
+
+/// A program's PTX assembled for the device's interpreter (see
+/// [`crate::kernels::ptx_vm`]), its code uploaded.
+struct Interpreted {
+    /// The module whose text is interpreted (the quick text when the
+    /// program has one).
+    module: PtxModule,
+    code: ptx_vm::Code,
+    buffer: DeviceBuffer,
+    /// Recorded after the code's upload.
+    copied: super::stream::Event,
+    /// The interpreter.
+    kernel: Kernel,
+}
+
+/// What a program's launches use before its tuned module is ready.
+enum First {
+    Jit(Loaded),
+    Interpreted(Interpreted),
+}
+
+/// What launches use now.
+enum Current<'a> {
+    Jit(&'a Loaded),
+    Interpreted(&'a Interpreted),
 }
 
 /// A program compiled for one device: its PTX module and loaded kernel.
@@ -52,14 +79,25 @@ struct Loaded {
 /// `TILEFUSE_JIT_QUICK=off` loads the tuned module at once and only;
 /// `TILEFUSE_JIT_QUICK=<level>` (0 to 3), optionally with `u` for the
 /// tuned text at that level (`1u`), sets the quick tier.
+///
+/// **The interpreter.** Once the device's PTX interpreter is loaded (see
+/// [`CudaDevice::wait_interpreter`]), a new program that it can run does
+/// not wait for the JIT at all: its quick text (or its tuned text, when it
+/// has no quick one) is assembled for the interpreter in microseconds and
+/// its launches run there until the tuned module is ready. The interpreter
+/// executes the same PTX instructions in the same order, so the values are
+/// again the same bit for bit.
 pub struct CompiledProgram {
     program: Program,
-    /// The module loaded first: the quick tier, or the tuned module when
-    /// `quick` is false.
-    first: Loaded,
+    /// What launches use first: the quick tier, the interpreter, or the
+    /// tuned module when `quick` is false.
+    first: First,
     quick: bool,
     tuned: Arc<TunedSlot>,
     compile_time: Duration,
+    /// Why the first launches did not go to the interpreter, when they did
+    /// not and it was asked.
+    not_interpreted: Option<String>,
 }
 
 /// Where a tuner thread puts a program's tuned module. Shared by the
@@ -92,14 +130,19 @@ impl TunedSlot {
 
 impl std::fmt::Debug for CompiledProgram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let current = self.current();
+        let tier = if self.is_tuned() {
+            "tuned"
+        } else if self.is_interpreted() {
+            "interpreted"
+        } else {
+            "quick"
+        };
         write!(
             f,
-            "CompiledProgram({} on cuda:{}, {}, {})",
+            "CompiledProgram({} on cuda:{}, {tier}, {})",
             self.program.name,
-            current.kernel.ordinal(),
-            if self.is_tuned() { "tuned" } else { "quick" },
-            current.module.mapping.lines().next().unwrap_or_default()
+            self.kernel().ordinal(),
+            self.module().mapping.lines().next().unwrap_or_default()
         )
     }
 }
@@ -110,14 +153,39 @@ impl CompiledProgram {
         &self.program
     }
 
-    fn current(&self) -> &Loaded {
-        self.tuned.loaded.get().unwrap_or(&self.first)
+    fn current(&self) -> Current<'_> {
+        match (self.tuned.loaded.get(), &self.first) {
+            (Some(tuned), _) => Current::Jit(tuned),
+            (None, First::Jit(loaded)) => Current::Jit(loaded),
+            (None, First::Interpreted(i)) => Current::Interpreted(i),
+        }
     }
 
-    /// Whether the program was first loaded as a quick module, its tuned
-    /// one compiling meanwhile (see [`CompiledProgram`]).
+    /// Whether the program first ran on something other than its tuned
+    /// module (a quick module or the interpreter), the tuned one compiling
+    /// meanwhile (see [`CompiledProgram`]).
     pub fn has_quick_tier(&self) -> bool {
         self.quick
+    }
+
+    /// Whether the program's first launches run on the device's PTX
+    /// interpreter (see [`CompiledProgram`]).
+    pub fn first_interpreted(&self) -> bool {
+        matches!(self.first, First::Interpreted(_))
+    }
+
+    /// Why the program's first launches did not run on the interpreter, when
+    /// the quick tier is on and they did not (the interpreter was not loaded
+    /// yet, or cannot run the kernel: an instruction it lacks, too much
+    /// shared memory, ...).
+    pub fn not_interpreted(&self) -> Option<&str> {
+        self.not_interpreted.as_deref()
+    }
+
+    /// Whether launches run on the interpreter now: the first tier is the
+    /// interpreter and the tuned module is not ready yet.
+    pub fn is_interpreted(&self) -> bool {
+        matches!(self.current(), Current::Interpreted(_))
     }
 
     /// Whether launches use the tuned module: always when the quick tier is
@@ -127,14 +195,21 @@ impl CompiledProgram {
     }
 
     /// The generated PTX module launches use now (the tuned one once it is
-    /// loaded) and its launch shape.
+    /// loaded; the interpreted one before) and its launch shape.
     pub fn module(&self) -> &PtxModule {
-        &self.current().module
+        match self.current() {
+            Current::Jit(l) => &l.module,
+            Current::Interpreted(i) => &i.module,
+        }
     }
 
-    /// The loaded kernel launches use now.
+    /// The loaded kernel launches use now: the interpreter's while the
+    /// program runs there.
     pub fn kernel(&self) -> &Kernel {
-        &self.current().kernel
+        match self.current() {
+            Current::Jit(l) => &l.kernel,
+            Current::Interpreted(i) => &i.kernel,
+        }
     }
 
     /// How long PTX generation and loading (the driver's JIT, or its cache)
@@ -168,20 +243,28 @@ impl CompiledProgram {
     /// parameter, and [`Error::DeviceMismatch`] for a buffer or stream of
     /// another device. Every buffer is marked used on `stream`.
     pub fn launch(&self, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
-        self.launch_loaded(self.current(), args, stream)
+        self.launch_on(self.current(), args, stream)
     }
 
-    /// [`launch`](Self::launch) on the module loaded first (the quick tier
-    /// when the program has one), whether or not the tuned module is ready:
-    /// for checking the two tiers against each other.
+    /// [`launch`](Self::launch) on what the program ran on first (the quick
+    /// module or the interpreter, when the program has such a tier), whether
+    /// or not the tuned module is ready: for checking the tiers against each
+    /// other.
     pub fn launch_first(&self, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
-        self.launch_loaded(&self.first, args, stream)
+        let first = match &self.first {
+            First::Jit(l) => Current::Jit(l),
+            First::Interpreted(i) => Current::Interpreted(i),
+        };
+        self.launch_on(first, args, stream)
     }
 
-    fn launch_loaded(&self, loaded: &Loaded, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
+    fn launch_on(&self, on: Current<'_>, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
         let shapes: SmallVec<[(DType, usize); 8]> = args.iter().map(|b| (b.dtype(), b.len())).collect();
         check_args(&self.program, &shapes)?;
-        let Loaded { module, kernel } = loaded;
+        let (module, kernel) = match on {
+            Current::Jit(l) => (&l.module, &l.kernel),
+            Current::Interpreted(i) => (&i.module, &i.kernel),
+        };
         let ordinal = kernel.ordinal();
         for (i, buffer) in args.iter().enumerate() {
             let on = buffer.device().ordinal();
@@ -200,6 +283,30 @@ impl CompiledProgram {
             }
         }
         let (x, y) = module.grid_dims();
+        if let Current::Interpreted(i) = on {
+            stream.wait(&i.copied)?;
+            let mut params: SmallVec<[u64; 1 + ptx_vm::ARGS]> = SmallVec::new();
+            params.push(i.buffer.ptr_on(stream));
+            params.extend(pointers.iter().copied());
+            params.resize(1 + ptx_vm::ARGS, 0);
+            // SAFETY: the interpreter takes the code's address and
+            // `ARGS` pointers (the program's, then zeros, which the code
+            // never reads: the assembler maps each parameter it loads to its
+            // position); it executes the program's own instructions, so its
+            // accesses are the compiled kernel's (see below); its shared
+            // memory is the code's `shared_bytes`, and the code buffer is
+            // marked used on `stream` like the arguments.
+            return unsafe {
+                launch(
+                    kernel,
+                    (x, y, 1),
+                    (i.code.block_threads, 1, 1),
+                    i.code.shared_bytes,
+                    stream,
+                    &params,
+                )
+            };
+        }
         // SAFETY: the generated kernel takes one `.param .u64` pointer per
         // program parameter, in order; each buffer holds the parameter's
         // dtype and length (checked above), so the kernel's accesses, which
@@ -345,6 +452,32 @@ impl CudaDevice {
             None => None,
         };
         let tuned = Arc::new(TunedSlot::new(started));
+        // With the interpreter loaded, a program it can run needs no JIT
+        // before its first launch: the tuned module compiles meanwhile.
+        // The tuned text runs fewer instructions per element (an elementwise
+        // quick text computes one element per thread); the quick one, with
+        // its loops rolled, needs fewer registers when the tuned one does
+        // not fit.
+        let mut not_interpreted = None;
+        if quick_tier().is_some() {
+            let texts = std::iter::once(&tuned_module).chain(quick.as_ref().map(|(m, _)| m));
+            match self.interpret(texts) {
+                Ok(interpreted) => {
+                    self.queue_tuning(tuned.clone(), tuned_module, program.name.clone())?;
+                    let compiled = Arc::new(CompiledProgram {
+                        program: program.clone(),
+                        tuned,
+                        compile_time: started.elapsed(),
+                        first: First::Interpreted(interpreted),
+                        quick: true,
+                        not_interpreted: None,
+                    });
+                    *slot = Some(compiled.clone());
+                    return Ok(compiled);
+                }
+                Err(why) => not_interpreted = Some(why),
+            }
+        }
         let (first, quick) = match quick {
             Some((module, level)) => {
                 // The tuned module compiles on a tuner thread while the quick
@@ -362,7 +495,7 @@ impl CudaDevice {
                         if let Some(m) = later {
                             self.queue_tuning(tuned.clone(), m, program.name.clone())?;
                         }
-                        (Loaded { module, kernel }, true)
+                        (First::Jit(Loaded { module, kernel }), true)
                     }
                     Err(e) => {
                         tuned.abandoned.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -373,10 +506,10 @@ impl CudaDevice {
             None => {
                 let kernel = self.load(&tuned_module.text, &tuned_module.entry, &program.name)?;
                 (
-                    Loaded {
+                    First::Jit(Loaded {
                         module: tuned_module,
                         kernel,
-                    },
+                    }),
                     false,
                 )
             }
@@ -391,9 +524,59 @@ impl CudaDevice {
             compile_time,
             first,
             quick,
+            not_interpreted,
         });
         *slot = Some(compiled.clone());
         Ok(compiled)
+    }
+
+    /// The first of `texts` that the interpreter can run, assembled and its
+    /// code uploaded; otherwise why not (the caller then compiles a module).
+    /// A failed upload is such a reason too: the JIT path reports the
+    /// device's state if it is broken.
+    fn interpret<'m>(&self, texts: impl Iterator<Item = &'m PtxModule>) -> std::result::Result<Interpreted, String> {
+        let kernel = self
+            .interpreter()
+            .ok_or_else(|| "the interpreter is not loaded (yet)".to_string())?;
+        let max_shared = u32::try_from(self.info().max_shared_memory_per_block).unwrap_or(u32::MAX);
+        let mut why = String::new();
+        let (module, code) = texts
+            .into_iter()
+            .find_map(|m| match ptx_vm::assemble(m, max_shared) {
+                Ok(code) => Some((m, code)),
+                Err(e) => {
+                    why = e.to_string();
+                    None
+                }
+            })
+            .ok_or(why)?;
+        // The code goes straight from its words, not through the staging
+        // buffers a first call's input uploads may hold; launches on any
+        // stream wait for the copy's event rather than the host.
+        let upload = || -> Result<(DeviceBuffer, super::stream::Event)> {
+            let stream = self.stream(0);
+            let buffer = CudaDevice::open(self.ordinal())?.alloc_on(DType::U32, code.words.len(), stream)?;
+            let bytes: &[u8] = bytemuck::cast_slice(&code.words);
+            // SAFETY: `buffer` holds `code.words.len()` u32 and is marked
+            // used on `stream`; the source is the heap block of `code.words`,
+            // which moves into the returned `Interpreted` without moving the
+            // block and lives as long as the compiled program, which every
+            // launch (and so every wait for this copy) borrows.
+            unsafe { sys::cuMemcpyHtoDAsync_v2(buffer.ptr(), bytes.as_ptr().cast(), bytes.len(), stream.raw()) }
+                .result()
+                .map_err(driver_error("cuMemcpyHtoDAsync"))?;
+            let copied = super::stream::Event::new(self, false)?;
+            copied.record(stream)?;
+            Ok((buffer, copied))
+        };
+        let (buffer, copied) = upload().map_err(|e| format!("uploading the interpreter's code failed: {e}"))?;
+        Ok(Interpreted {
+            module: module.clone(),
+            code,
+            buffer,
+            copied,
+            kernel,
+        })
     }
 
     /// Every program of `programs` compiled for this device, in order, as
@@ -698,8 +881,9 @@ mod tests {
         let name = p.name.clone();
         let compiled = Arc::new(CompiledProgram {
             program: p,
-            first: Loaded { module, kernel },
+            first: First::Jit(Loaded { module, kernel }),
             quick: true,
+            not_interpreted: None,
             tuned: Arc::new(TunedSlot::new(Instant::now())),
             compile_time: Duration::ZERO,
         });

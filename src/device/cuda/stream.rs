@@ -272,15 +272,7 @@ pub unsafe fn launch(
     }
     stream.bind()?;
     if shared_bytes > DEFAULT_SHARED_BYTES {
-        // SAFETY: the function handle is alive as long as `kernel`.
-        unsafe {
-            result::function::set_function_attribute(
-                kernel.raw(),
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                shared_bytes as i32,
-            )
-        }
-        .map_err(driver_error("cuFuncSetAttribute"))?;
+        kernel.allow_shared(shared_bytes)?;
     }
     // The driver reads each parameter through a pointer to it when the launch
     // is queued, so values on this stack frame are enough.

@@ -559,13 +559,14 @@ pub struct Program {
 
 impl Program {
     /// Whether the program adds floats atomically (an [`Inst::Atomic`] with
-    /// [`AtomicOp::Add`] on a float parameter): such a result depends on
+    /// [`AtomicOp::Add`] or [`AtomicOp::Sub`] on a float parameter): such a result depends on
     /// the order the updates land in, which varies from launch to launch.
     pub fn adds_floats_atomically(&self) -> bool {
         fn any(p: &Program, body: &[Inst]) -> bool {
             body.iter().any(|inst| match inst {
+                // A float subtraction is an addition of the negation.
                 Inst::Atomic {
-                    op: AtomicOp::Add,
+                    op: AtomicOp::Add | AtomicOp::Sub,
                     view,
                     ..
                 } => p

@@ -1,0 +1,194 @@
+use super::parse::{parse, Arg, Base, Imm, Line, Width};
+use super::*;
+use crate::kernels::ptx_gen::Target;
+
+const SMALL: &str = "\
+.version 7.8
+.target sm_90
+.address_size 64
+.visible .entry k(
+\t.param .u64 k_param_0,
+\t.param .u64 k_param_1
+)
+{
+\t.reg .pred %p<2>;
+\t.reg .b32 %r<4>;
+\t.reg .f32 %f<4>;
+\t.reg .b64 %rd<4>;
+\t.shared .align 16 .b8 tf_smem[64];
+\tmov.u32 %r1, %tid.x;
+\tld.param.u64 %rd1, [k_param_0];
+\tsetp.lt.u32 %p1, %r1, 7;
+\t@!%p1 bra $L_exit;
+\tcvt.u64.u32 %rd2, %r1;
+\tadd.s64 %rd3, %rd1, %rd2;
+\tld.global.nc.f32 %f1, [%rd3+16];
+\tmul.rn.f32 %f2, %f1, 0f40000000;
+\tmov.u32 %r2, tf_smem;
+\t@%p1 st.shared.f32 [%r2+4], %f2;
+$L_exit:
+\tret;
+}
+";
+
+#[test]
+fn the_reader_keeps_guards_operands_and_declarations() {
+    let k = parse(SMALL).unwrap();
+    assert_eq!(k.params, ["k_param_0", "k_param_1"]);
+    assert_eq!(k.width("%rd3"), Some(Width::B64));
+    assert_eq!(k.width("%p1"), Some(Width::Pred));
+    assert_eq!(k.width("%tid.x"), None);
+    assert_eq!(k.shared, [("tf_smem", 16, 64)]);
+    let insts: Vec<_> = k
+        .body
+        .iter()
+        .filter_map(|l| match l {
+            Line::Inst(i) => Some(i),
+            Line::Label(_) => None,
+        })
+        .collect();
+    assert_eq!(insts[3].guard, Some(("%p1", true)));
+    assert_eq!(insts[6].args[1], Arg::Addr(Base::Reg("%rd3"), 16));
+    assert_eq!(insts[7].args[2], Arg::Imm(Imm::F32(0x4000_0000), "0f40000000"));
+    assert!(k.body.contains(&Line::Label("$L_exit")));
+}
+
+#[test]
+fn unknown_directives_and_operands_are_reported_not_guessed() {
+    let with_const = SMALL.replace("\t.shared", "\t.const .align 8 .u64 t[2] = {1, 2};\n\t.shared");
+    assert!(parse(&with_const).unwrap_err().0.contains(".const"));
+    let local = SMALL.replace("mul.rn.f32 %f2, %f1, 0f40000000", "mul.rn.f32 %f2, %f1, ~3");
+    assert!(parse(&local).unwrap_err().0.contains("~3"));
+}
+
+#[test]
+fn instructions_become_forms_with_guards_as_branches() {
+    let forms = forms_of(SMALL).unwrap();
+    assert_eq!(
+        forms,
+        [
+            "mov.u32 d32 %tid.x",
+            "mov.b64 d64 s64",
+            "setp.lt.u32 dp s32 s32",
+            "vm.brz sp",
+            "cvt.u64.u32 d64 s32",
+            "add.s64 d64 s64 s64",
+            "ld.global.nc.f32 d32 [a64]",
+            "mul.rn.f32 d32 s32 s32",
+            "vm.smem d32",
+            "vm.brz sp",
+            "st.shared.f32 [a32] s32",
+            "vm.exit",
+        ]
+    );
+}
+
+fn code_of(ptx: &str, threads: u32) -> Code {
+    assemble::assemble(ptx, threads, 1 << 20).unwrap()
+}
+
+fn inst(code: &Code, i: usize) -> &[u32] {
+    &code.words[INST_WORDS * (1 + i)..INST_WORDS * (2 + i)]
+}
+
+#[test]
+fn code_words_name_slots_constants_and_targets() {
+    let code = code_of(SMALL, 32);
+    assert_eq!(code.words[0], MAGIC);
+    let (args, consts, nconst) = (code.words[1], code.words[2], code.words[3]);
+    assert_eq!(args, 64, "after the program's 64 shared bytes");
+    assert_eq!(consts, args + 8 * ARGS as u32);
+    // Constants: 7 (u32) and 2.0 (f32); the address offset is a word.
+    assert_eq!(nconst, 2);
+    let tail = &code.words[code.words.len() - 2..];
+    assert!(tail.contains(&7) && tail.contains(&0x4000_0000), "{tail:?}");
+    // The parameter load reads the first argument, uniformly.
+    let ld = inst(&code, 1);
+    assert_eq!(ld[0], form_index("mov.b64 d64 s64").unwrap());
+    assert_eq!(ld[2], args | CONST_FLAG);
+    // `@!%p1 bra $L_exit` jumps to the final `ret` (instruction 11) when false.
+    let br = inst(&code, 3);
+    assert_eq!(br[0], form_index("vm.brz sp").unwrap());
+    assert_eq!(br[2], 11);
+    // The guarded store is skipped to the instruction after it.
+    assert_eq!(inst(&code, 9)[2], 11);
+    // The memory offset travels as a word of its own.
+    assert_eq!(inst(&code, 6)[3], 16);
+    // Every slot lies in the register planes, per thread.
+    let planes = code.words[2] + 4 * nconst;
+    for i in 0..code.instructions {
+        let w = inst(&code, i);
+        if w[0] == form_index("add.s64 d64 s64 s64").unwrap() {
+            assert!(w[1..4].iter().all(|&s| s & CONST_FLAG == 0 && s >= planes), "{w:?}");
+        }
+    }
+    assert!(code.shared_bytes <= planes.next_multiple_of(16) + 32 * (4 * code.planes[0] + 8 * code.planes[1]) + 16);
+}
+
+#[test]
+fn registers_share_slots_when_their_lives_do_not_overlap() {
+    // A chain of 40 values, each used once by the next: two planes suffice.
+    let mut body = String::from("\tmov.u32 %r1, %tid.x;\n");
+    for i in 2..=40 {
+        body.push_str(&format!("\tadd.u32 %r{i}, %r{}, 1;\n", i - 1));
+    }
+    body.push_str("\tld.param.u64 %rd1, [k_param_0];\n\tst.global.b32 [%rd1], %r40;\n\tret;\n");
+    let ptx = format!(
+        ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n{{\n\t.reg .b32 %r<41>;\n\t.reg .b64 %rd<2>;\n{body}}}\n"
+    );
+    assert_eq!(code_of(&ptx, 64).planes, [2, 1]);
+}
+
+#[test]
+fn a_value_live_around_a_loop_keeps_its_slot_through_the_loop() {
+    // %r2 is defined before the loop and read after it; %r3 and %r4 live
+    // inside. %r2 must not share a slot with either.
+    let ptx = ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n\
+\t.reg .pred %p<2>;\n\t.reg .b32 %r<6>;\n\t.reg .b64 %rd<2>;\n\
+\tmov.u32 %r1, %tid.x;\n\tadd.u32 %r2, %r1, 5;\n\tmov.u32 %r5, 0;\n\
+$L1:\n\tadd.u32 %r3, %r5, 1;\n\tadd.u32 %r4, %r3, 2;\n\tadd.u32 %r5, %r4, 0;\n\tsetp.lt.u32 %p1, %r5, 9;\n\t@%p1 bra $L1;\n\
+\tadd.u32 %r1, %r2, %r5;\n\tld.param.u64 %rd1, [k_param_0];\n\tst.global.b32 [%rd1], %r1;\n\tret;\n}\n";
+    let code = code_of(ptx, 32);
+    let slot = |i: usize, w: usize| inst(&code, i)[w];
+    let r2 = slot(1, 1);
+    for (i, w) in [(3, 1), (4, 1), (5, 1)] {
+        assert_ne!(slot(i, w), r2, "instruction {i}");
+    }
+    // And the loop's branch goes back to its first instruction.
+    assert_eq!(slot(7, 2), 3);
+}
+
+#[test]
+fn too_much_shared_memory_is_reported() {
+    let err = assemble::assemble(SMALL, 1024, 4096).unwrap_err();
+    assert!(err.0.contains("bytes of shared memory"), "{err}");
+}
+
+#[test]
+fn the_interpreter_has_a_case_per_form() {
+    let text = interpreter(&Target::for_driver(90, 13000)).unwrap();
+    assert!(text.contains(".target sm_90"));
+    for (i, form) in forms().iter().enumerate() {
+        assert!(text.contains(&format!("$vm_c{i}: // {form}\n")), "{form}");
+    }
+    assert_eq!(text.matches("bra $vm_loop;").count(), forms().len());
+    // The barrier works from divergent code.
+    assert!(!text.contains("\tbar.sync"));
+}
+
+#[test]
+fn the_interpreter_assembles_with_ptxas_without_spilling() {
+    use crate::kernels::ptx_gen::ptxas;
+    let Some(path) = ptxas::ptxas_for_tests("the_interpreter_assembles_with_ptxas_without_spilling") else {
+        return;
+    };
+    for sm in [75, 80, 90] {
+        let text = interpreter(&Target::for_driver(sm, 13000)).unwrap();
+        assert_eq!(text.contains("\tcp.async"), sm >= 80);
+        let kernels = ptxas::assemble(&path, &text, sm).unwrap_or_else(|e| panic!("sm_{sm}: {e}"));
+        assert_eq!(kernels.len(), 1);
+        let k = &kernels[0];
+        assert_eq!(k.spill_store_bytes + k.spill_load_bytes, 0, "sm_{sm}: {k:?}");
+        assert!(k.registers <= 64, "sm_{sm}: {k:?} cannot launch 1024 threads");
+    }
+}
