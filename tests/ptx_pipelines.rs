@@ -331,6 +331,8 @@ fn suite_kernels_run_on_the_interpreter() {
             ] {
                 let code = ptx_vm::assemble(&module, 232_448).unwrap_or_else(|e| panic!("{name}: {e}"));
                 assert_eq!(code.block_threads, module.block_threads);
+                // The core module, loaded first, runs it.
+                assert!((code.max_form as usize) < ptx_vm::core_forms(), "{name}");
                 assert!(code.program_shared >= module.shared_bytes, "{name}");
                 println!(
                     "{name}: {} instructions, {} + {} register planes, {} bytes of shared memory",

@@ -34,8 +34,9 @@ pub(super) fn run(args: &Args, device: Device) -> Result<(f64, Vec<Row>, Overhea
     // pipelines run on it.
     match dev.wait_interpreter() {
         Ok(took) => println!(
-            "ptx interpreter: loaded in {:.1} ms, in the background from the device's opening",
-            super::ms(took)
+            "ptx interpreter: core forms loaded after {:.1} ms, all forms after {}, in the background from the device's opening",
+            super::ms(took.core),
+            took.full.map_or("(not loaded)".to_string(), |t| format!("{:.1} ms", super::ms(t)))
         ),
         Err(e) => println!("ptx interpreter: not used ({e})"),
     }

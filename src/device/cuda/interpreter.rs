@@ -4,7 +4,8 @@
 //! program's own module compiles.
 //!
 //! `TILEFUSE_GPU_INTERPRETER=0` (or `off`) turns it off: new programs then
-//! wait for their quick module, as without it.
+//! wait for their quick module, as without it. `TILEFUSE_GPU_INTERPRETER=core`
+//! loads only the module of the core forms (for measuring it).
 
 use super::module::Kernel;
 use super::CudaDevice;
@@ -21,112 +22,199 @@ pub(crate) struct InterpreterSlot {
 }
 
 #[derive(Default)]
-enum State {
+struct State {
+    phase: Phase,
+    /// The module of the core forms, once loaded (and when the full one is
+    /// not loaded at once instead).
+    core: Option<(Kernel, Duration)>,
+    /// The module of all forms, once loaded.
+    full: Option<(Kernel, Duration)>,
+}
+
+#[derive(Default)]
+enum Phase {
     /// Not started (or turned off).
     #[default]
     Idle,
     Loading,
-    Ready(Kernel, Duration),
+    Done,
     Failed(Error),
 }
 
-/// Whether the interpreter is on: unless `TILEFUSE_GPU_INTERPRETER` is
-/// `0`, `off`, `false` or `none`. Read once.
-pub(crate) fn enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        std::env::var("TILEFUSE_GPU_INTERPRETER").map_or(true, |v| {
-            !matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "off" | "false" | "none")
-        })
+/// How long the interpreter's two modules took to load, from the device's
+/// opening (see [`CudaDevice::wait_interpreter`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InterpreterLoad {
+    /// The core module: every form of the suite's and the fuzzer's kernels.
+    pub core: Duration,
+    /// The module of all forms (`None` under `TILEFUSE_GPU_INTERPRETER=core`).
+    pub full: Option<Duration>,
+}
+
+/// What `TILEFUSE_GPU_INTERPRETER` asks for, read once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Setting {
+    Off,
+    CoreOnly,
+    On,
+}
+
+fn setting() -> Setting {
+    static SETTING: std::sync::OnceLock<Setting> = std::sync::OnceLock::new();
+    *SETTING.get_or_init(|| match std::env::var("TILEFUSE_GPU_INTERPRETER") {
+        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "0" | "off" | "false" | "none" => Setting::Off,
+            "core" => Setting::CoreOnly,
+            _ => Setting::On,
+        },
+        Err(_) => Setting::On,
     })
 }
 
+/// Whether the interpreter is on: unless `TILEFUSE_GPU_INTERPRETER` is
+/// `0`, `off`, `false` or `none`.
+pub(crate) fn enabled() -> bool {
+    setting() != Setting::Off
+}
+
 impl CudaDevice {
-    /// Starts loading the interpreter on a background thread, once; returns
-    /// whether a load was started (false when it is off, already started,
-    /// or the thread did not start).
+    /// Starts loading the interpreter on a background thread, once: first
+    /// a module of its core forms, then one of all; returns whether a load
+    /// was started (false when it is off, already started, or the thread
+    /// did not start).
     pub(crate) fn start_interpreter(self: &Arc<Self>) -> bool {
         if !enabled() {
             return false;
         }
         {
             let mut state = self.interpreter.state.lock().unwrap_or_else(PoisonError::into_inner);
-            if !matches!(*state, State::Idle) {
+            if !matches!(state.phase, Phase::Idle) {
                 return false;
             }
-            *state = State::Loading;
+            state.phase = Phase::Loading;
         }
         let device = self.clone();
         let spawned = super::background::spawn(format!("tilefuse-interpreter-cuda{}", self.ordinal()), move || {
-            let outcome = if super::background::exiting() {
-                Err(Error::Driver {
-                    call: "ptx interpreter",
-                    message: "the process began to exit before the interpreter loaded".into(),
-                })
-            } else {
-                device.load_interpreter()
+            let started = Instant::now();
+            let all = ptx_vm::forms().len();
+            let core = ptx_vm::core_forms();
+            let stages: &[usize] = match setting() {
+                Setting::CoreOnly => &[core],
+                _ if core < all => &[core, all],
+                _ => &[all],
             };
-            device.interpreter_loaded(outcome);
+            let last = stages[stages.len() - 1];
+            for &forms in stages {
+                let outcome = if super::background::exiting() {
+                    Err(Error::Driver {
+                        call: "ptx interpreter",
+                        message: "the process began to exit before the interpreter loaded".into(),
+                    })
+                } else {
+                    device.load_interpreter(forms).map(|k| (k, started.elapsed()))
+                };
+                let failed = outcome.is_err();
+                device.interpreter_loaded(forms == all, forms == last, outcome);
+                if failed {
+                    return;
+                }
+            }
         });
         if let Err(e) = spawned {
-            self.interpreter_loaded(Err(Error::Driver {
-                call: "std::thread::spawn",
-                message: format!("the thread loading the PTX interpreter did not start: {e}"),
-            }));
+            self.interpreter_loaded(
+                true,
+                true,
+                Err(Error::Driver {
+                    call: "std::thread::spawn",
+                    message: format!("the thread loading the PTX interpreter did not start: {e}"),
+                }),
+            );
             return false;
         }
         true
     }
 
-    fn load_interpreter(&self) -> Result<(Kernel, Duration)> {
-        let started = Instant::now();
+    fn load_interpreter(&self, forms: usize) -> Result<Kernel> {
         self.bind()?;
-        let text = ptx_vm::interpreter(&self.target())?;
-        let kernel = self.load(&text, ptx_vm::ENTRY, "ptx interpreter")?;
+        let text = ptx_vm::interpreter(&self.target(), forms)?;
+        let name = if forms < ptx_vm::forms().len() {
+            "ptx interpreter (core)"
+        } else {
+            "ptx interpreter"
+        };
+        let kernel = self.load(&text, ptx_vm::ENTRY, name)?;
         // Once for all launches: each needs what its program's code asks.
         let max = u32::try_from(self.info().max_shared_memory_per_block).unwrap_or(u32::MAX);
         kernel.allow_shared(max)?;
-        Ok((kernel, started.elapsed()))
+        Ok(kernel)
     }
 
-    fn interpreter_loaded(&self, outcome: Result<(Kernel, Duration)>) {
+    fn interpreter_loaded(&self, full: bool, last: bool, outcome: Result<(Kernel, Duration)>) {
         let mut state = self.interpreter.state.lock().unwrap_or_else(PoisonError::into_inner);
-        *state = match outcome {
-            Ok((kernel, took)) => State::Ready(kernel, took),
-            Err(e) => State::Failed(e),
-        };
+        match outcome {
+            Ok(loaded) => {
+                if full {
+                    state.full = Some(loaded);
+                } else {
+                    state.core = Some(loaded);
+                }
+                if last {
+                    state.phase = Phase::Done;
+                }
+            }
+            Err(e) => state.phase = Phase::Failed(e),
+        }
         self.interpreter.changed.notify_all();
     }
 
-    /// The interpreter's kernel, when it is loaded (never waits).
-    pub(crate) fn interpreter(&self) -> Option<Kernel> {
-        match &*self.interpreter.state.lock().unwrap_or_else(PoisonError::into_inner) {
-            State::Ready(kernel, _) => Some(kernel.clone()),
+    /// The interpreter kernel that runs code using forms up to `max_form`,
+    /// when one is loaded (never waits): the full module, or before it the
+    /// core one for code within the core forms.
+    pub(crate) fn interpreter_for(&self, max_form: u32) -> Option<Kernel> {
+        let state = self.interpreter.state.lock().unwrap_or_else(PoisonError::into_inner);
+        match (&state.full, &state.core) {
+            (Some((full, _)), _) => Some(full.clone()),
+            (None, Some((core, _))) if (max_form as usize) < ptx_vm::core_forms() => Some(core.clone()),
             _ => None,
         }
     }
 
+    /// Whether any interpreter module is loaded (never waits).
+    pub(crate) fn interpreter_loaded_any(&self) -> bool {
+        let state = self.interpreter.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.full.is_some() || state.core.is_some()
+    }
+
     /// Waits for the PTX interpreter (see [`crate::kernels::ptx_vm`]) to
     /// load on this device, which it starts doing in the background when
-    /// the device opens; returns how long its load took. New programs
-    /// compiled after this returns run their first launches on it when it
-    /// can run them, instead of waiting for the driver's JIT.
+    /// the device opens: a module of its core forms first, then one of all
+    /// forms. Returns how long after the start of the load each was ready.
+    /// New programs compiled once a module is loaded run their first
+    /// launches on it when it can run them, instead of waiting for the
+    /// driver's JIT.
     ///
     /// Returns [`Error::CudaUnavailable`] when it is turned off
     /// (`TILEFUSE_GPU_INTERPRETER=0`), and the load's error when it failed
     /// to load (new programs then wait for the JIT, as without it).
-    pub fn wait_interpreter(&self) -> Result<Duration> {
+    pub fn wait_interpreter(&self) -> Result<InterpreterLoad> {
         let mut state = self.interpreter.state.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
-            match &*state {
-                State::Ready(_, took) => return Ok(*took),
-                State::Failed(e) => return Err(e.clone()),
-                State::Idle => {
+            match &state.phase {
+                Phase::Done => {
+                    let time = |m: &Option<(Kernel, Duration)>| m.as_ref().map(|(_, t)| *t);
+                    let (core, full) = (time(&state.core), time(&state.full));
+                    return Ok(InterpreterLoad {
+                        core: core.or(full).unwrap_or_default(),
+                        full,
+                    });
+                }
+                Phase::Failed(e) => return Err(e.clone()),
+                Phase::Idle => {
                     return Err(Error::CudaUnavailable {
                         reason: "the PTX interpreter is off (TILEFUSE_GPU_INTERPRETER)".into(),
                     })
                 }
-                State::Loading => {
+                Phase::Loading => {
                     state = self
                         .interpreter
                         .changed

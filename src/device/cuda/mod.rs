@@ -50,6 +50,7 @@ mod stream;
 mod transfer;
 
 pub use context::{device_count, probe, probe_ordinal, CudaDevice, DeviceInfo, MIN_DRIVER_VERSION};
+pub use interpreter::InterpreterLoad;
 pub use measure::StreamHold;
 pub use memory::{size_class, DeviceBuffer, MemoryStats};
 pub use module::{Kernel, ModuleStats};

@@ -535,9 +535,9 @@ impl CudaDevice {
     /// A failed upload is such a reason too: the JIT path reports the
     /// device's state if it is broken.
     fn interpret<'m>(&self, texts: impl Iterator<Item = &'m PtxModule>) -> std::result::Result<Interpreted, String> {
-        let kernel = self
-            .interpreter()
-            .ok_or_else(|| "the interpreter is not loaded (yet)".to_string())?;
+        if !self.interpreter_loaded_any() {
+            return Err("the interpreter is not loaded (yet)".into());
+        }
         let max_shared = u32::try_from(self.info().max_shared_memory_per_block).unwrap_or(u32::MAX);
         let mut why = String::new();
         let (module, code) = texts
@@ -550,6 +550,9 @@ impl CudaDevice {
                 }
             })
             .ok_or(why)?;
+        let kernel = self.interpreter_for(code.max_form).ok_or_else(|| {
+            "only the interpreter's core forms are loaded yet, and the kernel needs others".to_string()
+        })?;
         // The code goes straight from its words, not through the staging
         // buffers a first call's input uploads may hold; launches on any
         // stream wait for the copy's event rather than the host.

@@ -300,26 +300,20 @@ impl<'a> Assembler<'a> {
                 return Ok(());
             }
         }
-        let mut form = op.to_owned();
-        let mut words = vec![];
-        let (mut uses, mut defs) = (vec![], vec![]);
+        let mut o = Operands {
+            form: op.to_owned(),
+            ..Default::default()
+        };
         for (pos, arg) in inst.args.iter().enumerate() {
             let dst = pos == 0 && writes_first(op);
-            form.push(' ');
+            o.form.push(' ');
             match arg {
                 Arg::Reg(name) => match self.kernel.width(name) {
                     Some(_) => {
                         let (id, w) = self.reg(name)?;
-                        form.push_str(if dst { "d" } else { "s" });
-                        form.push_str(w.tag());
-                        words.push(Word::Reg(id));
-                        if dst {
-                            defs.push(id)
-                        } else {
-                            uses.push(id)
-                        }
+                        o.register(dst, id, w);
                     }
-                    None if !dst => form.push_str(name),
+                    None if !dst => o.form.push_str(name),
                     None => return Err(unsupported(format!("writing `{name}`"))),
                 },
                 Arg::NotReg(name) => {
@@ -327,27 +321,20 @@ impl<'a> Assembler<'a> {
                     if dst || w != Width::Pred {
                         return Err(unsupported(format!("operand `!{name}` of `{op}`")));
                     }
-                    form.push_str("s!p");
-                    words.push(Word::Reg(id));
-                    uses.push(id);
+                    o.form.push_str("s!p");
+                    o.words.push(Word::Reg(id));
+                    o.uses.push(id);
                 }
                 Arg::Vector(regs) => {
-                    form.push('{');
+                    o.form.push('{');
                     for (i, name) in regs.iter().enumerate() {
                         let (id, w) = self.reg(name)?;
                         if i > 0 {
-                            form.push(',');
+                            o.form.push(',');
                         }
-                        form.push_str(if dst { "d" } else { "s" });
-                        form.push_str(w.tag());
-                        words.push(Word::Reg(id));
-                        if dst {
-                            defs.push(id)
-                        } else {
-                            uses.push(id)
-                        }
+                        o.register(dst, id, w);
                     }
-                    form.push('}');
+                    o.form.push('}');
                 }
                 Arg::Addr(base, offset) => {
                     let offset = i32::try_from(*offset).map_err(|_| unsupported("a 64-bit address offset"))?;
@@ -358,18 +345,18 @@ impl<'a> Assembler<'a> {
                     if !matches!(w, Width::B32 | Width::B64) {
                         return Err(unsupported("an address in a narrow register"));
                     }
-                    form.push_str(&format!("[a{}]", w.tag()));
-                    words.push(Word::Reg(id));
-                    words.push(Word::Raw(offset as u32));
-                    uses.push(id);
+                    o.form.push_str(&format!("[a{}]", w.tag()));
+                    o.words.push(Word::Reg(id));
+                    o.words.push(Word::Raw(offset as u32));
+                    o.uses.push(id);
                 }
                 Arg::Imm(imm, text) => {
                     if dst {
                         return Err(unsupported(format!("an immediate destination in `{op}`")));
                     }
                     if literal_immediates(op) {
-                        form.push('=');
-                        form.push_str(text);
+                        o.form.push('=');
+                        o.form.push_str(text);
                         continue;
                     }
                     let width =
@@ -382,25 +369,25 @@ impl<'a> Assembler<'a> {
                         (Imm::Int(v), Width::B16) => u64::from(*v as u16),
                         _ => return Err(unsupported(format!("immediate `{text}` in `{op}`"))),
                     };
-                    form.push('s');
-                    form.push_str(width.tag());
-                    words.push(Word::Const(width, bits));
+                    o.form.push('s');
+                    o.form.push_str(width.tag());
+                    o.words.push(Word::Const(width, bits));
                 }
                 Arg::Symbol(sym) => {
                     if dst || !self.shared.contains_key(sym) {
                         return Err(unsupported(format!("symbol `{sym}` in `{op}`")));
                     }
                     let id = self.shared_address(sym, None)?;
-                    form.push_str("s32");
-                    words.push(Word::Reg(id));
-                    uses.push(id);
+                    o.form.push_str("s32");
+                    o.words.push(Word::Reg(id));
+                    o.uses.push(id);
                 }
             }
         }
-        if words.len() > INST_WORDS - 1 {
-            return Err(unsupported(format!("`{op}` has {} operand words", words.len())));
+        if o.words.len() > INST_WORDS - 1 {
+            return Err(unsupported(format!("`{op}` has {} operand words", o.words.len())));
         }
-        self.push(&form, words, uses, defs, Flow::Next);
+        self.push(&o.form, o.words, o.uses, o.defs, Flow::Next);
         Ok(())
     }
 
@@ -564,6 +551,7 @@ impl<'a> Assembler<'a> {
         }
         words.extend(const_words);
         Ok(Code {
+            max_form: forms.iter().copied().max().unwrap_or(0),
             words,
             shared_bytes: total,
             block_threads,
@@ -571,6 +559,31 @@ impl<'a> Assembler<'a> {
             instructions: n,
             planes,
         })
+    }
+}
+
+/// An instruction's form, operand words, and registers read and written,
+/// as its operands are read.
+#[derive(Default)]
+struct Operands {
+    form: String,
+    words: Vec<Word>,
+    uses: Vec<u32>,
+    defs: Vec<u32>,
+}
+
+impl Operands {
+    /// A register operand: its role and width into the form, its slot into
+    /// the words, and the register into the uses or definitions.
+    fn register(&mut self, dst: bool, id: u32, w: Width) {
+        self.form.push_str(if dst { "d" } else { "s" });
+        self.form.push_str(w.tag());
+        self.words.push(Word::Reg(id));
+        if dst {
+            self.defs.push(id);
+        } else {
+            self.uses.push(id);
+        }
     }
 }
 

@@ -86,6 +86,9 @@ pub struct Code {
     pub instructions: usize,
     /// Register planes: 32-bit, 64-bit.
     pub planes: [u32; 2],
+    /// The highest form number the code uses: an interpreter of the first
+    /// `max_form + 1` forms runs it.
+    pub max_form: u32,
 }
 
 /// The interpreter's own forms, ahead of the PTX ones.
@@ -94,18 +97,31 @@ const INTERNAL: [&str; 5] = ["vm.exit", "vm.jmp", "vm.brz sp", "vm.brnz sp", "vm
 /// Every form the interpreter executes, by number: its own control forms,
 /// then the PTX instruction forms of `forms.txt`.
 pub fn forms() -> &'static [&'static str] {
-    static FORMS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    &form_table().0
+}
+
+/// How many of [`forms`] make the *core*: the interpreter's control forms
+/// and every form of the suite's and the PTX fuzzer's kernels. A module of
+/// the core alone loads in about a quarter of the time of the full one; see
+/// [`interpreter`].
+pub fn core_forms() -> usize {
+    form_table().1
+}
+
+fn form_table() -> &'static (Vec<&'static str>, usize) {
+    static FORMS: OnceLock<(Vec<&'static str>, usize)> = OnceLock::new();
     FORMS.get_or_init(|| {
-        INTERNAL
-            .iter()
-            .copied()
-            .chain(
-                include_str!("forms.txt")
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty() && !l.starts_with('#')),
-            )
-            .collect()
+        let mut forms: Vec<&'static str> = INTERNAL.to_vec();
+        let mut core = None;
+        for line in include_str!("forms.txt").lines().map(str::trim) {
+            if line == "# end of core" {
+                core = Some(forms.len());
+            } else if !line.is_empty() && !line.starts_with('#') {
+                forms.push(line);
+            }
+        }
+        let core = core.unwrap_or(forms.len());
+        (forms, core)
     })
 }
 

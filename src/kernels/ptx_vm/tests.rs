@@ -166,7 +166,7 @@ fn too_much_shared_memory_is_reported() {
 
 #[test]
 fn the_interpreter_has_a_case_per_form() {
-    let text = interpreter(&Target::for_driver(90, 13000)).unwrap();
+    let text = interpreter(&Target::for_driver(90, 13000), forms().len()).unwrap();
     assert!(text.contains(".target sm_90"));
     for (i, form) in forms().iter().enumerate() {
         assert!(text.contains(&format!("$vm_c{i}: // {form}\n")), "{form}");
@@ -174,6 +174,21 @@ fn the_interpreter_has_a_case_per_form() {
     assert_eq!(text.matches("bra $vm_loop;").count(), forms().len());
     // The barrier works from divergent code.
     assert!(!text.contains("\tbar.sync"));
+    // The core module has the core's cases; the other forms trap.
+    let core = interpreter(&Target::for_driver(90, 13000), core_forms()).unwrap();
+    assert!(core_forms() > INTERNAL.len() && core_forms() < forms().len());
+    assert_eq!(core.matches("bra $vm_loop;").count(), core_forms());
+    assert!(core.contains(&format!("$vm_c{}: //", core_forms() - 1)));
+    assert!(!core.contains(&format!("$vm_c{}: //", core_forms())));
+    assert_eq!(core.matches("$vm_trap").count(), forms().len() - core_forms() + 1);
+}
+
+#[test]
+fn code_records_the_highest_form_it_uses() {
+    let code = code_of(SMALL, 32);
+    let used = (0..code.instructions).map(|i| inst(&code, i)[0]).max().unwrap();
+    assert_eq!(code.max_form, used);
+    assert!((code.max_form as usize) < core_forms());
 }
 
 #[test]
@@ -182,8 +197,13 @@ fn the_interpreter_assembles_with_ptxas_without_spilling() {
     let Some(path) = ptxas::ptxas_for_tests("the_interpreter_assembles_with_ptxas_without_spilling") else {
         return;
     };
-    for sm in [75, 80, 90] {
-        let text = interpreter(&Target::for_driver(sm, 13000)).unwrap();
+    for (sm, forms) in [
+        (75, forms().len()),
+        (80, forms().len()),
+        (90, forms().len()),
+        (90, core_forms()),
+    ] {
+        let text = interpreter(&Target::for_driver(sm, 13000), forms).unwrap();
         assert_eq!(text.contains("\tcp.async"), sm >= 80);
         let kernels = ptxas::assemble(&path, &text, sm).unwrap_or_else(|e| panic!("sm_{sm}: {e}"));
         assert_eq!(kernels.len(), 1);
