@@ -111,7 +111,19 @@ impl CudaDevice {
                         message: "the process began to exit before the interpreter loaded".into(),
                     })
                 } else {
-                    device.load_interpreter(forms).map(|k| (k, started.elapsed()))
+                    // A panic must not leave the slot loading: `wait_interpreter`
+                    // would wait for ever.
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device.load_interpreter(forms)))
+                        .unwrap_or_else(|panic| {
+                            Err(Error::Driver {
+                                call: "ptx interpreter",
+                                message: format!(
+                                    "loading the interpreter panicked: {}",
+                                    super::context::panic_message(panic.as_ref())
+                                ),
+                            })
+                        })
+                        .map(|k| (k, started.elapsed()))
                 };
                 let failed = outcome.is_err();
                 device.interpreter_loaded(forms == all, forms == last, outcome);

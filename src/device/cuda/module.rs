@@ -445,7 +445,7 @@ fn link_and_load(
 }
 
 /// The JIT optimization level of `TILEFUSE_JIT_O` (0 to 4), read once.
-fn jit_level() -> Option<u32> {
+pub(crate) fn jit_level() -> Option<u32> {
     static LEVEL: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     *LEVEL.get_or_init(|| {
         std::env::var("TILEFUSE_JIT_O")

@@ -114,6 +114,11 @@ struct TunedSlot {
     /// Set when the compilation that queued it failed: nothing will launch
     /// the module, so the tuner skips it.
     abandoned: std::sync::atomic::AtomicBool,
+    /// For a program first run on the interpreter: its quick module and JIT
+    /// level, which the tuner loads instead when the tuned module fails to,
+    /// so the program does not stay on the interpreter.
+    fallback: Mutex<Option<(PtxModule, u32)>>,
+    fallback_loaded: OnceLock<Loaded>,
 }
 
 impl TunedSlot {
@@ -124,6 +129,8 @@ impl TunedSlot {
             after: OnceLock::new(),
             error: OnceLock::new(),
             abandoned: std::sync::atomic::AtomicBool::new(false),
+            fallback: Mutex::new(None),
+            fallback_loaded: OnceLock::new(),
         }
     }
 }
@@ -157,7 +164,10 @@ impl CompiledProgram {
         match (self.tuned.loaded.get(), &self.first) {
             (Some(tuned), _) => Current::Jit(tuned),
             (None, First::Jit(loaded)) => Current::Jit(loaded),
-            (None, First::Interpreted(i)) => Current::Interpreted(i),
+            (None, First::Interpreted(i)) => match self.tuned.fallback_loaded.get() {
+                Some(quick) => Current::Jit(quick),
+                None => Current::Interpreted(i),
+            },
         }
     }
 
@@ -228,7 +238,9 @@ impl CompiledProgram {
     }
 
     /// Why the tuned module failed to load, if it did: the program then
-    /// keeps launching its quick module, which computes the same values.
+    /// keeps launching its quick module, which computes the same values (a
+    /// program first run on the interpreter gets its quick module loaded
+    /// then, when it has one, and stays on the interpreter otherwise).
     pub fn tuning_error(&self) -> Option<&Error> {
         self.tuned.error.get()
     }
@@ -463,6 +475,9 @@ impl CudaDevice {
             let texts = std::iter::once(&tuned_module).chain(quick.as_ref().map(|(m, _)| m));
             match self.interpret(texts) {
                 Ok(interpreted) => {
+                    if let Some(q) = &quick {
+                        *tuned.fallback.lock().unwrap_or_else(PoisonError::into_inner) = Some(q.clone());
+                    }
                     self.queue_tuning(tuned.clone(), tuned_module, program.name.clone())?;
                     let compiled = Arc::new(CompiledProgram {
                         program: program.clone(),
@@ -539,20 +554,24 @@ impl CudaDevice {
             return Err("the interpreter is not loaded (yet)".into());
         }
         let max_shared = u32::try_from(self.info().max_shared_memory_per_block).unwrap_or(u32::MAX);
+        // The first text that assembles and that a loaded module runs.
         let mut why = String::new();
-        let (module, code) = texts
+        let (module, code, kernel) = texts
             .into_iter()
             .find_map(|m| match ptx_vm::assemble(m, max_shared) {
-                Ok(code) => Some((m, code)),
+                Ok(code) => match self.interpreter_for(code.max_form) {
+                    Some(kernel) => Some((m, code, kernel)),
+                    None => {
+                        why = "only the interpreter's core forms are loaded yet, and the kernel needs others".into();
+                        None
+                    }
+                },
                 Err(e) => {
                     why = e.to_string();
                     None
                 }
             })
             .ok_or(why)?;
-        let kernel = self.interpreter_for(code.max_form).ok_or_else(|| {
-            "only the interpreter's core forms are loaded yet, and the kernel needs others".to_string()
-        })?;
         // The code goes straight from its words, not through the staging
         // buffers a first call's input uploads may hold; launches on any
         // stream wait for the copy's event rather than the host.
@@ -717,9 +736,14 @@ impl CudaDevice {
             // A job whose compilation failed is skipped: no program holds
             // its slot. A panic while loading must not stop the thread with
             // the job still pending: `finish_compiles` would wait forever.
-            let loaded = (!slot.abandoned.load(std::sync::atomic::Ordering::Relaxed)).then(|| {
+            let load = |module: &PtxModule, level: Option<u32>| {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    self.load(&module.text, &module.entry, &name)
+                    self.load_at(
+                        &module.text,
+                        &module.entry,
+                        &name,
+                        level.or_else(super::module::jit_level),
+                    )
                 }))
                 .unwrap_or_else(|panic| {
                     Err(Error::Driver {
@@ -730,7 +754,8 @@ impl CudaDevice {
                         ),
                     })
                 })
-            });
+            };
+            let loaded = (!slot.abandoned.load(std::sync::atomic::Ordering::Relaxed)).then(|| load(&module, None));
             match loaded {
                 Some(Ok(kernel)) => {
                     let _ = slot.after.set(slot.started.elapsed());
@@ -738,6 +763,12 @@ impl CudaDevice {
                 }
                 Some(Err(e)) => {
                     let _ = slot.error.set(e);
+                    let fallback = slot.fallback.lock().unwrap_or_else(PoisonError::into_inner).take();
+                    if let Some((quick, level)) = fallback {
+                        if let Ok(kernel) = load(&quick, Some(level)) {
+                            let _ = slot.fallback_loaded.set(Loaded { module: quick, kernel });
+                        }
+                    }
                 }
                 None => {}
             }
@@ -904,6 +935,50 @@ mod tests {
         compiled.launch(&[&x, &y], stream).unwrap();
         let out: Vec<f64> = y.to_host_on(stream).unwrap().to_vec();
         assert_eq!(out, xs.iter().map(|&v| v as f64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn an_interpreted_program_whose_tuned_module_fails_gets_its_quick_module() {
+        let device = CudaDevice::open(0).unwrap();
+        device.wait_interpreter().unwrap();
+        let p = copy_program();
+        let quick = generate_quick(&p, &device.target()).unwrap();
+        let mut broken = generate(&p, &device.target()).unwrap();
+        let interpreted = device.interpret(std::iter::once(&broken)).unwrap();
+        broken.text = broken.text.replace("ret;", "not_an_instruction;");
+        let tuned = Arc::new(TunedSlot::new(Instant::now()));
+        *tuned.fallback.lock().unwrap() = Some((quick, 1));
+        let compiled = Arc::new(CompiledProgram {
+            program: p.clone(),
+            first: First::Interpreted(interpreted),
+            quick: true,
+            not_interpreted: None,
+            tuned,
+            compile_time: Duration::ZERO,
+        });
+        let stream = device.stream(0);
+        let xs: Vec<f32> = (0..8).map(|i| i as f32 - 2.5).collect();
+        let want: Vec<f64> = xs.iter().map(|&v| v as f64).collect();
+        let x = device.from_host_on(&HostBuffer::from_elements(&xs), stream).unwrap();
+        let run = || {
+            let y = device.alloc_on(DType::F64, 8, stream).unwrap();
+            compiled.launch(&[&x, &y], stream).unwrap();
+            y.to_host_on(stream).unwrap().to_vec::<f64>()
+        };
+        // On the interpreter first.
+        assert!(compiled.is_interpreted());
+        assert_eq!(run(), want);
+        device
+            .queue_tuning(compiled.tuned.clone(), broken, p.name.clone())
+            .unwrap();
+        device.finish_compiles();
+        assert!(!compiled.is_tuned());
+        assert!(matches!(compiled.tuning_error(), Some(Error::PtxLoad { .. })));
+        // Then on its quick module, loaded at level 1 instead.
+        assert!(!compiled.is_interpreted());
+        assert_eq!(compiled.kernel().jit_level(), Some(1));
+        assert_eq!(run(), want);
     }
 
     /// f64 values for the math test: every binade of both signs (several

@@ -124,15 +124,19 @@ pub(crate) fn assemble(ptx: &str, block_threads: u32, max_shared: u32) -> Result
         )));
     }
     // Program shared memory first, at the interpreter's shared base.
+    // The interpreter's shared memory is aligned to 16 bytes.
     let mut shared = HashMap::new();
     let mut offset = 0u32;
+    let too_big = || unsupported("shared arrays past 4 GiB");
     for &(name, align, bytes) in &kernel.shared {
-        let align = align.max(1);
-        offset = offset.next_multiple_of(align);
+        if !(1..=16).contains(&align) || !align.is_power_of_two() {
+            return Err(unsupported(format!("shared array `{name}` aligned to {align} bytes")));
+        }
+        offset = offset.checked_next_multiple_of(align).ok_or_else(too_big)?;
         shared.insert(name, offset);
-        offset += bytes;
+        offset = offset.checked_add(bytes).ok_or_else(too_big)?;
     }
-    let args_offset = offset.next_multiple_of(16);
+    let args_offset = offset.checked_next_multiple_of(16).ok_or_else(too_big)?;
     let mut asm = Assembler {
         kernel,
         regs: Regs::default(),
@@ -509,15 +513,19 @@ impl<'a> Assembler<'a> {
                 const_words.push(bits as u32);
             }
         }
-        let regs32 = (consts_offset + 4 * const_words.len() as u32).next_multiple_of(16);
-        let regs64 = (regs32 + planes[0] * block_threads * 4).next_multiple_of(16);
-        let total = regs64 + planes[1] * block_threads * 8;
-        if total > max_shared {
+        // In 64 bits: the program's arrays may already take most of 4 GiB.
+        let align16 = |x: u64| x.next_multiple_of(16);
+        let regs32 = align16(u64::from(consts_offset) + 4 * const_words.len() as u64);
+        let regs64 = align16(regs32 + u64::from(planes[0]) * u64::from(block_threads) * 4);
+        let total = regs64 + u64::from(planes[1]) * u64::from(block_threads) * 8;
+        if total > u64::from(max_shared) {
             return Err(unsupported(format!(
                 "{total} bytes of shared memory ({} + {} register planes of {block_threads} threads)",
                 planes[0], planes[1]
             )));
         }
+        // All within `max_shared`, a u32.
+        let (regs32, regs64, total) = (regs32 as u32, regs64 as u32, total as u32);
         let mut words = vec![0u32; INST_WORDS * (1 + n)];
         let header = [
             MAGIC,

@@ -217,6 +217,10 @@ fn min_sm(form: &str) -> u32 {
     let op = form.split(' ').next().unwrap_or_default();
     if op.starts_with("cp.async") || op.starts_with("createpolicy") || op.contains("bf16") || op.contains(".NaN") {
         80
+    } else if op.starts_with("tanh.approx") {
+        75
+    } else if op.contains(".relaxed") || op.contains(".acq_rel") || op.starts_with("fence") {
+        70
     } else {
         0
     }

@@ -180,7 +180,7 @@ pub(crate) fn parse(text: &str) -> Result<Kernel<'_>, Unsupported> {
                                 None => (decl, Some(1)),
                             };
                             match (align.parse::<u32>().ok(), size, count) {
-                                (Some(a), Some(s), Some(c)) => Some((name, a, s * c)),
+                                (Some(a), Some(s), Some(c)) => u32::checked_mul(s, c).map(|bytes| (name, a, bytes)),
                                 _ => None,
                             }
                         }

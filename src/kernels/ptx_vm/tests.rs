@@ -159,6 +159,25 @@ $L1:\n\tadd.u32 %r3, %r5, 1;\n\tadd.u32 %r4, %r3, 2;\n\tadd.u32 %r5, %r4, 0;\n\t
 }
 
 #[test]
+fn shared_arrays_past_the_address_space_or_overaligned_are_reported() {
+    let huge = SMALL.replace(
+        "\t.shared .align 16 .b8 tf_smem[64];",
+        "\t.shared .align 16 .b8 a[4294967295];\n\t.shared .align 16 .b8 tf_smem[64];",
+    );
+    assert!(assemble::assemble(&huge, 32, u32::MAX).unwrap_err().0.contains("4 GiB"));
+    let wide = SMALL.replace(
+        ".shared .align 16 .b8 tf_smem[64]",
+        ".shared .align 4 .b32 tf_smem[4294967295]",
+    );
+    assert!(parse(&wide).unwrap_err().0.contains("shared declaration"));
+    let aligned = SMALL.replace(".shared .align 16", ".shared .align 32");
+    assert!(assemble::assemble(&aligned, 32, u32::MAX)
+        .unwrap_err()
+        .0
+        .contains("aligned to 32"));
+}
+
+#[test]
 fn too_much_shared_memory_is_reported() {
     let err = assemble::assemble(SMALL, 1024, 4096).unwrap_err();
     assert!(err.0.contains("bytes of shared memory"), "{err}");
@@ -210,5 +229,18 @@ fn the_interpreter_assembles_with_ptxas_without_spilling() {
         let k = &kernels[0];
         assert_eq!(k.spill_store_bytes + k.spill_load_bytes, 0, "sm_{sm}: {k:?}");
         assert!(k.registers <= 64, "sm_{sm}: {k:?} cannot launch 1024 threads");
+    }
+}
+
+#[test]
+fn float_arithmetic_forms_all_carry_a_rounding_mode() {
+    // Unrounded add/sub/mul may be contracted into fma by ptxas in a
+    // compiled module, never in the interpreter.
+    for form in forms() {
+        let op = form.split(' ').next().unwrap();
+        let parts: Vec<&str> = op.split('.').collect();
+        if ["add", "sub", "mul"].contains(&parts[0]) && parts.iter().any(|p| *p == "f32" || *p == "f64") {
+            assert!(parts.iter().any(|p| ["rn", "rz", "rm", "rp"].contains(p)), "{form}");
+        }
     }
 }
