@@ -10,6 +10,7 @@
 //! | `context.rs` | [`CudaDevice`]: one context per device, cached per ordinal; [`probe`], [`DeviceInfo`]; the driver check |
 //! | `module.rs` | [`Kernel`]: PTX compiled by the driver's linker (`cuLinkAddData`/`cuLinkComplete`) with the JIT's error log and loaded as a cubin, cached per (PTX, entry) |
 //! | `program.rs` | [`CompiledProgram`]: tile programs compiled per device (cached per program), argument checks, initial fills, launch; [`run_program`] |
+//! | `interpreter.rs` | the PTX interpreter ([`crate::kernels::ptx_vm`]) loaded per device in the background; [`CudaDevice::wait_interpreter`] |
 //! | `memory.rs` | [`DeviceBuffer`] and the caching allocator behind it; [`MemoryStats`] |
 //! | `transfer.rs` | host ↔ device copies through reused pinned staging buffers |
 //! | `stream.rs` | [`Stream`], [`Event`], [`launch`] |
