@@ -94,8 +94,8 @@ fn every_program_of_the_fuzzer_assembles() {
     assert_eq!(all.len(), modules.len(), "every distinct module is assembled");
 
     // The GPU interpreter: which kernels it can run, and why not the others.
-    // Every refusal must be one of the known kinds (a `.const` table, a form
-    // it lacks, too much shared memory); anything else is a reader bug.
+    // Every refusal must be one of the known kinds (a form it lacks, too
+    // much shared memory); anything else is a reader bug.
     let (mut runs, mut refused) = (0, std::collections::BTreeMap::<String, usize>::new());
     for (sm, m) in modules.modules() {
         if sm != 90 {
@@ -104,9 +104,7 @@ fn every_program_of_the_fuzzer_assembles() {
         match ptx_vm::assemble(m, 232_448) {
             Ok(_) => runs += 1,
             Err(e) => {
-                let known = e.0.starts_with("directive `.const")
-                    || e.0.starts_with("form `")
-                    || e.0.contains("bytes of shared memory");
+                let known = e.0.starts_with("form `") || e.0.contains("bytes of shared memory");
                 assert!(known, "{}: {e}", m.entry);
                 let kind = if e.0.contains("bytes of shared memory") {
                     "more shared memory than a block has".to_string()

@@ -24,6 +24,8 @@ enum Word {
     Raw(u32),
     /// An instruction index (resolved from a label).
     Label(u32),
+    /// The word index of a constant table in the code (resolved at the end).
+    Table(usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,14 +151,7 @@ pub(crate) fn assemble(ptx: &str, block_threads: u32, max_shared: u32) -> Result
         fresh_label: 0,
     };
     let body = std::mem::take(&mut asm.kernel.body);
-    for line in &body {
-        match line {
-            Line::Label(l) => {
-                asm.labels.insert((*l).to_owned(), asm.out.len() as u32);
-            }
-            Line::Inst(inst) => asm.inst(inst)?,
-        }
-    }
+    asm.body(&body)?;
     // A kernel falling off its end exits.
     asm.push("vm.exit", vec![], vec![], vec![], Flow::Exit);
     for (i, w, label) in std::mem::take(&mut asm.fixups) {
@@ -293,6 +288,23 @@ impl<'a> Assembler<'a> {
             self.push("mov.b64 d64 s64", words, vec![], vec![d], Flow::Next);
             return Ok(());
         }
+        // A constant table's address: the table travels in the code.
+        if let [Arg::Reg(d), Arg::Symbol(sym)] = inst.args.as_slice() {
+            if let Some(k) = self.kernel.tables.iter().position(|(name, _)| name == sym) {
+                let (d, w) = self.reg(d)?;
+                if op != "mov.u64" && op != "mov.b64" || w != Width::B64 {
+                    return Err(unsupported(format!("`{op}` of the table `{sym}`")));
+                }
+                self.push(
+                    "vm.table d64",
+                    vec![Word::Reg(d), Word::Table(k)],
+                    vec![],
+                    vec![d],
+                    Flow::Next,
+                );
+                return Ok(());
+            }
+        }
         // A shared array's address.
         if let [Arg::Reg(d), Arg::Symbol(sym)] = inst.args.as_slice() {
             if op == "mov.u32" || op == "mov.b32" {
@@ -304,11 +316,27 @@ impl<'a> Assembler<'a> {
                 return Ok(());
             }
         }
+        // Constant tables are in global memory, read only.
+        let op = match op {
+            "ld.const.u64" | "ld.const.b64" => "ld.global.nc.b64",
+            other => other,
+        };
         let mut o = Operands {
             form: op.to_owned(),
             ..Default::default()
         };
-        for (pos, arg) in inst.args.iter().enumerate() {
+        self.operands(op, &inst.args, &mut o)?;
+        if o.words.len() > INST_WORDS - 1 {
+            return Err(unsupported(format!("`{op}` has {} operand words", o.words.len())));
+        }
+        self.push(&o.form, o.words, o.uses, o.defs, Flow::Next);
+        Ok(())
+    }
+
+    /// Reads `args` of an instruction `op` into `o`: its form, words, uses
+    /// and definitions.
+    fn operands(&mut self, op: &str, args: &[Arg<'a>], o: &mut Operands) -> Result<(), Unsupported> {
+        for (pos, arg) in args.iter().enumerate() {
             let dst = pos == 0 && writes_first(op);
             o.form.push(' ');
             match arg {
@@ -388,10 +416,60 @@ impl<'a> Assembler<'a> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// A carry pair, `add.cc.u64` then `addc.u64`, as one form: the carry
+    /// flag lives only between two adjacent instructions of one case.
+    fn carry_pair(&mut self, first: &Inst<'a>, second: &Inst<'a>) -> Result<(), Unsupported> {
+        let mut o = Operands {
+            form: first.op.to_owned(),
+            ..Default::default()
+        };
+        self.operands(first.op, &first.args, &mut o)?;
+        let written = o.defs.clone();
+        o.form.push_str(" ;");
+        let before = o.uses.len();
+        o.form.push(' ');
+        o.form.push_str(second.op);
+        self.operands(second.op, &second.args, &mut o)?;
+        // The case loads every operand before either instruction runs.
+        if o.uses[before..].iter().any(|u| written.contains(u)) {
+            return Err(unsupported("an `addc` reading what its `add.cc` wrote"));
+        }
         if o.words.len() > INST_WORDS - 1 {
-            return Err(unsupported(format!("`{op}` has {} operand words", o.words.len())));
+            return Err(unsupported("a carry pair with more than seven operand words"));
         }
         self.push(&o.form, o.words, o.uses, o.defs, Flow::Next);
+        Ok(())
+    }
+
+    /// The kernel's body: labels, instructions, carry pairs.
+    fn body(&mut self, body: &[Line<'a>]) -> Result<(), Unsupported> {
+        let mut i = 0;
+        while i < body.len() {
+            match &body[i] {
+                Line::Label(l) => {
+                    self.labels.insert((*l).to_owned(), self.out.len() as u32);
+                }
+                Line::Inst(inst) if inst.op.contains(".cc") => {
+                    let Some(Line::Inst(next)) = body.get(i + 1) else {
+                        return Err(unsupported(format!("`{}` without its carry reader", inst.op)));
+                    };
+                    let pair = matches!(
+                        (inst.op, next.op),
+                        ("add.cc.u64", "addc.u64") | ("add.cc.u32", "addc.u32")
+                    );
+                    if !pair || inst.guard.is_some() || next.guard.is_some() {
+                        return Err(unsupported(format!("`{}` then `{}`", inst.op, next.op)));
+                    }
+                    self.carry_pair(inst, next)?;
+                    i += 1;
+                }
+                Line::Inst(inst) => self.inst(inst)?,
+            }
+            i += 1;
+        }
         Ok(())
     }
 
@@ -554,10 +632,28 @@ impl<'a> Assembler<'a> {
                     Word::Const(w, bits) => const_at[&(w, bits)] | CONST_FLAG,
                     Word::Raw(x) => x,
                     Word::Label(t) => t,
+                    // Filled in once the tables are placed.
+                    Word::Table(_) => 0,
                 };
             }
         }
         words.extend(const_words);
+        // Constant tables, 8-byte aligned (the code buffer is).
+        let mut table_at = vec![];
+        for (_, values) in &self.kernel.tables {
+            if words.len() % 2 == 1 {
+                words.push(0);
+            }
+            table_at.push(words.len() as u32);
+            words.extend(values.iter().flat_map(|&v| [v as u32, (v >> 32) as u32]));
+        }
+        for (i, v) in self.out.iter().enumerate() {
+            for (k, w) in v.words.iter().enumerate() {
+                if let Word::Table(t) = *w {
+                    words[INST_WORDS * (1 + i) + 1 + k] = table_at[t];
+                }
+            }
+        }
         Ok(Code {
             max_form: forms.iter().copied().max().unwrap_or(0),
             words,
@@ -610,10 +706,6 @@ pub(crate) fn forms_of(ptx: &str) -> Result<Vec<String>, Unsupported> {
         fresh_label: 0,
     };
     let body = std::mem::take(&mut asm.kernel.body);
-    for line in &body {
-        if let Line::Inst(inst) = line {
-            asm.inst(inst)?;
-        }
-    }
+    asm.body(&body)?;
     Ok(asm.out.into_iter().map(|v| v.form).collect())
 }

@@ -138,70 +138,87 @@ fn case(out: &mut String, t: &mut Temps, form: &'static str) {
             let _ = writeln!(out, "\tadd.u32 {x}, %smem, %w2;");
             store(out, t, 1, "32", &x);
         }
+        "vm.table d64" => {
+            // A constant table's global address: in the code, past its words.
+            let (o, y) = (t.take("64"), t.take("64"));
+            let _ = writeln!(out, "\tmul.wide.u32 {o}, %w2, 4;");
+            let _ = writeln!(out, "\tadd.s64 {y}, %code0, {o};");
+            store(out, t, 1, "64", &y);
+        }
         _ => {
-            let (op, specs) = parse_form(form);
+            // One instruction, or a carry pair joined by " ; ": every
+            // operand is loaded first, then the instructions run, then the
+            // results are stored.
             let mut k = 1;
-            let mut text = vec![];
+            let mut texts = vec![];
             let mut stores = vec![];
-            for spec in &specs {
-                match spec {
-                    Spec::Reg(false, w) => {
-                        text.push(load(out, t, k, w));
-                        k += 1;
-                    }
-                    Spec::NotPred => {
-                        let p = load(out, t, k, "p");
-                        text.push(format!("!{p}"));
-                        k += 1;
-                    }
-                    Spec::Reg(true, w) => {
-                        let r = t.take(w);
-                        stores.push((k, *w, r.clone()));
-                        text.push(r);
-                        k += 1;
-                    }
-                    Spec::Addr(w) => {
-                        let base = load(out, t, k, w);
-                        let a = if *w == "64" {
-                            let (o, a) = (t.take("64"), t.take("64"));
-                            let _ = writeln!(out, "\tcvt.s64.s32 {o}, %w{};", k + 1);
-                            let _ = writeln!(out, "\tadd.s64 {a}, {base}, {o};");
-                            a
-                        } else {
-                            let a = t.take("32");
-                            let _ = writeln!(out, "\tadd.u32 {a}, {base}, %w{};", k + 1);
-                            a
-                        };
-                        text.push(format!("[{a}]"));
-                        k += 2;
-                    }
-                    Spec::Vector(regs) => {
-                        let mut names = vec![];
-                        for &(dst, w) in regs {
-                            if dst {
-                                let r = t.take(w);
-                                stores.push((k, w, r.clone()));
-                                names.push(r);
-                            } else {
-                                names.push(load(out, t, k, w));
-                            }
+            for part in form.split(" ; ") {
+                let (op, specs) = parse_form(part);
+                let mut text = vec![];
+                for spec in &specs {
+                    match spec {
+                        Spec::Reg(false, w) => {
+                            text.push(load(out, t, k, w));
                             k += 1;
                         }
-                        text.push(format!("{{{}}}", names.join(", ")));
+                        Spec::NotPred => {
+                            let p = load(out, t, k, "p");
+                            text.push(format!("!{p}"));
+                            k += 1;
+                        }
+                        Spec::Reg(true, w) => {
+                            let r = t.take(w);
+                            stores.push((k, *w, r.clone()));
+                            text.push(r);
+                            k += 1;
+                        }
+                        Spec::Addr(w) => {
+                            let base = load(out, t, k, w);
+                            let a = if *w == "64" {
+                                let (o, a) = (t.take("64"), t.take("64"));
+                                let _ = writeln!(out, "\tcvt.s64.s32 {o}, %w{};", k + 1);
+                                let _ = writeln!(out, "\tadd.s64 {a}, {base}, {o};");
+                                a
+                            } else {
+                                let a = t.take("32");
+                                let _ = writeln!(out, "\tadd.u32 {a}, {base}, %w{};", k + 1);
+                                a
+                            };
+                            text.push(format!("[{a}]"));
+                            k += 2;
+                        }
+                        Spec::Vector(regs) => {
+                            let mut names = vec![];
+                            for &(dst, w) in regs {
+                                if dst {
+                                    let r = t.take(w);
+                                    stores.push((k, w, r.clone()));
+                                    names.push(r);
+                                } else {
+                                    names.push(load(out, t, k, w));
+                                }
+                                k += 1;
+                            }
+                            text.push(format!("{{{}}}", names.join(", ")));
+                        }
+                        Spec::Verbatim(s) => text.push((*s).to_owned()),
                     }
-                    Spec::Verbatim(s) => text.push((*s).to_owned()),
                 }
+                // Non-aligned barriers: the interpreter's threads reach a
+                // case from anywhere in the loop.
+                let op = match op {
+                    "bar.sync" => "barrier.sync",
+                    other => other,
+                };
+                texts.push(if text.is_empty() {
+                    format!("\t{op};")
+                } else {
+                    format!("\t{op} {};", text.join(", "))
+                });
             }
-            // Non-aligned barriers: the interpreter's threads reach a case
-            // from anywhere in the loop.
-            let op = match op {
-                "bar.sync" => "barrier.sync",
-                other => other,
-            };
-            if text.is_empty() {
-                let _ = writeln!(out, "\t{op};");
-            } else {
-                let _ = writeln!(out, "\t{op} {};", text.join(", "));
+            for text in texts {
+                out.push_str(&text);
+                out.push('\n');
             }
             for (k, w, r) in stores {
                 store(out, t, k, w, &r);
@@ -270,7 +287,7 @@ pub fn interpreter(target: &Target, forms: usize) -> Result<String> {
         "\t.reg .b32 %x<{b32}>;\n\t.reg .b64 %y<{b64}>;\n\t.reg .b16 %h<{b16}>;\n\t.reg .pred %q<{pred}>;\n\t.reg .b32 %a<{addr}>;"
     );
     out.push_str("\t.reg .b32 %w<8>;\n\t.reg .b32 %hd<8>;\n\t.reg .b32 %pc, %op, %smem, %vtid, %vntid, %vt4, %vt8, %i, %v, %s;\n");
-    out.push_str("\t.reg .b64 %code, %ia, %ya;\n\t.reg .pred %done;\n");
+    out.push_str("\t.reg .b64 %code, %code0, %ia, %ya;\n\t.reg .pred %done;\n");
     let targets: Vec<String> = (0..forms.len())
         .map(|i| {
             if i < limit {
@@ -288,6 +305,7 @@ pub fn interpreter(target: &Target, forms: usize) -> Result<String> {
          \tmov.u32 %vntid, %ntid.x;\n\
          \tld.param.u64 %code, [vm_code];\n\
          \tcvta.to.global.u64 %code, %code;\n\
+         \tmov.b64 %code0, %code;\n\
          \tld.global.nc.v4.u32 {%hd0, %hd1, %hd2, %hd3}, [%code];\n\
          \tld.global.nc.v4.u32 {%hd4, %hd5, %hd6, %hd7}, [%code+16];\n\
          \tsetp.ne.u32 %done, %vtid, 0;\n\

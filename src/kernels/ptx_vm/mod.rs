@@ -92,7 +92,14 @@ pub struct Code {
 }
 
 /// The interpreter's own forms, ahead of the PTX ones.
-const INTERNAL: [&str; 5] = ["vm.exit", "vm.jmp", "vm.brz sp", "vm.brnz sp", "vm.smem d32"];
+const INTERNAL: [&str; 6] = [
+    "vm.exit",
+    "vm.jmp",
+    "vm.brz sp",
+    "vm.brnz sp",
+    "vm.smem d32",
+    "vm.table d64",
+];
 
 /// Every form the interpreter executes, by number: its own control forms,
 /// then the PTX instruction forms of `forms.txt`.

@@ -89,6 +89,9 @@ pub(crate) struct Kernel<'a> {
     pub regs: HashMap<&'a str, Width>,
     /// Shared arrays: name, alignment, bytes.
     pub shared: Vec<(&'a str, u32, u32)>,
+    /// Tables in the constant space (`.const .u64 name[n] = {...}`): name
+    /// and values.
+    pub tables: Vec<(&'a str, Vec<u64>)>,
     pub body: Vec<Line<'a>>,
 }
 
@@ -160,6 +163,28 @@ pub(crate) fn parse(text: &str) -> Result<Kernel<'_>, Unsupported> {
                         .filter(|p| p.starts_with('%') && name.contains('<'))
                         .ok_or_else(|| unsupported(format!("register declaration `{line}`")))?;
                     kernel.regs.insert(prefix, width);
+                }
+                "const" => {
+                    // .const .align 8 .u64 name[n] = {v, ...};
+                    let table = (|| {
+                        let (decl, values) = rest.split_once('=')?;
+                        let words: Vec<&str> = decl.split_whitespace().collect();
+                        let ["const", ".align", _, ".u64", named] = words.as_slice() else {
+                            return None;
+                        };
+                        let (name, count) = named.split_once('[')?;
+                        let count: usize = count.trim_end_matches(']').parse().ok()?;
+                        let inner = values.trim().trim_end_matches(';').trim();
+                        let inner = inner.strip_prefix('{')?.strip_suffix('}')?;
+                        let values: Vec<u64> = inner
+                            .split(',')
+                            .map(|v| parse_int(v.trim()).map(|v| v as u64))
+                            .collect::<Option<_>>()?;
+                        (values.len() == count).then_some((name, values))
+                    })();
+                    kernel
+                        .tables
+                        .push(table.ok_or_else(|| unsupported(format!("constant table `{line}`")))?);
                 }
                 "shared" => {
                     // .shared .align 16 .b8 name[bytes];

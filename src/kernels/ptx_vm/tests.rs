@@ -55,8 +55,8 @@ fn the_reader_keeps_guards_operands_and_declarations() {
 
 #[test]
 fn unknown_directives_and_operands_are_reported_not_guessed() {
-    let with_const = SMALL.replace("\t.shared", "\t.const .align 8 .u64 t[2] = {1, 2};\n\t.shared");
-    assert!(parse(&with_const).unwrap_err().0.contains(".const"));
+    let with_local = SMALL.replace("\t.shared", "\t.local .align 8 .b8 stack[16];\n\t.shared");
+    assert!(parse(&with_local).unwrap_err().0.contains(".local"));
     let local = SMALL.replace("mul.rn.f32 %f2, %f1, 0f40000000", "mul.rn.f32 %f2, %f1, ~3");
     assert!(parse(&local).unwrap_err().0.contains("~3"));
 }
@@ -243,4 +243,56 @@ fn float_arithmetic_forms_all_carry_a_rounding_mode() {
             assert!(parts.iter().any(|p| ["rn", "rz", "rm", "rp"].contains(p)), "{form}");
         }
     }
+}
+
+#[test]
+fn constant_tables_travel_in_the_code_and_are_read_from_global_memory() {
+    let ptx = SMALL
+        .replace(
+            "\t.shared .align 16 .b8 tf_smem[64];",
+            "\t.shared .align 16 .b8 tf_smem[64];\n.const .align 8 .u64 tf_t[3] = {0x0000000000000000, 0xA2F9836E4E441529, 0x5};",
+        )
+        .replace(
+            "\tmov.u32 %r2, tf_smem;",
+            "\tmov.u64 %rd2, tf_t;\n\tld.const.u64 %rd3, [%rd2+8];\n\tmov.u32 %r2, tf_smem;",
+        );
+    let k = parse(&ptx).unwrap();
+    assert_eq!(k.tables, [("tf_t", vec![0, 0xA2F9_836E_4E44_1529, 5])]);
+    let forms = forms_of(&ptx).unwrap();
+    assert!(forms.contains(&"vm.table d64".to_owned()) && forms.contains(&"ld.global.nc.b64 d64 [a64]".to_owned()));
+    let code = code_of(&ptx, 32);
+    let at = (0..code.instructions)
+        .map(|i| inst(&code, i))
+        .find(|w| w[0] == form_index("vm.table d64").unwrap())
+        .unwrap()[2] as usize;
+    assert_eq!(at % 2, 0, "8-byte aligned");
+    assert_eq!(&code.words[at..at + 6], &[0, 0, 0x4E44_1529, 0xA2F9_836E, 5, 0]);
+    // A table of another element type is refused, not misread.
+    let u32_table = ptx.replace(".u64 tf_t[3]", ".u32 tf_t[3]");
+    assert!(parse(&u32_table).unwrap_err().0.contains("constant table"));
+}
+
+#[test]
+fn a_carry_pair_is_one_form_and_a_lone_carry_is_refused() {
+    let with = |pair: &str| {
+        SMALL.replace(
+            "\tcvt.u64.u32 %rd2, %r1;\n",
+            &format!("\tcvt.u64.u32 %rd2, %r1;\n{pair}"),
+        )
+    };
+    let ptx = with("\tadd.cc.u64 %rd3, %rd1, %rd2;\n\taddc.u64 %rd2, %rd2, 0;\n");
+    let forms = forms_of(&ptx).unwrap();
+    let pair = "add.cc.u64 d64 s64 s64 ; addc.u64 d64 s64 s64";
+    assert_eq!(forms.iter().filter(|f| *f == pair).count(), 1, "{forms:?}");
+    assert!(!forms.iter().any(|f| f.starts_with("addc")));
+    let code = code_of(&ptx, 32);
+    let w = inst(&code, 5);
+    assert_eq!(w[0], form_index(pair).unwrap());
+    // Six operand words: d, s, s of each; the constant 0 is uniform.
+    assert_eq!(w[6] & CONST_FLAG, CONST_FLAG);
+    // The second reading what the first wrote would see the old value.
+    let reads = with("\tadd.cc.u64 %rd3, %rd1, %rd2;\n\taddc.u64 %rd2, %rd3, 0;\n");
+    assert!(forms_of(&reads).unwrap_err().0.contains("reading what"));
+    let lone = with("\tadd.cc.u64 %rd3, %rd1, %rd2;\n");
+    assert!(forms_of(&lone).unwrap_err().0.contains("then"));
 }
