@@ -224,7 +224,8 @@ impl CompiledProgram {
 
     /// How long PTX generation and loading (the driver's JIT, or its cache)
     /// of the first module took when the program was first compiled on this
-    /// device.
+    /// device; for a program first run on the interpreter, generation,
+    /// assembly and queuing the code's upload.
     pub fn compile_time(&self) -> Duration {
         self.compile_time
     }
