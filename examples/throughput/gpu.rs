@@ -36,7 +36,11 @@ pub(super) fn run(args: &Args, device: Device) -> Result<(f64, Vec<Row>, Overhea
         Ok(took) => println!(
             "ptx interpreter: core forms loaded after {:.1} ms, all forms after {}, in the background from the device's opening",
             super::ms(took.core),
-            took.full.map_or("(not loaded)".to_string(), |t| format!("{:.1} ms", super::ms(t)))
+            match (took.full, &took.full_error) {
+                (Some(t), _) => format!("{:.1} ms", super::ms(t)),
+                (None, Some(e)) => format!("(failed: {e})"),
+                (None, None) => "(not loaded)".to_string(),
+            }
         ),
         Err(e) => println!("ptx interpreter: not used ({e})"),
     }

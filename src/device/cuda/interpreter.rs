@@ -29,6 +29,8 @@ struct State {
     core: Option<(Kernel, Duration)>,
     /// The module of all forms, once loaded.
     full: Option<(Kernel, Duration)>,
+    /// Why the module of all forms did not load, when the core one did.
+    full_error: Option<Error>,
 }
 
 #[derive(Default)]
@@ -41,14 +43,18 @@ enum Phase {
     Failed(Error),
 }
 
-/// How long the interpreter's two modules took to load, from the device's
-/// opening (see [`CudaDevice::wait_interpreter`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How long the interpreter's two modules took to load, from the start of
+/// the load when the device opened (see [`CudaDevice::wait_interpreter`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct InterpreterLoad {
     /// The core module: every form of the suite's and the fuzzer's kernels.
     pub core: Duration,
-    /// The module of all forms (`None` under `TILEFUSE_GPU_INTERPRETER=core`).
+    /// The module of all forms; `None` under `TILEFUSE_GPU_INTERPRETER=core`
+    /// or when it failed to load ([`full_error`](Self::full_error)).
     pub full: Option<Duration>,
+    /// Why the module of all forms failed to load after the core one did:
+    /// programs within the core forms still run on the core module.
+    pub full_error: Option<Error>,
 }
 
 /// What `TILEFUSE_GPU_INTERPRETER` asks for, read once.
@@ -174,6 +180,11 @@ impl CudaDevice {
                     state.phase = Phase::Done;
                 }
             }
+            // The core module keeps running what it can.
+            Err(e) if state.core.is_some() => {
+                state.full_error = Some(e);
+                state.phase = Phase::Done;
+            }
             Err(e) => state.phase = Phase::Failed(e),
         }
         self.interpreter.changed.notify_all();
@@ -206,8 +217,9 @@ impl CudaDevice {
     /// driver's JIT.
     ///
     /// Returns [`Error::CudaUnavailable`] when it is turned off
-    /// (`TILEFUSE_GPU_INTERPRETER=0`), and the load's error when it failed
-    /// to load (new programs then wait for the JIT, as without it).
+    /// (`TILEFUSE_GPU_INTERPRETER=0`), and the load's error when no module
+    /// loaded (new programs then wait for the JIT, as without it); when only
+    /// the core one did, `Ok` with [`InterpreterLoad::full_error`].
     pub fn wait_interpreter(&self) -> Result<InterpreterLoad> {
         let mut state = self.interpreter.state.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
@@ -218,6 +230,7 @@ impl CudaDevice {
                     return Ok(InterpreterLoad {
                         core: core.or(full).unwrap_or_default(),
                         full,
+                        full_error: state.full_error.clone(),
                     });
                 }
                 Phase::Failed(e) => return Err(e.clone()),

@@ -563,7 +563,7 @@ impl CudaDevice {
                 Ok(code) => match self.interpreter_for(code.max_form) {
                     Some(kernel) => Some((m, code, kernel)),
                     None => {
-                        why = "only the interpreter's core forms are loaded yet, and the kernel needs others".into();
+                        why = "only the interpreter's core module is loaded, and the kernel needs other forms".into();
                         None
                     }
                 },
@@ -765,7 +765,8 @@ impl CudaDevice {
                 Some(Err(e)) => {
                     let _ = slot.error.set(e);
                     let fallback = slot.fallback.lock().unwrap_or_else(PoisonError::into_inner).take();
-                    if let Some((quick, level)) = fallback {
+                    // No new JIT once the process exits (see `background`).
+                    if let Some((quick, level)) = fallback.filter(|_| !super::background::exiting()) {
                         if let Ok(kernel) = load(&quick, Some(level)) {
                             let _ = slot.fallback_loaded.set(Loaded { module: quick, kernel });
                         }
