@@ -296,3 +296,32 @@ fn a_carry_pair_is_one_form_and_a_lone_carry_is_refused() {
     let lone = with("\tadd.cc.u64 %rd3, %rd1, %rd2;\n");
     assert!(forms_of(&lone).unwrap_err().0.contains("then"));
 }
+
+#[test]
+fn every_form_is_listed_once_and_spelled_with_known_operand_kinds() {
+    let mut seen = std::collections::HashSet::new();
+    let reg = |t: &str| {
+        let t = t.strip_prefix('d').or_else(|| t.strip_prefix('s'));
+        t.is_some_and(|w| ["p", "16", "32", "64"].contains(&w))
+    };
+    for form in forms() {
+        assert!(seen.insert(*form), "`{form}` is listed twice");
+        for part in form.split(" ; ") {
+            let mut toks = part.split(' ');
+            let op = toks.next().unwrap();
+            assert!(!op.is_empty() && !op.contains(['{', '[', '%']), "`{form}`");
+            for t in toks {
+                let ok = reg(t)
+                    || t == "s!p"
+                    || t == "[a32]"
+                    || t == "[a64]"
+                    || t.starts_with('=')
+                    || t.starts_with('%')
+                    || t.strip_prefix('{')
+                        .and_then(|v| v.strip_suffix('}'))
+                        .is_some_and(|v| v.split(',').all(reg));
+                assert!(ok, "`{form}`: operand `{t}`");
+            }
+        }
+    }
+}
