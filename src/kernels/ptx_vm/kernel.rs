@@ -10,7 +10,7 @@ pub const ENTRY: &str = "tf_vm";
 
 /// One operand of a form.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Spec {
+pub(super) enum Spec {
     /// A register written (`true`) or read, of a width tag (`p`, `16`, `32`, `64`).
     Reg(bool, &'static str),
     /// A predicate read negated (`!%p`).
@@ -31,7 +31,7 @@ fn reg_spec(tok: &'static str) -> Option<(bool, &'static str)> {
     matches!(w, "p" | "16" | "32" | "64").then_some((dst, w))
 }
 
-fn parse_form(form: &'static str) -> (&'static str, Vec<Spec>) {
+pub(super) fn parse_form(form: &'static str) -> (&'static str, Vec<Spec>) {
     let mut toks = form.split(' ');
     let op = toks.next().unwrap_or_default();
     let specs = toks

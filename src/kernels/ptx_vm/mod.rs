@@ -36,6 +36,8 @@
 //! for the JIT as before.
 
 mod assemble;
+#[cfg(test)]
+mod emulate;
 mod kernel;
 mod parse;
 #[cfg(test)]
