@@ -98,8 +98,9 @@ fn imm_width(op: &str, pos: usize) -> Option<Width> {
     }
     // The last type suffix: the source type of `cvt` and `setp`, the type
     // of everything else.
-    // A predicate immediate has no register to live in: refused.
-    op.rsplit('.').find_map(Width::of_type).filter(|&w| w != Width::Pred)
+    // A predicate immediate (`mov.pred %p, 1`) is a 32-bit 0 or 1 that the
+    // case reads as a predicate.
+    op.rsplit('.').find_map(Width::of_type)
 }
 
 struct Assembler<'a> {
@@ -399,6 +400,7 @@ impl<'a> Assembler<'a> {
                         (Imm::Int(v), Width::B64) => *v as u64,
                         (Imm::Int(v), Width::B32) => u64::from(*v as u32),
                         (Imm::Int(v), Width::B16) => u64::from(*v as u16),
+                        (Imm::Int(v), Width::Pred) => u64::from(*v != 0),
                         _ => return Err(unsupported(format!("immediate `{text}` in `{op}`"))),
                     };
                     o.form.push('s');

@@ -1,6 +1,7 @@
-//! A CPU model of the interpreter for tests: runs assembled code one thread
-//! after another, for kernels whose threads do not talk to each other (no
-//! shared arrays, barriers or shuffles), over the forms below. It checks
+//! A CPU model of the interpreter for tests: runs assembled code over the
+//! forms `eval` knows (integer and exact float arithmetic, comparisons,
+//! selection, integer conversions, global and shared loads and stores,
+//! `cp.async` copies, the ticket atomic, butterfly shuffles, barriers). It checks
 //! the assembler (slots, live ranges, words, constants, guards, branches)
 //! against the CPU executor without a GPU; the instructions' own semantics
 //! are the GPU's business and the GPU tests'.
@@ -48,10 +49,22 @@ fn sext(v: u64, bits: u32) -> i64 {
     ((v << (64 - bits)) as i64) >> (64 - bits)
 }
 
+/// Where a thread stands between steps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Running,
+    /// At a shuffle: the instruction's index.
+    Shuffle(usize),
+    /// At a barrier (past it once released).
+    Barrier,
+    Done,
+}
+
 /// Runs `code` on a grid of `blocks` blocks (x only), or returns the first
-/// form it does not model.
+/// form it does not model. A block's threads run one at a time up to a
+/// shuffle (resolved when its warp's live lanes all reach one) or a barrier
+/// (released when every live thread of the block reaches one).
 pub(super) fn run(code: &Code, blocks: u32, mem: &mut Memory) -> Result<(), String> {
-    assert_eq!(code.program_shared, 0, "threads would share memory");
     let words = &code.words;
     let (args_off, consts_off, nconst, consts_at) = (
         words[1] as usize,
@@ -59,116 +72,213 @@ pub(super) fn run(code: &Code, blocks: u32, mem: &mut Memory) -> Result<(), Stri
         words[3] as usize,
         words[4] as usize,
     );
-    let mut smem = vec![0u8; code.shared_bytes as usize];
-    for i in 0..ARGS.min(mem.0.len()) {
-        smem[args_off + 8 * i..args_off + 8 * i + 8].copy_from_slice(&Memory::address(i).to_le_bytes());
-    }
-    for i in 0..nconst {
-        smem[consts_off + 4 * i..consts_off + 4 * i + 4].copy_from_slice(&words[consts_at + i].to_le_bytes());
-    }
     let parsed: Vec<(&str, Vec<Spec>)> = forms().iter().map(|f| parse_form(f)).collect();
+    let threads = code.block_threads as usize;
     for block in 0..blocks {
-        for tid in 0..code.block_threads {
-            let mut pc = 0usize;
-            let mut steps = 0u64;
-            loop {
-                steps += 1;
-                if steps > 10_000_000 {
-                    return Err("no exit after 10^7 steps".into());
-                }
-                let inst = &words[INST_WORDS * (1 + pc)..INST_WORDS * (2 + pc)];
-                pc += 1;
-                let form = forms()[inst[0] as usize];
-                // Operand access.
-                let addr = |w: u32, width: &str| -> usize {
-                    if w & CONST_FLAG != 0 {
-                        (w & !CONST_FLAG) as usize
-                    } else {
-                        w as usize + tid as usize * if width == "64" { 8 } else { 4 }
+        let mut smem = vec![0u8; code.shared_bytes as usize];
+        for i in 0..ARGS.min(mem.0.len()) {
+            smem[args_off + 8 * i..args_off + 8 * i + 8].copy_from_slice(&Memory::address(i).to_le_bytes());
+        }
+        for i in 0..nconst {
+            smem[consts_off + 4 * i..consts_off + 4 * i + 4].copy_from_slice(&words[consts_at + i].to_le_bytes());
+        }
+        let mut pcs = vec![0usize; threads];
+        let mut status = vec![Status::Running; threads];
+        let mut steps = 0u64;
+        while status.iter().any(|&s| s != Status::Done) {
+            let mut progress = false;
+            for tid in 0..threads {
+                while status[tid] == Status::Running {
+                    steps += 1;
+                    if steps > 100_000_000 {
+                        return Err("no exit after 10^8 steps".into());
                     }
-                };
-                let read = |smem: &[u8], w: u32, width: &str| -> u64 {
-                    let a = addr(w, width);
-                    let mut b = [0u8; 8];
-                    b[..bytes_of(width)].copy_from_slice(&smem[a..a + bytes_of(width)]);
-                    u64::from_le_bytes(b)
-                };
-                let write = |smem: &mut [u8], w: u32, width: &str, v: u64| {
-                    let a = addr(w, width);
-                    let n = if width == "p" { 4 } else { bytes_of(width) };
-                    smem[a..a + n].copy_from_slice(&v.to_le_bytes()[..n]);
-                };
-                match form {
-                    "vm.exit" => break,
-                    "vm.jmp" => pc = inst[1] as usize,
-                    "vm.brz sp" | "vm.brnz sp" => {
-                        let p = read(&smem, inst[1], "p") != 0;
-                        if p == (form == "vm.brnz sp") {
-                            pc = inst[2] as usize;
-                        }
-                    }
-                    _ => {
-                        let (op, specs) = &parsed[inst[0] as usize];
-                        // Sources in order, the destination's word and width.
-                        let mut k = 1;
-                        let mut srcs = vec![];
-                        let mut dsts = vec![];
-                        let mut addrs = vec![];
-                        for spec in specs {
-                            match spec {
-                                Spec::Reg(false, w) => {
-                                    srcs.push(read(&smem, inst[k], w));
-                                    k += 1;
-                                }
-                                Spec::NotPred => {
-                                    srcs.push(u64::from(read(&smem, inst[k], "p") == 0));
-                                    k += 1;
-                                }
-                                Spec::Reg(true, w) => {
-                                    dsts.push((inst[k], *w));
-                                    k += 1;
-                                }
-                                Spec::Addr(w) => {
-                                    let base = read(&smem, inst[k], w);
-                                    addrs.push(base.wrapping_add(inst[k + 1] as i32 as i64 as u64));
-                                    k += 2;
-                                }
-                                Spec::Vector(regs) => {
-                                    for &(dst, w) in regs {
-                                        if dst {
-                                            dsts.push((inst[k], w));
-                                        } else {
-                                            srcs.push(read(&smem, inst[k], w));
-                                        }
-                                        k += 1;
-                                    }
-                                }
-                                Spec::Verbatim(s) => srcs.push(match *s {
-                                    "%tid.x" => u64::from(tid),
-                                    "%ctaid.x" => u64::from(block),
-                                    "%ntid.x" => u64::from(code.block_threads),
-                                    "%nctaid.x" => u64::from(blocks),
-                                    "%ctaid.y" => 0,
-                                    "%nctaid.y" => 1,
-                                    _ => return Err(format!("operand `{s}` of `{form}`")),
-                                }),
+                    progress = true;
+                    let pc = pcs[tid];
+                    let inst = &words[INST_WORDS * (1 + pc)..INST_WORDS * (2 + pc)];
+                    let form = forms()[inst[0] as usize];
+                    pcs[tid] += 1;
+                    let ctx = Thread {
+                        tid: tid as u32,
+                        block,
+                        blocks,
+                        threads: code.block_threads,
+                    };
+                    match form {
+                        "vm.exit" => status[tid] = Status::Done,
+                        "vm.jmp" => pcs[tid] = inst[1] as usize,
+                        "vm.brz sp" | "vm.brnz sp" => {
+                            let p = ctx.read(&smem, inst[1], "p") != 0;
+                            if p == (form == "vm.brnz sp") {
+                                pcs[tid] = inst[2] as usize;
                             }
                         }
-                        let results = eval(op, &srcs, &mut addrs, mem).ok_or_else(|| format!("form `{form}`"))?;
-                        assert_eq!(results.len(), dsts.len(), "{form}");
-                        for ((w, width), v) in dsts.into_iter().zip(results) {
-                            write(&mut smem, w, width, v);
-                        }
+                        "vm.smem d32" => ctx.write(&mut smem, inst[1], "32", u64::from(inst[2])),
+                        f if f.starts_with("shfl.sync.bfly.b32 ") => status[tid] = Status::Shuffle(pc),
+                        f if f.starts_with("bar.sync") => status[tid] = Status::Barrier,
+                        _ => ctx.execute(&parsed[inst[0] as usize], inst, form, &mut smem, mem)?,
                     }
                 }
+            }
+            // Shuffles: a warp whose live lanes all wait at one.
+            for warp in (0..threads).step_by(32) {
+                let lanes = warp..(warp + 32).min(threads);
+                let waiting = lanes
+                    .clone()
+                    .filter(|&t| matches!(status[t], Status::Shuffle(_)))
+                    .count();
+                let live = lanes.clone().filter(|&t| status[t] != Status::Done).count();
+                if waiting == 0 || waiting != live {
+                    continue;
+                }
+                let values: Vec<(usize, u64, u64)> = lanes
+                    .clone()
+                    .filter_map(|t| match status[t] {
+                        Status::Shuffle(pc) => {
+                            let inst = &words[INST_WORDS * (1 + pc)..INST_WORDS * (2 + pc)];
+                            let ctx = Thread {
+                                tid: t as u32,
+                                block,
+                                blocks,
+                                threads: code.block_threads,
+                            };
+                            Some((t, ctx.read(&smem, inst[2], "32"), ctx.read(&smem, inst[3], "32")))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                for &(t, _, mask) in &values {
+                    let Status::Shuffle(pc) = status[t] else { unreachable!() };
+                    let inst = &words[INST_WORDS * (1 + pc)..INST_WORDS * (2 + pc)];
+                    let src = warp + ((t - warp) ^ mask as usize);
+                    let v = values.iter().find(|(u, _, _)| *u == src).map_or(values[0].1, |x| x.1);
+                    let own = values.iter().find(|(u, _, _)| *u == t).unwrap().1;
+                    let v = if src < warp + 32 && values.iter().any(|(u, _, _)| *u == src) {
+                        v
+                    } else {
+                        own
+                    };
+                    Thread {
+                        tid: t as u32,
+                        block,
+                        blocks,
+                        threads: code.block_threads,
+                    }
+                    .write(&mut smem, inst[1], "32", v);
+                    status[t] = Status::Running;
+                }
+                progress = true;
+            }
+            // A barrier every live thread reached.
+            let live = status.iter().filter(|&&s| s != Status::Done).count();
+            let at_bar = status.iter().filter(|&&s| s == Status::Barrier).count();
+            if live > 0 && at_bar == live {
+                for s in status.iter_mut().filter(|s| **s == Status::Barrier) {
+                    *s = Status::Running;
+                }
+                progress = true;
+            }
+            if !progress {
+                return Err("threads wait for each other for ever".into());
             }
         }
     }
     Ok(())
 }
 
+/// One thread's view: its slots and special registers.
+struct Thread {
+    tid: u32,
+    block: u32,
+    blocks: u32,
+    threads: u32,
+}
+
+impl Thread {
+    fn addr(&self, w: u32, width: &str) -> usize {
+        if w & CONST_FLAG != 0 {
+            (w & !CONST_FLAG) as usize
+        } else {
+            w as usize + self.tid as usize * if width == "64" { 8 } else { 4 }
+        }
+    }
+
+    fn read(&self, smem: &[u8], w: u32, width: &str) -> u64 {
+        let a = self.addr(w, width);
+        let mut b = [0u8; 8];
+        b[..bytes_of(width)].copy_from_slice(&smem[a..a + bytes_of(width)]);
+        u64::from_le_bytes(b)
+    }
+
+    fn write(&self, smem: &mut [u8], w: u32, width: &str, v: u64) {
+        let a = self.addr(w, width);
+        let n = if width == "p" { 4 } else { bytes_of(width) };
+        smem[a..a + n].copy_from_slice(&v.to_le_bytes()[..n]);
+    }
+
+    fn execute(
+        &self,
+        (op, specs): &(&str, Vec<Spec>),
+        inst: &[u32],
+        form: &str,
+        smem: &mut [u8],
+        mem: &mut Memory,
+    ) -> Result<(), String> {
+        let mut k = 1;
+        let (mut srcs, mut dsts, mut addrs) = (vec![], vec![], vec![]);
+        for spec in specs {
+            match spec {
+                Spec::Reg(false, w) => {
+                    srcs.push(self.read(smem, inst[k], w));
+                    k += 1;
+                }
+                Spec::NotPred => {
+                    srcs.push(u64::from(self.read(smem, inst[k], "p") == 0));
+                    k += 1;
+                }
+                Spec::Reg(true, w) => {
+                    dsts.push((inst[k], *w));
+                    k += 1;
+                }
+                Spec::Addr(w) => {
+                    let base = self.read(smem, inst[k], w);
+                    addrs.push(base.wrapping_add(inst[k + 1] as i32 as i64 as u64));
+                    k += 2;
+                }
+                Spec::Vector(regs) => {
+                    for &(dst, w) in regs {
+                        if dst {
+                            dsts.push((inst[k], w));
+                        } else {
+                            srcs.push(self.read(smem, inst[k], w));
+                        }
+                        k += 1;
+                    }
+                }
+                Spec::Verbatim(s) => match *s {
+                    "%tid.x" => srcs.push(u64::from(self.tid)),
+                    "%ctaid.x" => srcs.push(u64::from(self.block)),
+                    "%ntid.x" => srcs.push(u64::from(self.threads)),
+                    "%nctaid.x" => srcs.push(u64::from(self.blocks)),
+                    "%ctaid.y" => srcs.push(0),
+                    "%nctaid.y" => srcs.push(1),
+                    // Literal operands (copy sizes, fractions) are in the op.
+                    _ if !s.starts_with('%') => srcs.push(s.parse().unwrap_or(0)),
+                    _ => return Err(format!("operand `{s}` of `{form}`")),
+                },
+            }
+        }
+        let results = eval(op, &srcs, &addrs, smem, mem).ok_or_else(|| format!("form `{form}`"))?;
+        assert_eq!(results.len(), dsts.len(), "{form}");
+        for ((w, width), v) in dsts.into_iter().zip(results) {
+            self.write(smem, w, width, v);
+        }
+        Ok(())
+    }
+}
+
 /// One instruction's results, or `None` when it is not modelled.
-fn eval(op: &str, s: &[u64], addrs: &mut [u64], mem: &mut Memory) -> Option<Vec<u64>> {
+fn eval(op: &str, s: &[u64], addrs: &[u64], smem: &mut [u8], mem: &mut Memory) -> Option<Vec<u64>> {
     let parts: Vec<&str> = op.split('.').collect();
     let ty = last_type(op);
     let bits: u32 = ty.trim_start_matches(|c: char| c.is_alphabetic()).parse().unwrap_or(32);
@@ -208,8 +318,62 @@ fn eval(op: &str, s: &[u64], addrs: &mut [u64], mem: &mut Memory) -> Option<Vec<
         })?,
         "div" if !signed && s[1] & mask != 0 => one((s[0] & mask) / (s[1] & mask))?,
         "rem" if !signed && s[1] & mask != 0 => one((s[0] & mask) % (s[1] & mask))?,
-        "min" if !signed => one((s[0] & mask).min(s[1] & mask))?,
-        "max" if !signed => one((s[0] & mask).max(s[1] & mask))?,
+        "max" if op.contains(".NaN.f32") => {
+            let (a, b) = (f32_of(s[0]), f32_of(s[1]));
+            vec![u64::from(
+                if a.is_nan() || b.is_nan() { f32::NAN } else { a.max(b) }.to_bits(),
+            )]
+        }
+        "min" if op.contains(".NaN.f32") => {
+            let (a, b) = (f32_of(s[0]), f32_of(s[1]));
+            vec![u64::from(
+                if a.is_nan() || b.is_nan() { f32::NAN } else { a.min(b) }.to_bits(),
+            )]
+        }
+        "min" if signed => one(sext(s[0], bits).min(sext(s[1], bits)) as u64)?,
+        "max" if signed => one(sext(s[0], bits).max(sext(s[1], bits)) as u64)?,
+        "min" if !ty.starts_with('f') => one((s[0] & mask).min(s[1] & mask))?,
+        "max" if !ty.starts_with('f') => one((s[0] & mask).max(s[1] & mask))?,
+        "fence" | "createpolicy" => vec![0; usize::from(parts[0] == "createpolicy")],
+        "cp" if op.starts_with("cp.async.commit") || op.starts_with("cp.async.wait") => vec![],
+        "cp" => {
+            // cp.async...: [shared], [global], size (literal), policy.
+            let size = s[0] as usize;
+            let src = mem.at(addrs[1], size).to_vec();
+            smem[addrs[0] as usize..addrs[0] as usize + size].copy_from_slice(&src);
+            vec![]
+        }
+        "atom" if op.ends_with("global.inc.u32") => {
+            let cell = mem.at(addrs[0], 4);
+            let old = u32::from_le_bytes(cell[..4].try_into().ok()?);
+            let new = if u64::from(old) >= s[0] { 0 } else { old + 1 };
+            cell.copy_from_slice(&new.to_le_bytes());
+            vec![u64::from(old)]
+        }
+        "ld" if parts[1] == "shared" => {
+            let n = parts
+                .iter()
+                .find_map(|p| p.strip_prefix('v'))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1);
+            let size = (bits / 8) as usize;
+            (0..n)
+                .map(|i| {
+                    let a = addrs[0] as usize + i * size;
+                    let mut b = [0u8; 8];
+                    b[..size].copy_from_slice(&smem[a..a + size]);
+                    u64::from_le_bytes(b)
+                })
+                .collect()
+        }
+        "st" if parts[1] == "shared" => {
+            let size = (bits / 8) as usize;
+            for (i, v) in s.iter().enumerate() {
+                let a = addrs[0] as usize + i * size;
+                smem[a..a + size].copy_from_slice(&v.to_le_bytes()[..size]);
+            }
+            vec![]
+        }
         "selp" => vec![if s[2] != 0 { s[0] } else { s[1] }],
         "setp" => {
             let cmp = parts[1];

@@ -405,3 +405,87 @@ fn assembled_elementwise_kernels_run_on_the_cpu_model_like_the_executor() {
         }
     }
 }
+
+/// One `op` reduction per row of `rows` × `cols` in tiles of `tc` columns,
+/// through a loop and an accumulator.
+fn row_reduction(
+    dtype: crate::DType,
+    op: crate::kernels::ir::TileReduce,
+    rows: u64,
+    cols: u64,
+    tc: u32,
+) -> crate::kernels::ir::Program {
+    use crate::graph::BinaryOp;
+    use crate::kernels::ir::{Access, Builder, IndexExpr, TileReduce, ValueType};
+    use crate::tile::Padding;
+    use crate::Scalar;
+    let mut b = Builder::new(format!("rows_{op:?}_{dtype}"), &[rows]);
+    let x = b.param("x", dtype, rows * cols, Access::Read);
+    let y = b.param("y", dtype, rows, Access::Write);
+    let vx = b.view_contiguous(x, &[rows, cols], &[1, tc], Padding::Zero);
+    let vy = b.view_contiguous(y, &[rows, 1], &[1, 1], Padding::Zero);
+    let (init, update) = match op {
+        TileReduce::Sum => (Scalar::Int(0, crate::DType::I64).cast(dtype), BinaryOp::Add),
+        _ => (Scalar::Float(f64::NEG_INFINITY, dtype), BinaryOp::Maximum),
+    };
+    let acc = b.acc(ValueType::new(dtype, &[1, tc]), init);
+    b.loop_(cols.div_ceil(u64::from(tc)), |b, i| {
+        let idx = [IndexExpr::grid(0), IndexExpr::loop_var(i)];
+        let t = b.load(vx, &idx, true);
+        let inside = b.in_bounds(vx, &idx);
+        let id = b.constant(init, dtype, &[1, tc]);
+        let t = b.select(inside, t, id);
+        b.acc_update(acc, update, t);
+    });
+    let total = b.acc_read(acc);
+    let r = b.reduce(op, total, 1);
+    b.store(vy, &[IndexExpr::grid(0), IndexExpr::constant(0)], r, false);
+    b.finish().unwrap()
+}
+
+/// Row reductions (shuffles, shared memory, barriers, a loop) assembled and
+/// run on the CPU model give the executor's values: an integer sum and a
+/// float maximum, whose results do not depend on the order.
+#[test]
+fn assembled_row_reductions_run_on_the_cpu_model_like_the_executor() {
+    use crate::kernels::cpu::{execute, Arg};
+    use crate::kernels::ir::TileReduce;
+    use crate::kernels::ptx_gen::{generate, generate_quick};
+    use crate::storage::HostBuffer;
+    use crate::DType;
+    let target = Target::for_driver(90, 13000);
+    for (dtype, op, rows, cols, tc) in [
+        (DType::I32, TileReduce::Sum, 5, 1009, 256),
+        (DType::F32, TileReduce::Max, 4, 700, 128),
+        (DType::I32, TileReduce::Sum, 3, 4096, 4096),
+    ] {
+        let program = row_reduction(dtype, op, rows, cols, tc);
+        let n = (rows * cols) as usize;
+        let x = if dtype == DType::F32 {
+            HostBuffer::from_elements(
+                &(0..n)
+                    .map(|i| ((i * 7919) % 10007) as f32 * 0.37 - 1800.5)
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            HostBuffer::from_elements(&(0..n).map(|i| ((i * 7919) % 20011) as i32 - 10000).collect::<Vec<_>>())
+        };
+        let mut want = HostBuffer::zeros(dtype, rows as usize);
+        execute(&program, &mut [Arg::Read(&x), Arg::Write(&mut want)]).unwrap();
+        for module in [
+            generate(&program, &target).unwrap(),
+            generate_quick(&program, &target).unwrap(),
+        ] {
+            let code = assemble(&module, 1 << 20).unwrap_or_else(|e| panic!("{}: {e}", program.name));
+            let mut mem = emulate::Memory(vec![x.bytes().to_vec(), vec![0u8; want.bytes().len()]]);
+            let blocks = u32::try_from(module.grid_blocks).unwrap();
+            emulate::run(&code, blocks, &mut mem).unwrap_or_else(|e| panic!("{}: {e}\n{}", program.name, module.text));
+            assert!(
+                mem.0[1] == want.bytes(),
+                "{} ({}): differs from the executor",
+                program.name,
+                module.mapping
+            );
+        }
+    }
+}
