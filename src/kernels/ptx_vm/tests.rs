@@ -489,3 +489,52 @@ fn assembled_row_reductions_run_on_the_cpu_model_like_the_executor() {
         }
     }
 }
+
+/// `y = x - max(row)` on rows of `cols` i32 in one tile: a row kernel that
+/// uses its row again after the reduction, which the generator stages in
+/// shared memory with `cp.async`.
+#[test]
+fn an_assembled_staged_row_kernel_runs_on_the_cpu_model_like_the_executor() {
+    use crate::graph::BinaryOp;
+    use crate::kernels::cpu::{execute, Arg};
+    use crate::kernels::ir::{Access, Builder, IndexExpr, TileReduce};
+    use crate::kernels::ptx_gen::{generate, generate_quick};
+    use crate::storage::HostBuffer;
+    use crate::tile::Padding;
+    use crate::DType;
+    let (rows, cols) = (6u64, 4096u64);
+    let mut b = Builder::new("minus_row_max", &[rows]);
+    let x = b.param("x", DType::I32, rows * cols, Access::Read);
+    let y = b.param("y", DType::I32, rows * cols, Access::Write);
+    let tile = [1, cols as u32];
+    let vx = b.view_contiguous(x, &[rows, cols], &tile, Padding::Zero);
+    let vy = b.view_contiguous(y, &[rows, cols], &tile, Padding::Zero);
+    let idx = [IndexExpr::grid(0), IndexExpr::constant(0)];
+    let t = b.load(vx, &idx, false);
+    let m = b.reduce(TileReduce::Max, t, 1);
+    let m = b.broadcast(m, &tile);
+    let d = b.binary(BinaryOp::Sub, t, m);
+    b.store(vy, &idx, d, false);
+    let program = b.finish().unwrap();
+    let n = (rows * cols) as usize;
+    let xs = HostBuffer::from_elements(&(0..n).map(|i| ((i * 7919) % 30011) as i32 - 15000).collect::<Vec<_>>());
+    let mut want = HostBuffer::zeros(DType::I32, n);
+    execute(&program, &mut [Arg::Read(&xs), Arg::Write(&mut want)]).unwrap();
+    let target = Target::for_driver(90, 13000);
+    let mut staged = 0;
+    for module in [
+        generate(&program, &target).unwrap(),
+        generate_quick(&program, &target).unwrap(),
+    ] {
+        staged += usize::from(module.text.contains("cp.async"));
+        let code = assemble(&module, 1 << 20).unwrap();
+        let mut mem = emulate::Memory(vec![xs.bytes().to_vec(), vec![0u8; n * 4]]);
+        emulate::run(&code, rows as u32, &mut mem).unwrap_or_else(|e| panic!("{e}\n{}", module.text));
+        assert!(
+            mem.0[1] == want.bytes(),
+            "{}: differs from the executor",
+            module.mapping
+        );
+    }
+    assert!(staged > 0, "the row was not staged: the test would not cover cp.async");
+}
