@@ -140,3 +140,111 @@ fn every_program_of_the_fuzzer_assembles() {
         println!("ptx_fuzz: interpreter refuses {n}: {kind}");
     }
 }
+
+/// The fuzzer's integer programs (every parameter an integer or bool, so
+/// no result depends on an order of float operations), generated for sm_90
+/// (tuned and quick text), assembled for the GPU interpreter and run on its
+/// CPU model (`ptx_vm::emulate`), give the CPU executor's bytes in every
+/// parameter. Programs with a form the model lacks are counted, not run.
+#[test]
+fn integer_programs_of_the_fuzzer_run_on_the_interpreter_model_like_the_executor() {
+    use tilefuse::kernels::cpu::{execute, Arg};
+    use tilefuse::kernels::ptx_gen::{generate, generate_quick};
+    use tilefuse::kernels::ptx_vm::emulate::{self, Memory};
+    use tilefuse::storage::HostBuffer;
+    use tilefuse::DType;
+    let target = tilefuse::kernels::ptx_gen::Target::for_driver(90, 13000);
+    let (mut ran, mut not_modelled, mut skipped) = (0, std::collections::BTreeMap::<String, usize>::new(), 0);
+    // Enough modules to cover the generator's shapes, few enough for a
+    // debug build.
+    const MODULES: usize = 6000;
+    for seed in fuzzgen::seeds() {
+        if ran >= MODULES {
+            break;
+        }
+        let g = fuzzgen::generate(seed).0;
+        for opts in gpu_options(seed) {
+            let p = plan(&g, &opts).unwrap();
+            for k in &p.kernels {
+                let program = &k.program;
+                let integer = program.params.iter().all(|q| !q.dtype.is_float());
+                let small = program.params.iter().all(|q| q.len <= 1 << 20);
+                if !integer || !small {
+                    skipped += 1;
+                    continue;
+                }
+                // Inputs: bytes of a stream seeded by the program, bools 0 or 1.
+                let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                let inputs: Vec<HostBuffer> = program
+                    .params
+                    .iter()
+                    .map(|q| {
+                        let mut h = HostBuffer::zeros(q.dtype, q.len as usize);
+                        for b in h.bytes_mut() {
+                            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                            *b = (x >> 56) as u8 & if q.dtype == DType::Bool { 1 } else { 0xff };
+                        }
+                        h
+                    })
+                    .collect();
+                let mut want = inputs.clone();
+                let mut args: Vec<Arg<'_>> = want.iter_mut().map(Arg::Write).collect();
+                execute(program, &mut args).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                // The launch fills what has an initial value first.
+                let filled: Vec<Vec<u8>> = program
+                    .params
+                    .iter()
+                    .zip(&inputs)
+                    .map(|(q, h)| match q.init {
+                        Some(init) => {
+                            let mut one = HostBuffer::zeros(q.dtype, 1);
+                            one.set(0, init.0);
+                            one.bytes().repeat(q.len as usize)
+                        }
+                        None => h.bytes().to_vec(),
+                    })
+                    .collect();
+                for module in [generate(program, &target), generate_quick(program, &target)] {
+                    let Ok(module) = module else {
+                        skipped += 1;
+                        continue;
+                    };
+                    let Ok(code) = ptx_vm::assemble(&module, 232_448) else {
+                        skipped += 1;
+                        continue;
+                    };
+                    let mut mem = Memory(filled.clone());
+                    let blocks = u32::try_from(module.grid_blocks).unwrap();
+                    match emulate::run(&code, blocks, &mut mem) {
+                        Ok(()) => {
+                            for (i, (got, w)) in mem.0.iter().zip(&want).enumerate() {
+                                assert!(
+                                    got == w.bytes(),
+                                    "seed {seed}: {} ({}): parameter {i} differs from the executor\n{}",
+                                    program.name,
+                                    module.mapping,
+                                    module.text
+                                );
+                            }
+                            ran += 1;
+                        }
+                        Err(e) if e.starts_with("form") || e.starts_with("operand") => {
+                            *not_modelled.entry(e).or_default() += 1;
+                        }
+                        Err(e) => panic!("seed {seed}: {}: {e}", program.name),
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "interpreter model: {ran} modules ran like the executor (stopping past {MODULES}); {skipped} programs or modules skipped (floats, size, not assembled)"
+    );
+    for (e, n) in &not_modelled {
+        println!("interpreter model: not modelled in {n}: {e}");
+    }
+    assert!(
+        ran >= 100,
+        "only {ran} modules ran on the model: the test checks too little"
+    );
+}

@@ -1,7 +1,8 @@
-//! A CPU model of the interpreter for tests: runs assembled code over the
-//! forms `eval` knows (integer and exact float arithmetic, comparisons,
+//! A CPU model of the interpreter, for tests: runs assembled [`Code`] over
+//! the forms it knows (integer and exact float arithmetic, comparisons,
 //! selection, integer conversions, global and shared loads and stores,
-//! `cp.async` copies, the ticket atomic, butterfly shuffles, barriers). It checks
+//! `cp.async` copies, the ticket atomic, butterfly shuffles, barriers) and
+//! reports the first form it does not. It checks
 //! the assembler (slots, live ranges, words, constants, guards, branches)
 //! against the CPU executor without a GPU; the instructions' own semantics
 //! are the GPU's business and the GPU tests'.
@@ -9,8 +10,8 @@
 use super::kernel::{parse_form, Spec};
 use super::{forms, Code, ARGS, CONST_FLAG, INST_WORDS};
 
-/// Global memory: parameter `i` lives at `(i + 1) << 32`.
-pub(super) struct Memory(pub Vec<Vec<u8>>);
+/// Global memory: the buffer of parameter `i` lives at `(i + 1) << 32`.
+pub struct Memory(pub Vec<Vec<u8>>);
 
 impl Memory {
     fn at(&mut self, addr: u64, len: usize) -> &mut [u8] {
@@ -19,7 +20,8 @@ impl Memory {
         &mut buf[off..off + len]
     }
 
-    pub(super) fn address(i: usize) -> u64 {
+    /// The address of parameter `i`'s buffer.
+    pub fn address(i: usize) -> u64 {
         (i as u64 + 1) << 32
     }
 }
@@ -64,7 +66,15 @@ enum Status {
 /// form it does not model. A block's threads run one at a time up to a
 /// shuffle (resolved when its warp's live lanes all reach one) or a barrier
 /// (released when every live thread of the block reaches one).
-pub(super) fn run(code: &Code, blocks: u32, mem: &mut Memory) -> Result<(), String> {
+///
+/// # Errors
+/// The first form it does not model, or threads that wait for each other
+/// for ever, or a run of more than 10^8 steps.
+///
+/// # Panics
+/// On an access outside a parameter's buffer (the code's, not the model's,
+/// fault; a test should fail loudly).
+pub fn run(code: &Code, blocks: u32, mem: &mut Memory) -> Result<(), String> {
     let words = &code.words;
     let (args_off, consts_off, nconst, consts_at) = (
         words[1] as usize,
@@ -268,7 +278,7 @@ impl Thread {
                 },
             }
         }
-        let results = eval(op, &srcs, &addrs, smem, mem).ok_or_else(|| format!("form `{form}`"))?;
+        let results = eval(op, &srcs, dsts.len(), &addrs, smem, mem).ok_or_else(|| format!("form `{form}`"))?;
         assert_eq!(results.len(), dsts.len(), "{form}");
         for ((w, width), v) in dsts.into_iter().zip(results) {
             self.write(smem, w, width, v);
@@ -278,14 +288,21 @@ impl Thread {
 }
 
 /// One instruction's results, or `None` when it is not modelled.
-fn eval(op: &str, s: &[u64], addrs: &[u64], smem: &mut [u8], mem: &mut Memory) -> Option<Vec<u64>> {
+fn eval(op: &str, s: &[u64], ndst: usize, addrs: &[u64], smem: &mut [u8], mem: &mut Memory) -> Option<Vec<u64>> {
     let parts: Vec<&str> = op.split('.').collect();
     let ty = last_type(op);
     let bits: u32 = ty.trim_start_matches(|c: char| c.is_alphabetic()).parse().unwrap_or(32);
-    let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let mask = match (ty, bits) {
+        ("pred", _) => 1,
+        (_, 64) => u64::MAX,
+        _ => (1u64 << bits) - 1,
+    };
     let signed = ty.starts_with('s');
     let one = |v: u64| Some(vec![v & mask]);
     Some(match parts[0] {
+        // Packing and unpacking halves: `mov.b64 d, {lo, hi}` and back.
+        "mov" if s.len() == 2 => vec![(s[0] & ((1 << (bits / 2)) - 1)) | (s[1] << (bits / 2))],
+        "mov" if ndst == 2 => vec![s[0] & ((1 << (bits / 2)) - 1), (s[0] & mask) >> (bits / 2)],
         "mov" | "cvta" => vec![s[0]],
         "add" if ty == "f32" => one(u64::from((f32_of(s[0]) + f32_of(s[1])).to_bits()))?,
         "sub" if ty == "f32" => one(u64::from((f32_of(s[0]) - f32_of(s[1])).to_bits()))?,
@@ -316,8 +333,15 @@ fn eval(op: &str, s: &[u64], addrs: &[u64], smem: &mut [u8], mem: &mut Memory) -
         } else {
             (s[0] & mask) >> s[1]
         })?,
-        "div" if !signed && s[1] & mask != 0 => one((s[0] & mask) / (s[1] & mask))?,
-        "rem" if !signed && s[1] & mask != 0 => one((s[0] & mask) % (s[1] & mask))?,
+        // A zero divisor gives all ones here (the generator selects the
+        // result away); a signed overflow wraps.
+        "div" | "rem" if !ty.starts_with('f') && s[1] & mask == 0 => one(mask)?,
+        "div" if signed => one(sext(s[0], bits).wrapping_div(sext(s[1], bits)) as u64)?,
+        "rem" if signed => one(sext(s[0], bits).wrapping_rem(sext(s[1], bits)) as u64)?,
+        "div" if !ty.starts_with('f') => one((s[0] & mask) / (s[1] & mask))?,
+        "rem" if !ty.starts_with('f') => one((s[0] & mask) % (s[1] & mask))?,
+        "neg" if signed => one(s[0].wrapping_neg())?,
+        "abs" if signed => one(sext(s[0], bits).wrapping_abs() as u64)?,
         "max" if op.contains(".NaN.f32") => {
             let (a, b) = (f32_of(s[0]), f32_of(s[1]));
             vec![u64::from(
@@ -350,30 +374,6 @@ fn eval(op: &str, s: &[u64], addrs: &[u64], smem: &mut [u8], mem: &mut Memory) -
             cell.copy_from_slice(&new.to_le_bytes());
             vec![u64::from(old)]
         }
-        "ld" if parts[1] == "shared" => {
-            let n = parts
-                .iter()
-                .find_map(|p| p.strip_prefix('v'))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(1);
-            let size = (bits / 8) as usize;
-            (0..n)
-                .map(|i| {
-                    let a = addrs[0] as usize + i * size;
-                    let mut b = [0u8; 8];
-                    b[..size].copy_from_slice(&smem[a..a + size]);
-                    u64::from_le_bytes(b)
-                })
-                .collect()
-        }
-        "st" if parts[1] == "shared" => {
-            let size = (bits / 8) as usize;
-            for (i, v) in s.iter().enumerate() {
-                let a = addrs[0] as usize + i * size;
-                smem[a..a + size].copy_from_slice(&v.to_le_bytes()[..size]);
-            }
-            vec![]
-        }
         "selp" => vec![if s[2] != 0 { s[0] } else { s[1] }],
         "setp" => {
             let cmp = parts[1];
@@ -399,6 +399,13 @@ fn eval(op: &str, s: &[u64], addrs: &[u64], smem: &mut [u8], mem: &mut Memory) -
                 "ge" => ord != Less,
                 _ => return None,
             };
+            // setp.cmp.and/or/xor.type d, a, b, c combines with c.
+            let r = match parts[2] {
+                "and" => r && s[2] != 0,
+                "or" => r || s[2] != 0,
+                "xor" => r != (s[2] != 0),
+                _ => r,
+            };
             vec![u64::from(r)]
         }
         "cvt" if parts.len() == 3 => {
@@ -416,29 +423,38 @@ fn eval(op: &str, s: &[u64], addrs: &[u64], smem: &mut [u8], mem: &mut Memory) -
             let db: u32 = d[1..].parse().ok()?;
             vec![v & ((1u128 << db) - 1) as u64]
         }
-        "ld" if parts[1] == "global" => {
+        "ld" | "st" if matches!(parts[1], "global" | "shared") => {
+            let shared = parts[1] == "shared";
+            let size = (bits / 8) as usize;
+            let at = |i: usize| addrs[0] + (i * size) as u64;
+            if parts[0] == "st" {
+                for (i, v) in s.iter().enumerate() {
+                    bytes(shared, at(i), size, smem, mem).copy_from_slice(&v.to_le_bytes()[..size]);
+                }
+                return Some(vec![]);
+            }
             let n = parts
                 .iter()
                 .find_map(|p| p.strip_prefix('v'))
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(1);
-            let size = (bits / 8) as usize;
             (0..n)
                 .map(|i| {
                     let mut b = [0u8; 8];
-                    b[..size].copy_from_slice(mem.at(addrs[0] + (i * size) as u64, size));
+                    b[..size].copy_from_slice(bytes(shared, at(i), size, smem, mem));
                     u64::from_le_bytes(b)
                 })
                 .collect()
         }
-        "st" if parts[1] == "global" => {
-            let size = (bits / 8) as usize;
-            for (i, v) in s.iter().enumerate() {
-                mem.at(addrs[0] + (i * size) as u64, size)
-                    .copy_from_slice(&v.to_le_bytes()[..size]);
-            }
-            vec![]
-        }
         _ => return None,
     })
+}
+
+/// `size` bytes at `addr` of shared memory or of a parameter's buffer.
+fn bytes<'m>(shared: bool, addr: u64, size: usize, smem: &'m mut [u8], mem: &'m mut Memory) -> &'m mut [u8] {
+    if shared {
+        &mut smem[addr as usize..addr as usize + size]
+    } else {
+        mem.at(addr, size)
+    }
 }

@@ -36,8 +36,7 @@
 //! for the JIT as before.
 
 mod assemble;
-#[cfg(test)]
-mod emulate;
+pub mod emulate;
 mod kernel;
 mod parse;
 #[cfg(test)]
