@@ -202,12 +202,6 @@ impl CudaDevice {
         }
     }
 
-    /// Whether any interpreter module is loaded (never waits).
-    pub(crate) fn interpreter_loaded_any(&self) -> bool {
-        let state = self.interpreter.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.full.is_some() || state.core.is_some()
-    }
-
     /// Waits for the PTX interpreter (see [`crate::kernels::ptx_vm`]) to
     /// load on this device, which it starts doing in the background when
     /// the device opens: a module of its core forms first, then one of all

@@ -551,7 +551,8 @@ impl CudaDevice {
     /// A failed upload is such a reason too: the JIT path reports the
     /// device's state if it is broken.
     fn interpret<'m>(&self, texts: impl Iterator<Item = &'m PtxModule>) -> std::result::Result<Interpreted, String> {
-        if !self.interpreter_loaded_any() {
+        // Form 0 is in every module: is any loaded?
+        if self.interpreter_for(0).is_none() {
             return Err("the interpreter is not loaded (yet)".into());
         }
         let max_shared = u32::try_from(self.info().max_shared_memory_per_block).unwrap_or(u32::MAX);

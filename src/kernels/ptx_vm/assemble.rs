@@ -119,13 +119,20 @@ struct Assembler<'a> {
 /// Assembles `ptx` (one kernel of `ptx_gen`) for blocks of `block_threads`
 /// threads, with at most `max_shared` bytes of shared memory per block.
 pub(crate) fn assemble(ptx: &str, block_threads: u32, max_shared: u32) -> Result<Code, Unsupported> {
-    let kernel = parse(ptx)?;
-    if kernel.params.len() > ARGS {
+    let asm = lower(ptx)?;
+    if asm.kernel.params.len() > ARGS {
         return Err(unsupported(format!(
             "{} parameters (at most {ARGS})",
-            kernel.params.len()
+            asm.kernel.params.len()
         )));
     }
+    asm.finish(block_threads, max_shared)
+}
+
+/// The kernel read, its shared arrays placed, its instructions lowered to
+/// forms with their branches resolved.
+fn lower(ptx: &str) -> Result<Assembler<'_>, Unsupported> {
+    let kernel = parse(ptx)?;
     // Program shared memory first, at the interpreter's shared base.
     // The interpreter's shared memory is aligned to 16 bytes.
     let mut shared = HashMap::new();
@@ -168,7 +175,7 @@ pub(crate) fn assemble(ptx: &str, block_threads: u32, max_shared: u32) -> Result
             f => f,
         };
     }
-    asm.finish(block_threads, max_shared)
+    Ok(asm)
 }
 
 impl<'a> Assembler<'a> {
@@ -695,19 +702,8 @@ impl Operands {
 
 /// The forms of `ptx`'s instructions, in order (for building the form list).
 pub(crate) fn forms_of(ptx: &str) -> Result<Vec<String>, Unsupported> {
-    let kernel = parse(ptx)?;
-    let mut asm = Assembler {
-        shared: kernel.shared.iter().map(|&(n, _, _)| (n, 0)).collect(),
-        kernel,
-        regs: Regs::default(),
-        out: vec![],
-        labels: HashMap::new(),
-        fixups: vec![],
-        shared_bytes: 0,
-        args_offset: 0,
-        fresh_label: 0,
-    };
-    let body = std::mem::take(&mut asm.kernel.body);
-    asm.body(&body)?;
-    Ok(asm.out.into_iter().map(|v| v.form).collect())
+    let mut out = lower(ptx)?.out;
+    // Not the exit `lower` adds after the kernel's last instruction.
+    out.pop();
+    Ok(out.into_iter().map(|v| v.form).collect())
 }

@@ -141,41 +141,34 @@ pub fn run(code: &Code, blocks: u32, mem: &mut Memory) -> Result<(), String> {
                 if waiting == 0 || waiting != live {
                     continue;
                 }
-                let values: Vec<(usize, u64, u64)> = lanes
+                // Each waiting lane's value and lane mask; a lane reads its
+                // partner's value, or its own when the partner has none.
+                let thread = |t: usize| Thread {
+                    tid: t as u32,
+                    block,
+                    blocks,
+                    threads: code.block_threads,
+                };
+                let inst_at = |t: usize| match status[t] {
+                    Status::Shuffle(pc) => Some(&words[INST_WORDS * (1 + pc)..INST_WORDS * (2 + pc)]),
+                    _ => None,
+                };
+                let values: Vec<Option<(u64, u64)>> = lanes
                     .clone()
-                    .filter_map(|t| match status[t] {
-                        Status::Shuffle(pc) => {
-                            let inst = &words[INST_WORDS * (1 + pc)..INST_WORDS * (2 + pc)];
-                            let ctx = Thread {
-                                tid: t as u32,
-                                block,
-                                blocks,
-                                threads: code.block_threads,
-                            };
-                            Some((t, ctx.read(&smem, inst[2], "32"), ctx.read(&smem, inst[3], "32")))
-                        }
-                        _ => None,
-                    })
+                    .map(|t| inst_at(t).map(|i| (thread(t).read(&smem, i[2], "32"), thread(t).read(&smem, i[3], "32"))))
                     .collect();
-                for &(t, _, mask) in &values {
-                    let Status::Shuffle(pc) = status[t] else { unreachable!() };
-                    let inst = &words[INST_WORDS * (1 + pc)..INST_WORDS * (2 + pc)];
-                    let src = warp + ((t - warp) ^ mask as usize);
-                    let v = values.iter().find(|(u, _, _)| *u == src).map_or(values[0].1, |x| x.1);
-                    let own = values.iter().find(|(u, _, _)| *u == t).unwrap().1;
-                    let v = if src < warp + 32 && values.iter().any(|(u, _, _)| *u == src) {
-                        v
-                    } else {
-                        own
+                for t in lanes.clone() {
+                    let (Some(inst), Some((own, mask))) = (inst_at(t), values[t - warp]) else {
+                        continue;
                     };
-                    Thread {
-                        tid: t as u32,
-                        block,
-                        blocks,
-                        threads: code.block_threads,
+                    let partner = (t - warp) ^ mask as usize;
+                    let v = values.get(partner).copied().flatten().map_or(own, |(v, _)| v);
+                    thread(t).write(&mut smem, inst[1], "32", v);
+                }
+                for t in lanes {
+                    if matches!(status[t], Status::Shuffle(_)) {
+                        status[t] = Status::Running;
                     }
-                    .write(&mut smem, inst[1], "32", v);
-                    status[t] = Status::Running;
                 }
                 progress = true;
             }
