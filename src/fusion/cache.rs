@@ -7,6 +7,7 @@
 //! never share a plan by a hash collision.
 
 use super::{FusionOptions, Plan};
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::graph::op::scalar_bits;
 use crate::graph::{Op, Subgraph};
@@ -43,9 +44,58 @@ static MISSES: AtomicU64 = AtomicU64::new(0);
 /// by its length, so two graphs have the same words only if they are
 /// structurally equal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct GraphKey {
+pub(crate) struct GraphKey {
     options: FusionOptions,
     words: Vec<u64>,
+}
+
+impl GraphKey {
+    pub(crate) fn new(g: &Subgraph, options: &FusionOptions) -> GraphKey {
+        let mut key = KeyWriter::with_capacity(g.nodes.len());
+        for n in &g.nodes {
+            key.node(&n.op, n.dtype, n.shape.dims(), &n.inputs);
+        }
+        key.finish(&g.outputs, options)
+    }
+}
+
+/// A [`GraphKey`] written node by node, in topological order, by whoever
+/// walks the graph: [`Subgraph`]'s nodes, or the live graph's nodes as
+/// [`Graph::walk`](crate::graph::Graph::walk) visits them, which gives the
+/// key of the subgraph [`Graph::extract`](crate::graph::Graph::extract)
+/// would detach without detaching it.
+pub(crate) struct KeyWriter {
+    words: Vec<u64>,
+    nodes: u64,
+}
+
+impl KeyWriter {
+    /// A key for about `nodes` nodes.
+    pub(crate) fn with_capacity(nodes: usize) -> KeyWriter {
+        let mut words = Vec::with_capacity(8 * nodes + 4);
+        // The node count, filled in by `finish`.
+        words.push(0);
+        KeyWriter { words, nodes: 0 }
+    }
+
+    /// Adds the next node: its op, dtype, shape and the positions of its inputs.
+    pub(crate) fn node(&mut self, op: &Op, dtype: DType, dims: &[usize], inputs: &[usize]) {
+        push_op(&mut self.words, op);
+        self.words.push(dtype as u64);
+        push_list(&mut self.words, dims);
+        push_list(&mut self.words, inputs);
+        self.nodes += 1;
+    }
+
+    /// The key, with the positions of the outputs and the options.
+    pub(crate) fn finish(mut self, outputs: &[usize], options: &FusionOptions) -> GraphKey {
+        self.words[0] = self.nodes;
+        push_list(&mut self.words, outputs);
+        GraphKey {
+            options: *options,
+            words: self.words,
+        }
+    }
 }
 
 /// Node tags of the key: one per op, so that ops never share words.
@@ -61,24 +111,6 @@ mod tag {
     pub const PERMUTE: u64 = 8;
     pub const EXPAND: u64 = 9;
     pub const SLICE: u64 = 10;
-}
-
-impl GraphKey {
-    fn new(g: &Subgraph, options: &FusionOptions) -> GraphKey {
-        let mut words = Vec::with_capacity(8 * g.nodes.len() + g.outputs.len() + 2);
-        words.push(g.nodes.len() as u64);
-        for n in &g.nodes {
-            push_op(&mut words, &n.op);
-            words.push(n.dtype as u64);
-            push_list(&mut words, n.shape.dims());
-            push_list(&mut words, &n.inputs);
-        }
-        push_list(&mut words, &g.outputs);
-        GraphKey {
-            options: *options,
-            words,
-        }
-    }
 }
 
 /// `list`'s length, then its elements.
@@ -122,6 +154,17 @@ type Plans = HashMap<GraphKey, Arc<Plan>, foldhash::fast::FixedState>;
 fn cache() -> &'static Mutex<Plans> {
     static CACHE: OnceLock<Mutex<Plans>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
+}
+
+/// The cached plan of the graph whose key is `key`, counted as a hit; `None`
+/// (not counted) if there is none, for the caller to plan the graph with
+/// [`get_or_insert`].
+pub(crate) fn lookup(key: &GraphKey) -> Option<Arc<Plan>> {
+    let plan = cache().lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned();
+    if plan.is_some() {
+        HITS.fetch_add(1, Ordering::Relaxed);
+    }
+    plan
 }
 
 /// The cached plan of `g`, or the one `make` builds (cached if it

@@ -72,6 +72,7 @@ mod reduction;
 mod tiling;
 
 pub use cache::{cache_stats, CacheStats};
+pub(crate) use cache::{lookup as cached_plan, GraphKey, KeyWriter};
 pub use explain::explain;
 pub use plan::{BufferDecl, BufferKind, BufferRef, Kernel, Plan};
 

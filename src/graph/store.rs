@@ -284,15 +284,35 @@ impl Graph {
     }
 
     /// The nodes `outputs` depend on, in topological order (inputs before
-    /// users), walked with an explicit stack. Each node visited is marked
-    /// with its position, so the walk costs only the subgraph's size.
+    /// users), detached from the live graph: the order and positions of
+    /// [`Graph::walk`].
     pub fn extract(&self, outputs: &[NodeIndex]) -> Subgraph {
+        let mut nodes = Vec::with_capacity(16);
+        let outputs = self.walk(outputs, |node, inputs| {
+            nodes.push(SubNode {
+                op: node.op.clone(),
+                shape: node.shape.clone(),
+                dtype: node.dtype,
+                inputs: SmallVec::from_slice(inputs),
+            })
+        });
+        Subgraph {
+            nodes,
+            outputs: outputs.to_vec(),
+        }
+    }
+
+    /// Calls `visit` on each node `outputs` depend on, once, in topological
+    /// order (inputs before users, each node's inputs in operand order),
+    /// with the positions in that order of the node's inputs; returns the
+    /// positions of `outputs`. Walked with an explicit stack; each node
+    /// visited is marked with its position, so the walk costs only the
+    /// subgraph's size.
+    pub fn walk(&self, outputs: &[NodeIndex], mut visit: impl FnMut(&Node, &[usize])) -> SmallVec<[usize; 4]> {
         let epoch = self.extractions.get() + 1;
         self.extractions.set(epoch);
-        let mut sub = Subgraph {
-            nodes: Vec::with_capacity(16),
-            outputs: Vec::with_capacity(outputs.len()),
-        };
+        let mut visited = 0;
+        let mut positions = SmallVec::with_capacity(outputs.len());
         let mut stack: SmallVec<[(NodeIndex, bool); 32]> = SmallVec::new();
         for &out in outputs {
             stack.push((out, false));
@@ -302,17 +322,10 @@ impl Graph {
                     continue;
                 }
                 if inputs_done {
-                    let mut inputs = SmallVec::new();
-                    for &i in &node.inputs {
-                        inputs.push(self.dag[i].visit.get().1);
-                    }
-                    sub.nodes.push(SubNode {
-                        op: node.op.clone(),
-                        shape: node.shape.clone(),
-                        dtype: node.dtype,
-                        inputs,
-                    });
-                    node.visit.set((epoch, sub.nodes.len() - 1));
+                    let inputs: SmallVec<[usize; 3]> = node.inputs.iter().map(|&i| self.dag[i].visit.get().1).collect();
+                    visit(node, &inputs);
+                    node.visit.set((epoch, visited));
+                    visited += 1;
                 } else {
                     stack.push((n, true));
                     for &i in node.inputs.iter().rev() {
@@ -322,9 +335,9 @@ impl Graph {
                     }
                 }
             }
-            sub.outputs.push(self.dag[out].visit.get().1);
+            positions.push(self.dag[out].visit.get().1);
         }
-        sub
+        positions
     }
 }
 

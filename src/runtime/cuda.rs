@@ -45,7 +45,7 @@ use crate::device::cuda::{
 };
 use crate::error::{Error, Result};
 use crate::fusion::{BufferKind, BufferRef, Plan};
-use crate::graph::{Op, Subgraph};
+use crate::graph::Subgraph;
 use crate::kernels::ir::Access;
 use crate::storage::{CudaStorage, Storage};
 use smallvec::SmallVec;
@@ -71,7 +71,7 @@ pub fn run_plan(plan: &Plan, sub: &Subgraph, ordinal: usize) -> Result<Vec<Arc<S
     let device = CudaDevice::open(ordinal)?;
     run(
         &Arc::new(plan.clone()),
-        sub,
+        &super::data_leaves(sub),
         &device,
         &mut RealizeStats::default(),
         Instant::now(),
@@ -85,16 +85,16 @@ pub fn run_plan(plan: &Plan, sub: &Subgraph, ordinal: usize) -> Result<Vec<Arc<S
 /// run holds, and tries again.
 pub(super) fn run(
     plan: &Arc<Plan>,
-    sub: &Subgraph,
+    leaves: &[Arc<Storage>],
     device: &Arc<CudaDevice>,
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
-    match run_once(plan, sub, device, stats, since) {
+    match run_once(plan, leaves, device, stats, since) {
         Err(Error::OutOfMemory { .. }) => {
             evict_uploads(device.ordinal());
             device.free_cached()?;
-            run_once(plan, sub, device, stats, Instant::now())
+            run_once(plan, leaves, device, stats, Instant::now())
         }
         other => other,
     }
@@ -106,15 +106,14 @@ const INLINE: usize = 8;
 
 fn run_once(
     plan: &Arc<Plan>,
-    sub: &Subgraph,
+    leaves: &[Arc<Storage>],
     device: &Arc<CudaDevice>,
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
     // Each phase ends at one reading of the clock, where the next begins
     // (compile and inputs may run together; see `prepare_and_upload`).
-    let leaves = data_leaves(sub);
-    let (prepared, inputs, uploaded) = prepare_and_upload(device, plan, &leaves, stats, since)?;
+    let (prepared, inputs, uploaded) = prepare_and_upload(device, plan, leaves, stats, since)?;
     let Prepared {
         compiled,
         schedule,
@@ -212,7 +211,7 @@ fn run_once(
 fn prepare_and_upload(
     device: &Arc<CudaDevice>,
     plan: &Arc<Plan>,
-    leaves: &[&Arc<Storage>],
+    leaves: &[Arc<Storage>],
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Arc<Prepared>, SmallVec<[Input; INLINE]>, Instant)> {
@@ -374,17 +373,6 @@ fn plan_counters(
         counters.push(Some(buffer));
     }
     Ok(counters)
-}
-
-/// The storages of the subgraph's data leaves, in node order.
-fn data_leaves(sub: &Subgraph) -> SmallVec<[&Arc<Storage>; INLINE]> {
-    sub.nodes
-        .iter()
-        .filter_map(|n| match &n.op {
-            Op::Data(s) => Some(s),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The buffers each kernel reads and writes, for the scheduler: input `k`

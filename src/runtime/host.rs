@@ -2,16 +2,22 @@
 
 use crate::error::{Error, Result};
 use crate::fusion::{BufferRef, Plan};
-use crate::graph::{Op, Subgraph};
+use crate::graph::Subgraph;
 use crate::kernels::cpu::{execute, Arg};
 use crate::kernels::ir::Access;
-use crate::storage::HostBuffer;
+use crate::storage::{HostBuffer, Storage};
+use std::sync::Arc;
 
 /// Runs every kernel of `plan` on the CPU executor over the data leaves of
 /// `sub` (device data is downloaded first) and returns one row-major buffer per
 /// output of the plan.
 pub fn run_plan(plan: &Plan, sub: &Subgraph) -> Result<Vec<HostBuffer>> {
-    let inputs = data_leaves(sub)?;
+    run_leaves(plan, &super::data_leaves(sub))
+}
+
+/// [`run_plan`] over the storages of the data leaves, in node order.
+pub(super) fn run_leaves(plan: &Plan, leaves: &[Arc<Storage>]) -> Result<Vec<HostBuffer>> {
+    let inputs = leaves.iter().map(|s| s.host()).collect::<Result<Vec<_>>>()?;
     let mut temps: Vec<Option<HostBuffer>> = plan
         .buffers
         .iter()
@@ -67,18 +73,6 @@ pub fn run_plan(plan: &Plan, sub: &Subgraph) -> Result<Vec<HostBuffer>> {
                 let buf = if used_again { temps[t].clone() } else { temps[t].take() };
                 buf.ok_or_else(|| bad_plan("plan outputs", "an output buffer is missing"))
             }
-        })
-        .collect()
-}
-
-/// The host buffers of the subgraph's data leaves, in node order; device
-/// data is downloaded (once: the storage keeps the copy).
-fn data_leaves(sub: &Subgraph) -> Result<Vec<&HostBuffer>> {
-    sub.nodes
-        .iter()
-        .filter_map(|n| match &n.op {
-            Op::Data(s) => Some(s.host()),
-            _ => None,
         })
         .collect()
 }

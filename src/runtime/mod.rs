@@ -1,9 +1,11 @@
 //! Realization: the one place that knows every layer.
 //!
-//! `realize` reads as the pipeline: collect → simplify → fuse (plans are
-//! cached by the subgraph's structure) → run on the outputs' device → write
-//! back. The graph lock is held only to collect and to write back, never
-//! while work runs, so other threads keep recording ops meanwhile.
+//! `realize` reads as the pipeline: collect → fuse (plans are cached by the
+//! subgraph's structure) → run on the outputs' device → write back. The
+//! graph lock is held only to collect and to write back, never while work
+//! runs, so other threads keep recording ops meanwhile. Collecting walks the
+//! live graph once for the subgraph's plan-cache key and data leaves; only a
+//! plan-cache miss detaches the subgraph (a [`Subgraph`]) to fuse it.
 //!
 //! On the CPU the plan runs on the tile executor and realize returns when
 //! the results are computed. On a CUDA device the kernels are compiled
@@ -39,6 +41,7 @@ use crate::fusion::{self, FusionOptions, Plan};
 use crate::graph::{self, NodeIndex, Op, Subgraph};
 use crate::storage::Storage;
 use crate::tensor::Tensor;
+use smallvec::SmallVec;
 use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -131,18 +134,19 @@ pub(crate) fn realize(outputs: &[&Tensor]) -> Result<RealizeStats> {
         device: target.device(),
         ..RealizeStats::default()
     };
-    let Some((nodes, sub)) = collect(outputs) else {
+    let options = fusion_options(stats.device);
+    let Some(collected) = collect(outputs, &options) else {
         make_resident(outputs, &target, &mut stats)?;
         return Ok(stats);
     };
-    let sub = simplify(sub);
     // Each phase ends at one reading of the clock, where the next begins.
-    let collected = Instant::now();
-    stats.collect_time = collected - started;
-    let (plan, fused) = fuse(&sub, stats.device, &mut stats, collected)?;
-    let (storages, ran) = run(&plan, &sub, &target, &mut stats, fused)?;
+    let collected_at = Instant::now();
+    stats.collect_time = collected_at - started;
+    let Collected { nodes, key, leaves } = collected;
+    let (plan, leaves, fused) = fuse(&nodes, &key, leaves, &options, &mut stats, collected_at)?;
+    let (storages, ran) = run(&plan, &leaves, &target, &mut stats, fused)?;
     write_back(&nodes, storages);
-    drop((sub, plan));
+    drop((leaves, plan));
     let written = Instant::now();
     stats.write_back_time = written - ran;
     stats.total_time = written - started;
@@ -215,9 +219,25 @@ fn make_resident(outputs: &[&Tensor], target: &Target, stats: &mut RealizeStats)
     Ok(())
 }
 
-/// The distinct output nodes that still need computing, and the subgraph
-/// they depend on; `None` if every output is realized.
-fn collect(outputs: &[&Tensor]) -> Option<(Vec<NodeIndex>, Subgraph)> {
+/// The storages of a subgraph's data leaves, in node order: the inputs of its plan.
+type Leaves = SmallVec<[Arc<Storage>; 8]>;
+
+/// What a realization computes, as one walk of the live graph found it.
+struct Collected {
+    /// The distinct output nodes that still need computing.
+    nodes: Vec<NodeIndex>,
+    /// The plan-cache key of the subgraph they depend on.
+    key: fusion::GraphKey,
+    /// That subgraph's data leaves.
+    leaves: Leaves,
+}
+
+/// The output nodes that still need computing, with the key and the data
+/// leaves of the subgraph they depend on, written by one walk of the live
+/// graph without detaching the subgraph (a plan-cache hit needs no more);
+/// `None` if every output is realized. Common subexpressions, constant
+/// folding and view peepholes were applied when the nodes were recorded.
+fn collect(outputs: &[&Tensor], options: &FusionOptions) -> Option<Collected> {
     graph::with_graph(|g| {
         let mut nodes: Vec<NodeIndex> = Vec::new();
         for t in outputs {
@@ -226,19 +246,64 @@ fn collect(outputs: &[&Tensor]) -> Option<(Vec<NodeIndex>, Subgraph)> {
                 nodes.push(n);
             }
         }
-        (!nodes.is_empty()).then(|| {
-            let sub = g.extract(&nodes);
-            (nodes, sub)
+        if nodes.is_empty() {
+            return None;
+        }
+        let mut key = fusion::KeyWriter::with_capacity(16);
+        let mut leaves = Leaves::new();
+        let positions = g.walk(&nodes, |node, inputs| {
+            key.node(&node.op, node.dtype, node.shape.dims(), inputs);
+            if let Op::Data(s) = &node.op {
+                leaves.push(s.clone());
+            }
+        });
+        Some(Collected {
+            key: key.finish(&positions, options),
+            nodes,
+            leaves,
         })
     })
 }
 
-/// Graph-level rewrites before evaluation. Common subexpressions, constant
-/// folding and view peepholes are applied when nodes are recorded, so the
-/// collected subgraph is already simplified; this is where passes that need
-/// the whole subgraph go.
-fn simplify(sub: Subgraph) -> Subgraph {
-    sub
+/// The plan of the subgraph `nodes` depend on, whose key and data leaves
+/// [`collect`] found, and its data leaves: from the plan cache when a
+/// structurally equal subgraph was fused before with the same options, else
+/// the subgraph is detached and fused (and cached). Timed from
+/// `since`; also returns when it was done.
+fn fuse(
+    nodes: &[NodeIndex],
+    key: &fusion::GraphKey,
+    leaves: Leaves,
+    options: &FusionOptions,
+    stats: &mut RealizeStats,
+    since: Instant,
+) -> Result<(Arc<Plan>, Leaves, Instant)> {
+    let (plan, leaves, hit) = match fusion::cached_plan(key) {
+        Some(plan) => (plan, leaves, true),
+        None => {
+            // Detached now, the subgraph may differ from the walk's if
+            // another thread realized some of its nodes meanwhile; its plan
+            // and leaves are taken from it alone, so they agree.
+            let sub = graph::extract(nodes);
+            let (plan, hit) = fusion::plan_traced(&sub, options)?;
+            (plan, data_leaves(&sub), hit)
+        }
+    };
+    let fused = Instant::now();
+    stats.plan_cache_hit = hit;
+    stats.fuse_time = fused - since;
+    Ok((plan, leaves, fused))
+}
+
+/// The storages of `sub`'s data leaves, in node order.
+pub(super) fn data_leaves(sub: &Subgraph) -> Leaves {
+    sub.nodes
+        .iter()
+        .filter_map(|n| match &n.op {
+            Op::Data(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// How graphs realized on `device` are fused.
@@ -249,36 +314,25 @@ pub fn fusion_options(device: Device) -> FusionOptions {
     }
 }
 
-/// The kernels that compute `sub` on `device`: from the plan cache when a
-/// structurally equal subgraph was fused before for the same kind of device.
-/// Timed from `since`; also returns when it was done.
-fn fuse(sub: &Subgraph, device: Device, stats: &mut RealizeStats, since: Instant) -> Result<(Arc<Plan>, Instant)> {
-    let (plan, hit) = fusion::plan_traced(sub, &fusion_options(device))?;
-    let fused = Instant::now();
-    stats.plan_cache_hit = hit;
-    stats.fuse_time = fused - since;
-    Ok((plan, fused))
-}
-
-/// Runs the plan's kernels on `target`, timed from `since`; one storage per
-/// output of `sub`, and when the kernels were run (CPU) or queued (GPU).
+/// Runs the plan's kernels on `target` over the data leaves `leaves`, timed
+/// from `since`; one storage per output of the plan, and when the kernels were run (CPU) or queued (GPU).
 fn run(
     plan: &Arc<Plan>,
-    sub: &Subgraph,
+    leaves: &[Arc<Storage>],
     target: &Target,
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
     match target {
         Target::Cpu => {
-            let buffers = host::run_plan(plan, sub)?;
+            let buffers = host::run_leaves(plan, leaves)?;
             let ran = Instant::now();
             stats.launch_time = ran - since;
             stats.kernels_launched = plan.kernels.len();
             Ok((buffers.into_iter().map(|b| Arc::new(Storage::Host(b))).collect(), ran))
         }
         #[cfg(feature = "cuda")]
-        Target::Cuda(device, _) => cuda::run(plan, sub, device, stats, since),
+        Target::Cuda(device, _) => cuda::run(plan, leaves, device, stats, since),
     }
 }
 
@@ -289,4 +343,84 @@ fn write_back(nodes: &[NodeIndex], storages: Vec<Arc<Storage>>) {
             g.set_data(n, s);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `collect` finds for `outputs` against the detached subgraph:
+    /// the same plan-cache key and the same leaves, in the same order.
+    fn check_collect(outputs: &[&Tensor]) {
+        for options in [FusionOptions::cpu(), FusionOptions::gpu()] {
+            let c = collect(outputs, &options).expect("something to compute");
+            let sub = graph::extract(&c.nodes);
+            assert_eq!(c.key, fusion::GraphKey::new(&sub, &options));
+            let leaves = data_leaves(&sub);
+            assert_eq!(c.leaves.len(), leaves.len());
+            assert!(c.leaves.iter().zip(&leaves).all(|(a, b)| Arc::ptr_eq(a, b)));
+        }
+    }
+
+    #[test]
+    fn the_walk_writes_the_key_and_leaves_of_the_detached_subgraph() {
+        let a = Tensor::from_vec((0..12).map(|i| i as f32).collect(), &[3, 4]);
+        let b = Tensor::from_vec((0..12).map(|i| (i * 7 % 5) as f32).collect(), &[3, 4]);
+        let w = Tensor::from_vec(vec![0.5f32, 1.0, 1.5, 2.0], &[4]);
+        // A diamond (a shared input and a shared node), a broadcast, a
+        // constant, a reduction kept and one dropped.
+        let s = &a * &b;
+        let y = ((&s + &w).exp() - &s * 2.0f32).sum(&[1], true);
+        check_collect(&[&y]);
+        // Several outputs, one listed twice, one the input of another, and a
+        // realized node inside the subgraph (a data leaf there).
+        let z = (&a - &b).tanh();
+        let m = z.max(&[0], false);
+        check_collect(&[&m, &z, &m, &y]);
+        s.realize().unwrap();
+        let u = (&s + &a).relu();
+        check_collect(&[&u, &y]);
+        // The same structure over the leaves in the other order: one key,
+        // the leaves in the order the walk meets them.
+        let v = (&b - &a).sigmoid();
+        check_collect(&[&v]);
+        let opts = FusionOptions::cpu();
+        let (cv, cu) = (
+            collect(&[&v], &opts).unwrap(),
+            collect(&[&(&a - &b).sigmoid()], &opts).unwrap(),
+        );
+        assert_eq!(cv.key, cu.key);
+        assert!(Arc::ptr_eq(&cv.leaves[0], &cu.leaves[1]) && Arc::ptr_eq(&cv.leaves[1], &cu.leaves[0]));
+    }
+
+    #[test]
+    fn a_repeated_pipeline_finds_its_plan_from_the_walk() {
+        let run = || {
+            let x = Tensor::from_vec(vec![1.0f32, -2.0, 3.0, -4.0, 5.0, -6.0], &[2, 3]);
+            let y = (&x * &x + 1.0f32).sqrt().sum(&[1], false);
+            let stats = y.realize_with_stats().unwrap();
+            (y.to_vec::<f32>().unwrap(), stats)
+        };
+        let (first, _) = run();
+        let hits = fusion::cache_stats().hits;
+        let (again, stats) = run();
+        assert!(stats.plan_cache_hit);
+        assert!(fusion::cache_stats().hits > hits);
+        let opts = FusionOptions::cpu();
+        let x = Tensor::from_vec(vec![1.0f32, -2.0, 3.0, -4.0, 5.0, -6.0], &[2, 3]);
+        let y = (&x * &x + 1.0f32).sqrt().sum(&[1], false);
+        let c = collect(&[&y], &opts).unwrap();
+        assert!(
+            fusion::cached_plan(&c.key).is_some(),
+            "the walk's key finds the plan the first call cached"
+        );
+        assert_eq!(first, again);
+        let want: Vec<f32> = [[1.0f64, -2.0, 3.0], [-4.0, 5.0, -6.0]]
+            .iter()
+            .map(|r| r.iter().map(|v| (v * v + 1.0).sqrt()).sum::<f64>() as f32)
+            .collect();
+        for (g, w) in again.iter().zip(&want) {
+            assert!((g - w).abs() <= 1e-5 * w.abs(), "{g} against {w}");
+        }
+    }
 }
