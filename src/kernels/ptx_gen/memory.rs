@@ -406,6 +406,21 @@ impl Emitter<'_> {
             return Ok(());
         }
         let bases = self.repeat_bases(view, v, &site, esize)?;
+        // An L2 evict_last policy for read-only loads (`TILEFUSE_GPU_LD_KEEP`).
+        let policy = match self.tuning.load_keep {
+            Some(fraction) if op == read_only && self.target.sm >= 80 => {
+                self.need_version((7, 4));
+                let policy = self.reg(Class::B64);
+                self.ins(format!(
+                    "createpolicy.fractional.L2::evict_last.b64 {policy}, 0f{:08X}",
+                    fraction.to_bits()
+                ));
+                Some(policy)
+            }
+            _ => None,
+        };
+        let hinted = format!("{op}.L2::cache_hint");
+        let op = if policy.is_some() { hinted.as_str() } else { op };
         for r in 0..l.repeats {
             let (addr, shift) = match &bases {
                 Some((base, shifts)) => (base.clone(), shifts[r as usize]),
@@ -416,6 +431,10 @@ impl Emitter<'_> {
                 let dsts: Vec<String> = (0..ce).map(|_| self.reg(Class::of(d))).collect();
                 let byte = shift + (c * ce) as i64 * stride * esize as i64;
                 let at = at(&addr, byte);
+                let at = match &policy {
+                    Some(policy) => format!("{at}, {policy}"),
+                    None => at,
+                };
                 self.load_chunk(op, d, &masks[(c * ce) as usize], &at, &dsts, pad.as_deref());
                 regs.extend(dsts);
             }
@@ -489,6 +508,19 @@ impl Emitter<'_> {
         let site = self.site(v, index)?;
         let stride = *v.strides.last().unwrap_or(&0);
         let bases = self.repeat_bases(view, v, &site, esize)?;
+        // An L2 eviction priority for the stores (`TILEFUSE_GPU_ST_EVICT`):
+        // the qualifier and the operand it adds to each `st.global`.
+        let policy = match self.tuning.store_evict {
+            Some(priority) if self.target.sm >= 80 => {
+                self.need_version((7, 4));
+                let policy = self.reg(Class::B64);
+                self.ins(format!(
+                    "createpolicy.fractional.L2::{priority}.b64 {policy}, 0f3F800000"
+                ));
+                Some(policy)
+            }
+            _ => None,
+        };
         for r in 0..l.repeats {
             let (addr, shift) = match &bases {
                 Some((base, shifts)) => (base.clone(), shifts[r as usize]),
@@ -500,16 +532,21 @@ impl Emitter<'_> {
                 let srcs = &regs[first..first + ce as usize];
                 let byte = shift + (c * ce) as i64 * stride * esize as i64;
                 let at = at(&addr, byte);
-                self.store_chunk(d, &masks[(c * ce) as usize], &at, srcs);
+                self.store_chunk(d, &masks[(c * ce) as usize], &at, srcs, policy.as_deref());
             }
         }
         Ok(())
     }
 
-    /// One memory instruction storing `srcs.len()` consecutive elements.
-    fn store_chunk(&mut self, d: DType, p: &Option<String>, at: &str, srcs: &[String]) {
+    /// One memory instruction storing `srcs.len()` consecutive elements,
+    /// with the L2 cache policy `policy` if one is given.
+    fn store_chunk(&mut self, d: DType, p: &Option<String>, at: &str, srcs: &[String], policy: Option<&str>) {
         let n = srcs.len() as u32;
         let g = guard(p);
+        let (hint, operand) = match policy {
+            Some(policy) => (".L2::cache_hint", format!(", {policy}")),
+            None => ("", String::new()),
+        };
         match d {
             DType::Bool => {
                 let tmps: Vec<String> = srcs
@@ -521,7 +558,7 @@ impl Emitter<'_> {
                     })
                     .collect();
                 self.ins(format!(
-                    "{g}st.global{}{}.u8 {at}, {}",
+                    "{g}st.global{}{hint}{}.u8 {at}, {}{operand}",
                     self.tuning.store_hints,
                     vec_suffix(n),
                     reg_list(&tmps)
@@ -537,14 +574,14 @@ impl Emitter<'_> {
                     })
                     .collect();
                 self.ins(format!(
-                    "{g}st.global{}{}.b32 {at}, {}",
+                    "{g}st.global{}{hint}{}.b32 {at}, {}{operand}",
                     self.tuning.store_hints,
                     vec_suffix(n / 2),
                     reg_list(&words)
                 ));
             }
             _ => self.ins(format!(
-                "{g}st.global{}{}{} {at}, {}",
+                "{g}st.global{}{hint}{}{} {at}, {}{operand}",
                 self.tuning.store_hints,
                 vec_suffix(n),
                 mem_type(d),

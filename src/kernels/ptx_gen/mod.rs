@@ -404,6 +404,16 @@ pub(crate) struct Tuning {
     /// through three inputs (no input left in L2 by the call before), and
     /// to 99.1 % with one.
     pub stage_keep: Option<f32>,
+    /// An L2 eviction priority for the stores of a kernel's outputs
+    /// (`TILEFUSE_GPU_ST_EVICT=first`, `normal`, `last` or `unchanged`:
+    /// `createpolicy.fractional` over all lines, `.L2::cache_hint` on each
+    /// `st.global`; sm_80 and later), none by default.
+    pub store_evict: Option<&'static str>,
+    /// `TILEFUSE_GPU_LD_KEEP=F` (0 < F <= 1): the read-only loads that do
+    /// not stage a tile (`ld.global.nc`) carry an L2 `evict_last` policy
+    /// over this fraction of their lines, as the staging copies do by
+    /// default (`stage_keep`); none by default. sm_80 and later.
+    pub load_keep: Option<f32>,
     /// `TILEFUSE_GPU_STAGE_RELOAD=global`: the reload of a staged tile after
     /// a reduction reads global memory again instead of the staged copy.
     pub stage_reload_global: bool,
@@ -451,6 +461,8 @@ impl Default for Tuning {
             stage_hints: String::new(),
             stage_copy: StageCopy::AsyncL2,
             stage_keep: Some(1.0),
+            store_evict: None,
+            load_keep: None,
             max_registers: None,
             stage_reload_global: false,
         }
@@ -504,6 +516,16 @@ pub(crate) fn tuning() -> &'static Tuning {
                 },
                 None => default.stage_keep,
             },
+            store_evict: match var("TILEFUSE_GPU_ST_EVICT").as_deref().map(str::trim) {
+                Some("first") => Some("evict_first"),
+                Some("normal") => Some("evict_normal"),
+                Some("last") => Some("evict_last"),
+                Some("unchanged") => Some("evict_unchanged"),
+                _ => default.store_evict,
+            },
+            load_keep: var("TILEFUSE_GPU_LD_KEEP")
+                .and_then(|v| v.trim().parse::<f32>().ok())
+                .filter(|f| *f > 0.0 && *f <= 1.0),
             max_registers: number("TILEFUSE_GPU_MAXNREG").filter(|v| (16..=255).contains(v)),
             stage_reload_global: var("TILEFUSE_GPU_STAGE_RELOAD").is_some_and(|v| v == "global"),
         }
@@ -909,6 +931,61 @@ mod tuning_tests {
             },
         );
         assert_eq!(count(&via.text, "createpolicy"), 0, "{}", via.text);
+    }
+
+    #[test]
+    fn store_and_load_cache_policies_are_tuning_settings() {
+        let program = normalize(256, false);
+        let plain = gen(&program, Tuning::default());
+        assert_eq!(count(&plain.text, "st.global.v4.f32 ["), 1, "{}", plain.text);
+        // An eviction priority on the stores: one policy, on each store.
+        for (priority, name) in [("evict_first", "first"), ("evict_unchanged", "unchanged")] {
+            let stored = gen(
+                &program,
+                Tuning {
+                    store_evict: Some(priority),
+                    ..Tuning::default()
+                },
+            );
+            let policy = format!("createpolicy.fractional.L2::{priority}.b64");
+            assert_eq!(count(&stored.text, &policy), 1, "{name}: {}", stored.text);
+            assert_eq!(
+                count(&stored.text, "st.global.L2::cache_hint.v4.f32 ["),
+                1,
+                "{}",
+                stored.text
+            );
+            assert_eq!(count(&stored.text, "st.global.v4.f32"), 0, "{}", stored.text);
+        }
+        // An evict_last policy on the read-only loads of an unstaged kernel:
+        // the row is loaded once, into registers, with the hint.
+        let unstaged = Tuning {
+            stage: false,
+            load_keep: Some(1.0),
+            ..Tuning::default()
+        };
+        let loaded = gen(&program, unstaged.clone());
+        assert_eq!(count(&loaded.text, "cp.async"), 0, "{}", loaded.text);
+        assert!(
+            count(&loaded.text, "ld.global.nc.L2::cache_hint.v4.f32") >= 1,
+            "{}",
+            loaded.text
+        );
+        assert_eq!(count(&loaded.text, "ld.global.nc.v4.f32"), 0, "{}", loaded.text);
+        let load_sites = loaded
+            .text
+            .lines()
+            .filter(|l| l.starts_with("// mapping: load "))
+            .count();
+        assert_eq!(
+            count(&loaded.text, "createpolicy.fractional.L2::evict_last.b64"),
+            load_sites,
+            "one policy per load site: {}",
+            loaded.text
+        );
+        // Not on a target without cache hints.
+        let old = generate_with(&program, &Target::for_driver(75, 13000), &unstaged).unwrap();
+        assert_eq!(count(&old.text, "cache_hint"), 0, "{}", old.text);
     }
 
     #[test]
