@@ -358,6 +358,21 @@ fn print_table(device: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Over
     }
 }
 
+/// `s` as a JSON string literal.
+fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 fn write_json(path: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhead>) -> Result<()> {
     let mut entries = vec![];
     for r in rows {
@@ -403,8 +418,13 @@ fn write_json(path: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhea
             ms(o.host_first_call.upload_alone)
         )
     });
+    let settings: Vec<String> = tilefuse::settings::active()
+        .iter()
+        .map(|(k, v)| format!("{}: {}", json_string(k), json_string(v)))
+        .collect();
     let text = format!(
-        "{{\n  \"copy_gbps\": {copy_gbps:.3},\n{extra}  \"pipelines\": [\n{}\n  ]\n}}\n",
+        "{{\n  \"copy_gbps\": {copy_gbps:.3},\n  \"settings\": {{{}}},\n{extra}  \"pipelines\": [\n{}\n  ]\n}}\n",
+        settings.join(", "),
         entries.join(",\n")
     );
     std::fs::write(path, text).map_err(|e| Error::InvalidProgram {
@@ -470,6 +490,15 @@ fn run(args: &Args) -> Result<()> {
     }
     let device = if args.cpu { Device::Cpu } else { Device::best() };
     println!("device: {}", Device::best_reason());
+    let settings: Vec<String> = tilefuse::settings::active()
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if settings.is_empty() {
+        println!("settings: none set (the defaults)");
+    } else {
+        println!("settings: {}", settings.join(" "));
+    }
     let (copy_gbps, rows, overhead) = match device {
         #[cfg(feature = "cuda")]
         Device::Cuda(_) => {

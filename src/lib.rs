@@ -16,6 +16,7 @@ pub mod fusion;
 pub mod graph;
 pub mod kernels;
 pub mod runtime;
+pub mod settings;
 pub mod shape;
 pub mod storage;
 pub mod tensor;

@@ -159,19 +159,17 @@ struct GpuTuning {
 fn gpu_tuning() -> GpuTuning {
     static TUNING: std::sync::OnceLock<GpuTuning> = std::sync::OnceLock::new();
     *TUNING.get_or_init(|| {
-        let var = |name: &str| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.parse::<u64>().ok())
-                .filter(|&v| v > 0)
-        };
+        use crate::settings::{number, read};
         GpuTuning {
-            tile_elements: var("TILEFUSE_GPU_TILE").map_or(4096, |v| v.next_power_of_two() as usize),
-            split_parts: var("TILEFUSE_GPU_PARTS").unwrap_or(512),
-            math: match std::env::var("TILEFUSE_GPU_MATH").as_deref() {
-                Ok("fast") => MathMode::Fast,
-                _ => MathMode::Precise,
-            },
+            tile_elements: number("TILEFUSE_GPU_TILE", 1..=1 << 40, |_| true)
+                .map_or(4096, |v| v.next_power_of_two() as usize),
+            split_parts: number("TILEFUSE_GPU_PARTS", 1..=u64::MAX, |_| true).unwrap_or(512),
+            math: read("TILEFUSE_GPU_MATH", |v| match v {
+                "fast" => Some(MathMode::Fast),
+                "precise" => Some(MathMode::Precise),
+                _ => None,
+            })
+            .unwrap_or(MathMode::Precise),
         }
     })
 }

@@ -67,13 +67,13 @@ enum Setting {
 
 fn setting() -> Setting {
     static SETTING: std::sync::OnceLock<Setting> = std::sync::OnceLock::new();
-    *SETTING.get_or_init(|| match std::env::var("TILEFUSE_GPU_INTERPRETER") {
-        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "0" | "off" | "false" | "none" => Setting::Off,
-            "core" => Setting::CoreOnly,
-            _ => Setting::On,
-        },
-        Err(_) => Setting::On,
+    *SETTING.get_or_init(|| {
+        crate::settings::read("TILEFUSE_GPU_INTERPRETER", |v| match v.to_ascii_lowercase().as_str() {
+            "none" => Some(Setting::Off),
+            "core" => Some(Setting::CoreOnly),
+            v => crate::settings::parse_switch(v).map(|on| if on { Setting::On } else { Setting::Off }),
+        })
+        .unwrap_or(Setting::On)
     })
 }
 

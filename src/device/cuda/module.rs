@@ -286,7 +286,7 @@ const WARM_UP_PTX: &str = ".version 7.8\n.target sm_52\n.address_size 64\n.visib
 pub(crate) fn warm_up_jit(ctx: Arc<CudaContext>) {
     // The start-up is the process's, not a device's: once is enough.
     static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if std::env::var("TILEFUSE_JIT_WARM_UP").is_ok_and(|v| v == "0")
+    if !crate::settings::switch("TILEFUSE_JIT_WARM_UP", true)
         || STARTED.swap(true, std::sync::atomic::Ordering::Relaxed)
     {
         return;
@@ -389,7 +389,7 @@ fn load_module(ptx: &str, name: &str, level: Option<u32>) -> Result<sys::CUmodul
 /// `load_module`): unless `TILEFUSE_JIT_LINK=0`, read once.
 pub(crate) fn link_jit() -> bool {
     static LINK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *LINK.get_or_init(|| std::env::var("TILEFUSE_JIT_LINK").map_or(true, |v| v != "0"))
+    *LINK.get_or_init(|| crate::settings::switch("TILEFUSE_JIT_LINK", true))
 }
 
 /// A link state, destroyed when dropped (on every path, unwinding included);
@@ -447,12 +447,7 @@ fn link_and_load(
 /// The JIT optimization level of `TILEFUSE_JIT_O` (0 to 4), read once.
 pub(crate) fn jit_level() -> Option<u32> {
     static LEVEL: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    *LEVEL.get_or_init(|| {
-        std::env::var("TILEFUSE_JIT_O")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .filter(|&v| v <= 4)
-    })
+    *LEVEL.get_or_init(|| crate::settings::number("TILEFUSE_JIT_O", 0..=4, |_| true).map(|v| v as u32))
 }
 
 /// The text of a log buffer, up to its first NUL.

@@ -385,9 +385,12 @@ fn cores() -> usize {
 /// The quick tier: JIT level and which text; `None` when off. From `TILEFUSE_JIT_QUICK`, read once.
 fn quick_tier() -> Option<QuickTier> {
     static TIER: OnceLock<Option<QuickTier>> = OnceLock::new();
-    *TIER.get_or_init(|| match std::env::var("TILEFUSE_JIT_QUICK") {
-        Ok(v) => QuickTier::parse(&v),
-        Err(_) => Some(QuickTier::DEFAULT),
+    *TIER.get_or_init(|| {
+        crate::settings::read("TILEFUSE_JIT_QUICK", |v| match v {
+            "off" | "none" => Some(None),
+            v => QuickTier::parse(v).map(Some),
+        })
+        .unwrap_or(Some(QuickTier::DEFAULT))
     })
 }
 
@@ -407,7 +410,8 @@ impl QuickTier {
     };
 
     /// `<level>` (0 to 3) is the quick text at that level; `<level>u` the
-    /// tuned text at that level; anything else (`off`) is no quick tier.
+    /// tuned text at that level; `None` for anything else (`quick_tier`
+    /// takes `off` for no quick tier).
     fn parse(v: &str) -> Option<QuickTier> {
         let (digits, quick_text) = match v.strip_suffix('u') {
             Some(d) => (d, false),

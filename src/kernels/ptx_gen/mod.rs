@@ -473,61 +473,55 @@ impl Default for Tuning {
 pub(crate) fn tuning() -> &'static Tuning {
     static TUNING: std::sync::OnceLock<Tuning> = std::sync::OnceLock::new();
     TUNING.get_or_init(|| {
-        let var = |name: &str| std::env::var(name).ok();
-        let number = |name: &str| var(name).and_then(|v| v.parse::<u64>().ok());
-        let hints = |name: &str| {
-            var(name)
-                .filter(|v| v.chars().all(|c| c.is_ascii_alphanumeric() || ".:_".contains(c)))
-                .unwrap_or_default()
-        };
+        use crate::settings::{number, parse_fraction, parse_qualifiers, read, switch};
         let default = Tuning::default();
+        let threads = |name| number(name, 32..=1024, u64::is_power_of_two).map(|v| v as u32);
+        let resident = |name| number(name, 32..=2048, |v| v % 32 == 0).map(|v| v as u32);
+        let hints = |name| read(name, parse_qualifiers).unwrap_or_default();
         Tuning {
-            max_threads: number("TILEFUSE_GPU_THREADS")
-                .filter(|v| v.is_power_of_two() && (32..=1024).contains(v))
-                .map_or(default.max_threads, |v| v as u32),
-            resident_threads: number("TILEFUSE_GPU_RESIDENT")
-                .filter(|v| v % 32 == 0 && (32..=2048).contains(v))
-                .map_or(default.resident_threads, |v| v as u32),
-            unroll: number("TILEFUSE_GPU_UNROLL").filter(|v| (1..=64).contains(v)),
-            reload: var("TILEFUSE_GPU_RELOAD").is_some_and(|v| v == "1"),
-            stage: var("TILEFUSE_GPU_STAGE").map_or(true, |v| v != "0"),
-            row_reciprocal_f64: var("TILEFUSE_GPU_ROW_RCP").is_some_and(|v| v == "f64"),
+            max_threads: threads("TILEFUSE_GPU_THREADS").unwrap_or(default.max_threads),
+            resident_threads: resident("TILEFUSE_GPU_RESIDENT").unwrap_or(default.resident_threads),
+            unroll: number("TILEFUSE_GPU_UNROLL", 1..=64, |_| true),
+            reload: switch("TILEFUSE_GPU_RELOAD", default.reload),
+            stage: switch("TILEFUSE_GPU_STAGE", default.stage),
+            row_reciprocal_f64: read("TILEFUSE_GPU_ROW_RCP", |v| match v {
+                "f64" => Some(true),
+                "f32" => Some(false),
+                _ => None,
+            })
+            .unwrap_or(default.row_reciprocal_f64),
             one_element_per_thread: default.one_element_per_thread,
-            staged_resident_threads: number("TILEFUSE_GPU_STAGED_RESIDENT")
-                .filter(|v| v % 32 == 0 && (32..=2048).contains(v))
-                .map_or(default.staged_resident_threads, |v| v as u32),
-            staged_threads: number("TILEFUSE_GPU_STAGED_THREADS")
-                .filter(|v| v.is_power_of_two() && (32..=1024).contains(v))
-                .map_or(default.staged_threads, |v| v as u32),
+            staged_resident_threads: resident("TILEFUSE_GPU_STAGED_RESIDENT")
+                .unwrap_or(default.staged_resident_threads),
+            staged_threads: threads("TILEFUSE_GPU_STAGED_THREADS").unwrap_or(default.staged_threads),
             load_hints: hints("TILEFUSE_GPU_LD"),
             store_hints: hints("TILEFUSE_GPU_ST"),
             stage_hints: hints("TILEFUSE_GPU_CP"),
-            stage_copy: match var("TILEFUSE_GPU_CP_LEVEL").as_deref() {
-                Some("ca") => StageCopy::AsyncL1,
-                Some("regs") => StageCopy::Registers,
-                _ => default.stage_copy,
-            },
-            stage_keep: match var("TILEFUSE_GPU_CP_KEEP").as_deref().map(str::trim) {
-                Some("off" | "none" | "false") => None,
-                Some(v) => match v.parse::<f32>() {
-                    Ok(f) if f > 0.0 && f <= 1.0 => Some(f),
-                    Ok(0.0) => None,
-                    _ => default.stage_keep,
-                },
-                None => default.stage_keep,
-            },
-            store_evict: match var("TILEFUSE_GPU_ST_EVICT").as_deref().map(str::trim) {
-                Some("first") => Some("evict_first"),
-                Some("normal") => Some("evict_normal"),
-                Some("last") => Some("evict_last"),
-                Some("unchanged") => Some("evict_unchanged"),
-                _ => default.store_evict,
-            },
-            load_keep: var("TILEFUSE_GPU_LD_KEEP")
-                .and_then(|v| v.trim().parse::<f32>().ok())
-                .filter(|f| *f > 0.0 && *f <= 1.0),
-            max_registers: number("TILEFUSE_GPU_MAXNREG").filter(|v| (16..=255).contains(v)),
-            stage_reload_global: var("TILEFUSE_GPU_STAGE_RELOAD").is_some_and(|v| v == "global"),
+            stage_copy: read("TILEFUSE_GPU_CP_LEVEL", |v| match v {
+                "cg" => Some(StageCopy::AsyncL2),
+                "ca" => Some(StageCopy::AsyncL1),
+                "regs" => Some(StageCopy::Registers),
+                _ => None,
+            })
+            .unwrap_or(default.stage_copy),
+            stage_keep: read("TILEFUSE_GPU_CP_KEEP", parse_fraction).unwrap_or(default.stage_keep),
+            store_evict: read("TILEFUSE_GPU_ST_EVICT", |v| match v {
+                "first" => Some(Some("evict_first")),
+                "normal" => Some(Some("evict_normal")),
+                "last" => Some(Some("evict_last")),
+                "unchanged" => Some(Some("evict_unchanged")),
+                "off" | "none" => Some(None),
+                _ => None,
+            })
+            .unwrap_or(default.store_evict),
+            load_keep: read("TILEFUSE_GPU_LD_KEEP", parse_fraction).unwrap_or(default.load_keep),
+            max_registers: number("TILEFUSE_GPU_MAXNREG", 16..=255, |_| true),
+            stage_reload_global: read("TILEFUSE_GPU_STAGE_RELOAD", |v| match v {
+                "global" => Some(true),
+                "shared" => Some(false),
+                _ => None,
+            })
+            .unwrap_or(default.stage_reload_global),
         }
     })
 }

@@ -30,9 +30,9 @@ pub struct KernelResources {
 
 /// Where `ptxas` is, if anywhere (see the module docs for the search order).
 pub fn find_ptxas() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TILEFUSE_PTXAS") {
-        let p = PathBuf::from(p);
-        return p.is_file().then_some(p);
+    if std::env::var_os("TILEFUSE_PTXAS").is_some() {
+        // A path that is no file is reported (see `crate::settings`).
+        return crate::settings::read("TILEFUSE_PTXAS", |v| Some(PathBuf::from(v)).filter(|p| p.is_file()));
     }
     if let Some(paths) = std::env::var_os("PATH") {
         if let Some(p) = std::env::split_paths(&paths)
@@ -54,7 +54,7 @@ pub fn find_ptxas() -> Option<PathBuf> {
 pub fn ptxas_for_tests(test: &str) -> Option<PathBuf> {
     let found = find_ptxas();
     if found.is_none() {
-        if std::env::var("TILEFUSE_REQUIRE_PTXAS").is_ok_and(|v| v == "1") {
+        if crate::settings::switch("TILEFUSE_REQUIRE_PTXAS", false) {
             panic!("{test}: ptxas not found and TILEFUSE_REQUIRE_PTXAS=1 (run scripts/install-ptxas.sh)");
         }
         eprintln!("SKIPPED {test}: ptxas not found (set TILEFUSE_PTXAS or run scripts/install-ptxas.sh)");
