@@ -54,9 +54,11 @@ pub struct RealizeStats {
     /// Whether the fusion plan came from the plan cache (false when nothing
     /// needed computing).
     pub plan_cache_hit: bool,
-    /// Time spent collecting the subgraph to compute from the live graph.
+    /// Time spent walking the live graph for what needs computing: the
+    /// plan-cache key and the data leaves of its subgraph.
     pub collect_time: Duration,
-    /// Time spent grouping the subgraph into kernels (or looking the plan up).
+    /// Time spent looking the plan up by that key, and on a miss detaching
+    /// the subgraph and grouping it into kernels.
     pub fuse_time: Duration,
     /// Time spent generating PTX and loading modules (or finding them in the
     /// device's program cache), planning the streams and setting up the
@@ -283,7 +285,8 @@ fn fuse(
         None => {
             // Detached now, the subgraph may differ from the walk's if
             // another thread realized some of its nodes meanwhile; its plan
-            // and leaves are taken from it alone, so they agree.
+            // and leaves are taken from it alone, so they agree. (Its key is
+            // written again from it: a miss costs a fusion anyway.)
             let sub = graph::extract(nodes);
             let (plan, hit) = fusion::plan_traced(&sub, options)?;
             (plan, data_leaves(&sub), hit)
@@ -391,6 +394,37 @@ mod tests {
         );
         assert_eq!(cv.key, cu.key);
         assert!(Arc::ptr_eq(&cv.leaves[0], &cu.leaves[1]) && Arc::ptr_eq(&cv.leaves[1], &cu.leaves[0]));
+    }
+
+    #[test]
+    fn a_cache_hit_runs_on_its_own_leaves_in_order() {
+        // Three leaves of three shapes, in an order that matters: a leaf
+        // out of place gives wrong values or a length error.
+        let pipeline = |k: f32| {
+            let a: Vec<f32> = (0..12).map(|i| (i as f32 * 0.37 + k).sin()).collect();
+            let w: Vec<f32> = (0..4).map(|i| 0.5 + i as f32 * k).collect();
+            let c: Vec<f32> = (0..3).map(|i| 1.0 - i as f32 * 0.25 * k).collect();
+            let want: Vec<f32> = (0..3)
+                .map(|r| {
+                    (0..4)
+                        .map(|j| ((a[r * 4 + j] as f64 - w[j] as f64) * c[r] as f64).exp())
+                        .sum::<f64>() as f32
+                })
+                .collect();
+            let y = ((Tensor::from_vec(a, &[3, 4]) - Tensor::from_vec(w, &[4])) * Tensor::from_vec(c, &[3, 1]))
+                .exp()
+                .sum(&[1], false);
+            let stats = y.realize_with_stats().unwrap();
+            let got = y.to_vec::<f32>().unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{got:?} against {want:?}");
+            }
+            stats.plan_cache_hit
+        };
+        pipeline(0.5);
+        for k in [0.25, 1.5, -0.75] {
+            assert!(pipeline(k), "a repeated pipeline finds its plan");
+        }
     }
 
     #[test]

@@ -242,6 +242,13 @@ impl Emitter<'_> {
         }
     }
 
+    /// Whether the target takes L2 cache policies (`createpolicy` and
+    /// `.L2::cache_hint`: sm_80 and PTX ISA 7.4); where it does not, the
+    /// tuning settings that ask for them are left out.
+    fn cache_policies(&self) -> bool {
+        self.target.sm >= 80 && self.target.ptx_version >= (7, 4)
+    }
+
     /// Loads `dst` from partition `index` of `view`.
     pub fn load(&mut self, dst: ValueId, view: ViewId, index: &PartitionIndex, masked: bool) -> Result<()> {
         let v = self.view(view)?;
@@ -332,7 +339,7 @@ impl Emitter<'_> {
                 self.tuning.stage_copy.async_level(),
                 self.tuning.stage_keep,
             ) {
-                (None, Some(_), Some(fraction)) => {
+                (None, Some(_), Some(fraction)) if self.cache_policies() => {
                     self.need_version((7, 4));
                     let policy = self.reg(Class::B64);
                     self.ins(format!(
@@ -408,7 +415,7 @@ impl Emitter<'_> {
         let bases = self.repeat_bases(view, v, &site, esize)?;
         // An L2 evict_last policy for read-only loads (`TILEFUSE_GPU_LD_KEEP`).
         let policy = match self.tuning.load_keep {
-            Some(fraction) if op == read_only && self.target.sm >= 80 => {
+            Some(fraction) if op == read_only && self.cache_policies() => {
                 self.need_version((7, 4));
                 let policy = self.reg(Class::B64);
                 self.ins(format!(
@@ -511,7 +518,7 @@ impl Emitter<'_> {
         // An L2 eviction priority for the stores (`TILEFUSE_GPU_ST_EVICT`):
         // the qualifier and the operand it adds to each `st.global`.
         let policy = match self.tuning.store_evict {
-            Some(priority) if self.target.sm >= 80 => {
+            Some(priority) if self.cache_policies() => {
                 self.need_version((7, 4));
                 let policy = self.reg(Class::B64);
                 self.ins(format!(

@@ -232,18 +232,24 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
 /// atom: a module the driver's JIT compiles faster, for a program's first
 /// call while the [`generate`]d one is loaded in the background. It
 /// computes the same values: the same operations in the same order on
-/// every element, and reciprocals rounded the same.
+/// every element, and reciprocals rounded the same. It carries no store or
+/// load cache policy (`TILEFUSE_GPU_ST_EVICT`, `TILEFUSE_GPU_LD_KEEP`),
+/// which only the tuned module measures, so the PTX interpreter
+/// (`ptx_vm`) can run it for first calls under those settings too.
 pub fn generate_quick(program: &Program, target: &Target) -> Result<PtxModule> {
-    generate_with(
-        program,
-        target,
-        &Tuning {
-            unroll: Some(1),
-            row_reciprocal_f64: true,
-            one_element_per_thread: true,
-            ..tuning().clone()
-        },
-    )
+    generate_with(program, target, &quick_tuning(tuning()))
+}
+
+/// The tuning of [`generate_quick`] on top of `base`.
+fn quick_tuning(base: &Tuning) -> Tuning {
+    Tuning {
+        unroll: Some(1),
+        row_reciprocal_f64: true,
+        one_element_per_thread: true,
+        store_evict: None,
+        load_keep: None,
+        ..base.clone()
+    }
 }
 
 /// [`generate`] under explicit tuning settings.
@@ -977,9 +983,36 @@ mod tuning_tests {
             "one policy per load site: {}",
             loaded.text
         );
-        // Not on a target without cache hints.
+        // Not on a target without cache hints: sm_75, or sm_80 under a
+        // driver whose PTX ISA is older than 7.4, where the default staging
+        // policy is left out too.
         let old = generate_with(&program, &Target::for_driver(75, 13000), &unstaged).unwrap();
         assert_eq!(count(&old.text, "cache_hint"), 0, "{}", old.text);
+        let all = Tuning {
+            store_evict: Some("evict_first"),
+            load_keep: Some(0.5),
+            ..Tuning::default()
+        };
+        for tuning in [all.clone(), unstaged.clone()] {
+            let old = generate_with(&program, &Target::for_driver(80, 11020), &tuning).unwrap();
+            assert_eq!(count(&old.text, "createpolicy"), 0, "{}", old.text);
+            assert_eq!(count(&old.text, "cache_hint"), 0, "{}", old.text);
+            let new = generate_with(&program, &Target::for_driver(80, 11040), &tuning).unwrap();
+            assert!(count(&new.text, "createpolicy") > 0, "{}", new.text);
+        }
+        // The quick tier carries neither setting (the PTX interpreter has
+        // no forms for them), only the staging policy.
+        let quick = gen(&program, quick_tuning(&all));
+        assert_eq!(count(&quick.text, "st.global.L2::cache_hint"), 0, "{}", quick.text);
+        assert_eq!(count(&quick.text, "ld.global.nc.L2::cache_hint"), 0, "{}", quick.text);
+        assert_eq!(
+            count(&quick.text, "createpolicy.fractional.L2::evict_last.b64"),
+            1,
+            "{}",
+            quick.text
+        );
+        let quick = gen(&program, quick_tuning(&unstaged));
+        assert_eq!(count(&quick.text, "cache_hint"), 0, "{}", quick.text);
     }
 
     #[test]
