@@ -10,7 +10,9 @@ ONLY=${ONLY:-softmax,rmsnorm,layernorm}
 for round in $(seq ${ROUNDS:-2}); do
   while read -r name envs; do
     [ -z "$name" ] && continue
-    env $envs timeout 200 $B/example-throughput --reps ${REPS:-50} --only $ONLY --json $OUT/ab_${name}_$round.json > $OUT/ab_${name}_$round.txt 2>&1
+    if ! env $envs timeout 200 $B/example-throughput --reps ${REPS:-50} --only $ONLY --json $OUT/ab_${name}_$round.json > $OUT/ab_${name}_$round.txt 2>&1; then
+      echo "$name: the throughput report failed (rc $?); last lines:"; tail -3 $OUT/ab_${name}_$round.txt; continue
+    fi
     python3 - "$OUT/ab_${name}_$round.json" "$name" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -18,7 +20,9 @@ print(f"{sys.argv[2]:>16} copy {d['copy_gbps']:.0f} " + " ".join(f"{p['pipeline'
 PY
   done <<< "$VARIANTS"
   if [ -n "${TORCH:-}" ]; then
-    timeout 300 python3 benches/compare_torch.py --only ${ONLY//,/ } --reps ${REPS:-50} --json $OUT/ab_torch_$round.json > $OUT/ab_torch_$round.txt 2>&1
+    if ! timeout 300 python3 benches/compare_torch.py --only ${ONLY//,/ } --reps ${REPS:-50} --json $OUT/ab_torch_$round.json > $OUT/ab_torch_$round.txt 2>&1; then
+      echo "torch.compile: compare_torch.py failed; last lines:"; tail -3 $OUT/ab_torch_$round.txt; continue
+    fi
     python3 - "$OUT/ab_torch_$round.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
