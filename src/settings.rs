@@ -28,10 +28,25 @@ pub struct Setting {
     pub name: &'static str,
     /// The values it takes, in words (printed when a value is refused).
     pub takes: &'static str,
+    /// Whether the library reads it (and it can change what it does), as
+    /// opposed to a setting of its tests, examples and tools only.
+    pub library: bool,
 }
 
 const fn s(name: &'static str, takes: &'static str) -> Setting {
-    Setting { name, takes }
+    Setting {
+        name,
+        takes,
+        library: true,
+    }
+}
+
+const fn tool(name: &'static str, takes: &'static str) -> Setting {
+    Setting {
+        name,
+        takes,
+        library: false,
+    }
 }
 
 /// Every setting tilefuse reads: the library's (what each one does is in
@@ -65,18 +80,18 @@ pub const SETTINGS: &[Setting] = &[
     s("TILEFUSE_JIT_O", "a JIT level from 0 to 4"),
     s("TILEFUSE_JIT_LINK", "0 or 1"),
     s("TILEFUSE_JIT_WARM_UP", "0 or 1"),
-    s("TILEFUSE_PTXAS", "the path of a ptxas executable"),
     // Tests, examples and tools.
-    s("TILEFUSE_REQUIRE_PTXAS", "0 or 1"),
-    s("TILEFUSE_BLESS", "1"),
-    s("TILEFUSE_WRITE_NOTES", "1"),
-    s("TILEFUSE_FUZZ_SEED", "a number"),
-    s("TILEFUSE_FUZZ_GRAPHS", "a number"),
-    s("TILEFUSE_FUZZ_VERBOSE", "anything"),
-    s("TILEFUSE_GPU_FUZZ_SECONDS", "a number"),
-    s("TILEFUSE_GPU_FUZZ_GRAPHS", "a number"),
-    s("TILEFUSE_TEST_EXIT_CHILD", "anything"),
-    s("TILEFUSE_DUMP_PTX", "a directory"),
+    tool("TILEFUSE_PTXAS", "the path of a ptxas executable"),
+    tool("TILEFUSE_REQUIRE_PTXAS", "0 or 1"),
+    tool("TILEFUSE_BLESS", "1"),
+    tool("TILEFUSE_WRITE_NOTES", "1"),
+    tool("TILEFUSE_FUZZ_SEED", "a number"),
+    tool("TILEFUSE_FUZZ_GRAPHS", "a number"),
+    tool("TILEFUSE_FUZZ_VERBOSE", "anything"),
+    tool("TILEFUSE_GPU_FUZZ_SECONDS", "a number"),
+    tool("TILEFUSE_GPU_FUZZ_GRAPHS", "a number"),
+    tool("TILEFUSE_TEST_EXIT_CHILD", "anything"),
+    tool("TILEFUSE_DUMP_PTX", "a directory"),
 ];
 
 /// The settings set in this process's environment, with their values, in
@@ -85,6 +100,15 @@ pub fn active() -> Vec<(String, String)> {
     SETTINGS
         .iter()
         .filter_map(|s| std::env::var(s.name).ok().map(|v| (s.name.to_string(), v)))
+        .collect()
+}
+
+/// The [`active`] settings that the library reads (`library`), which can
+/// change what it does; the others only steer its tests and tools.
+pub fn active_library() -> Vec<(String, String)> {
+    active()
+        .into_iter()
+        .filter(|(name, _)| SETTINGS.iter().any(|s| s.library && s.name == name))
         .collect()
 }
 
