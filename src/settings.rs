@@ -243,6 +243,9 @@ mod tests {
         assert!(SETTINGS
             .iter()
             .all(|s| s.name.starts_with("TILEFUSE_") && !s.takes.is_empty()));
+        let library = |name| SETTINGS.iter().find(|s| s.name == name).unwrap().library;
+        assert!(library("TILEFUSE_GPU_CP_KEEP") && library("TILEFUSE_JIT_QUICK"));
+        assert!(!library("TILEFUSE_PTXAS") && !library("TILEFUSE_GPU_FUZZ_SECONDS"));
     }
 
     #[test]
