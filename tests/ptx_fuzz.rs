@@ -248,3 +248,33 @@ fn integer_programs_of_the_fuzzer_run_on_the_interpreter_model_like_the_executor
         "only {ran} modules ran on the model: the test checks too little"
     );
 }
+
+/// Graphs whose kernels once needed more than a block's 48 KiB of static
+/// shared memory: a staged tile (up to 32 KiB) beside an exchange of
+/// 33 KiB (an i64 argmax over [64, 64] tiles, seed 200949). They are
+/// generated without staging now; every module assembles.
+#[test]
+fn kernels_with_a_staged_tile_and_a_large_exchange_fit_static_shared_memory() {
+    let Some(ptxas) = ptxas_for_tests("tests/ptx_fuzz.rs (shared memory)") else {
+        return;
+    };
+    let mut modules = Modules::default();
+    for seed in [200_949] {
+        let g = fuzzgen::generate(seed).0;
+        for opts in gpu_options(seed) {
+            let p = plan(&g, &opts).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            for k in &p.kernels {
+                modules
+                    .add(&format!("seed {seed} ({opts:?})"), &k.program)
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+    let all = modules.assemble(&ptxas).unwrap_or_else(|e| panic!("{e}"));
+    assert!(all.iter().all(|a| a.resources.shared_bytes <= 48 * 1024));
+    let widest = modules.modules().map(|(_, m)| m.shared_bytes).max().unwrap_or(0);
+    assert!(
+        widest > 32 * 1024,
+        "the seed no longer makes a large exchange ({widest} bytes): the test checks nothing"
+    );
+}

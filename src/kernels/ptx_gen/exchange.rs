@@ -29,7 +29,7 @@ use crate::graph::BinaryOp;
 use crate::kernels::ir::{TileReduce, ValueId};
 
 /// Static shared memory a block may use without opting in.
-const SHARED_LIMIT: u32 = 48 * 1024;
+pub(super) const SHARED_LIMIT: u32 = 48 * 1024;
 
 /// Bytes and `ld`/`st` type of one element of `d` in shared memory.
 fn shared_slot(d: DType) -> (u32, &'static str) {

@@ -187,7 +187,8 @@ pub struct PtxModule {
     pub grid_blocks: u64,
     /// The chosen thread mapping, human-readable (also a comment in `text`).
     pub mapping: String,
-    /// Bytes of static shared memory per block.
+    /// Bytes of static shared memory per block: the exchanges' and the
+    /// staged tiles'.
     pub shared_bytes: u32,
 }
 
@@ -253,7 +254,25 @@ fn quick_tuning(base: &Tuning) -> Tuning {
 }
 
 /// [`generate`] under explicit tuning settings.
+///
+/// A block's static shared memory is limited to 48 KiB in all. Staged
+/// tiles take at most `STAGE_LIMIT` of it and an exchange at most the
+/// whole, so a kernel with both may need more; it is generated again
+/// without staging, its tiles kept in registers.
 pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning) -> Result<PtxModule> {
+    let module = generate_once(program, target, tuning)?;
+    if module.shared_bytes > exchange::SHARED_LIMIT && tuning.stage {
+        let unstaged = Tuning {
+            stage: false,
+            ..tuning.clone()
+        };
+        return generate_once(program, target, &unstaged);
+    }
+    Ok(module)
+}
+
+/// [`generate_with`], as the tuning says.
+fn generate_once(program: &Program, target: &Target, tuning: &Tuning) -> Result<PtxModule> {
     crate::kernels::ir::verify(program)?;
     let reloaded = if tuning.reload || tuning.stage {
         reload::reload_after_reductions(program)
@@ -296,7 +315,7 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
     mapping.append(&mut std::mem::take(&mut e.mapping));
     let mapping = mapping.join("\n");
     let version = choose_version(&program.name, target, e.needs_version)?;
-    let shared_bytes = e.shared_bytes;
+    let shared_bytes = e.shared_bytes + e.staged_bytes;
     let params: Vec<String> = (0..program.params.len())
         .map(|i| format!("\t.param .u64 {entry}_param_{i}"))
         .collect();
