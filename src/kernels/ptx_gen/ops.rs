@@ -624,6 +624,25 @@ impl Emitter<'_> {
         }
     }
 
+    /// The f32 `f` rounded to the nearest bf16, ties to even, with integer
+    /// arithmetic: `cvt.rn.bf16.f32` needs sm_80. The upper 16 bits after
+    /// adding `0x7FFF` plus the lowest kept bit; a NaN (magnitude bits above
+    /// `0x7F800000`) keeps its upper bits with the quiet bit set (a carry
+    /// could make it an infinity).
+    fn f32_to_bf16_by_bits(&mut self, f: &str) -> String {
+        let bits = self.emit(DType::U32, |r| format!("mov.b32 {r}, {f}"));
+        let lsb = self.emit(DType::U32, |r| format!("shr.u32 {r}, {bits}, 16"));
+        self.ins(format!("and.b32 {lsb}, {lsb}, 1"));
+        let sum = self.emit(DType::U32, |r| format!("add.u32 {r}, {bits}, 32767"));
+        self.ins(format!("add.u32 {sum}, {sum}, {lsb}"));
+        let magnitude = self.emit(DType::U32, |r| format!("and.b32 {r}, {bits}, 2147483647"));
+        let nan = self.emit(DType::Bool, |p| format!("setp.gt.u32 {p}, {magnitude}, 2139095040"));
+        let quiet = self.emit(DType::U32, |r| format!("or.b32 {r}, {bits}, 4194304"));
+        self.ins(format!("@{nan} mov.b32 {sum}, {quiet}"));
+        self.ins(format!("shr.u32 {sum}, {sum}, 16"));
+        self.emit(DType::BF16, |r| format!("cvt.u16.u32 {r}, {sum}"))
+    }
+
     /// `src` (of `from`) converted to `to`, as [`crate::kernels::ir::Inst::Cast`] defines.
     pub fn cast(&mut self, from: DType, to: DType, src: &str) -> Result<String> {
         use DType::*;
@@ -678,6 +697,9 @@ impl Emitter<'_> {
                 self.ins(format!("@{inexact} or.b32 {b}, {b}, 1"));
                 self.emit(F32, |r| format!("mov.b32 {r}, {b}"))
             };
+            if to == BF16 && self.target.sm < 80 {
+                return Ok(self.f32_to_bf16_by_bits(&f));
+            }
             let name = if to == F16 { "f16" } else { "bf16" };
             return Ok(self.emit(to, |r| format!("cvt.rn.{name}.f32 {r}, {f}")));
         }

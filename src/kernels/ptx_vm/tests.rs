@@ -538,3 +538,72 @@ fn an_assembled_staged_row_kernel_runs_on_the_cpu_model_like_the_executor() {
     }
     assert!(staged > 0, "the row was not staged: the test would not cover cp.async");
 }
+
+/// f32 to bf16 on a target without `cvt.rn.bf16.f32` (sm_75): the rounding
+/// written with integer arithmetic gives the executor's bits on ties,
+/// overflow to infinity, subnormals, signed zeros, infinities and NaNs.
+#[test]
+fn bf16_rounding_without_the_bf16_conversion_matches_the_executor() {
+    use crate::kernels::cpu::{execute, Arg};
+    use crate::kernels::ir::{Access, Builder, IndexExpr};
+    use crate::kernels::ptx_gen::{generate, generate_quick};
+    use crate::storage::HostBuffer;
+    use crate::tile::Padding;
+    use crate::DType;
+    let mut bits: Vec<u32> = vec![
+        0x3F80_8000, // a tie, rounds to even (down)
+        0x3F81_8000, // a tie, rounds to even (up)
+        0x3F80_8001,
+        0x3F80_7FFF,
+        0x7F7F_FFFF, // the largest f32: rounds to infinity
+        0x7F7F_7FFF,
+        0x0000_0001, // subnormals
+        0x0000_8000,
+        0x0001_8000,
+        0x8000_0000, // -0
+        0x0000_0000,
+        0x7F80_0000, // ±infinity
+        0xFF80_0000,
+        0x7F80_0001, // NaNs whose rounding would carry
+        0xFF80_7FFF,
+        0x7FC0_0000,
+        0x7FFF_FFFF,
+        0xFFFF_FFFF,
+    ];
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    while bits.len() < 3000 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        bits.push((x >> 32) as u32);
+    }
+    let n = bits.len() as u64;
+    // The raw bits (signalling NaNs stay signalling).
+    let input = HostBuffer::from_pod(DType::F32, &bits);
+    assert_eq!(input.as_slice::<u32>()[13], 0x7F80_0001);
+    let tile = 256;
+    let mut b = Builder::new("to_bf16", &[n.div_ceil(u64::from(tile))]);
+    let px = b.param("x", DType::F32, n, Access::Read);
+    let py = b.param("y", DType::BF16, n, Access::Write);
+    let vx = b.view_contiguous(px, &[n], &[tile], Padding::Zero);
+    let vy = b.view_contiguous(py, &[n], &[tile], Padding::Zero);
+    let idx = [IndexExpr::grid(0)];
+    let t = b.load(vx, &idx, true);
+    let c = b.cast(t, DType::BF16);
+    b.store(vy, &idx, c, true);
+    let program = b.finish().unwrap();
+    let mut want = HostBuffer::zeros(DType::BF16, n as usize);
+    execute(&program, &mut [Arg::Read(&input), Arg::Write(&mut want)]).unwrap();
+    let target = Target::for_driver(75, 12000);
+    for module in [
+        generate(&program, &target).unwrap(),
+        generate_quick(&program, &target).unwrap(),
+    ] {
+        assert!(!module.text.contains("cvt.rn.bf16"), "{}", module.text);
+        let code = assemble(&module, 1 << 20).unwrap_or_else(|e| panic!("{e}\n{}", module.text));
+        let mut mem = emulate::Memory(vec![input.bytes().to_vec(), vec![0u8; want.bytes().len()]]);
+        let blocks = u32::try_from(module.grid_blocks).unwrap();
+        emulate::run(&code, blocks, &mut mem).unwrap_or_else(|e| panic!("{e}\n{}", module.text));
+        for (i, (g, w)) in mem.0[1].chunks(2).zip(want.bytes().chunks(2)).enumerate() {
+            assert_eq!(g, w, "element {i}: f32 bits {:#010x}\n{}", bits[i], module.mapping);
+        }
+    }
+}
