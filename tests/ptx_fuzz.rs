@@ -1,5 +1,5 @@
 //! Every program of the differential fuzzer's run, generated as PTX for
-//! sm_80 and sm_90 and assembled by `ptxas -v`; kernels that spill to local
+//! sm_75, sm_80 and sm_90 and assembled by `ptxas -v`; kernels that spill to local
 //! memory are listed.
 //!
 //! The graphs are those of `tests/fuzz.rs` (the same generator and seeds,

@@ -1,6 +1,6 @@
 //! Assembling many generated PTX modules with `ptxas`, quickly.
 //!
-//! [`Modules`] collects the modules of many programs for sm_80 and sm_90,
+//! [`Modules`] collects the modules of many programs for sm_75, sm_80 and sm_90,
 //! keeps one of each distinct text (two programs that differ only in name
 //! give the same module up to the entry's name), and [`Modules::assemble`]
 //! runs `ptxas -v` on batches of modules: the modules of one batch share
@@ -17,10 +17,15 @@ use tilefuse::kernels::ptx_gen::ptxas::{assemble, KernelResources};
 use tilefuse::kernels::ptx_gen::{generate, PtxModule, Target};
 use tilefuse::Error;
 
-/// The targets every program is generated for: sm_80 under a CUDA 12.0
-/// driver (the oldest the crate binds) and sm_90 under CUDA 13.0.
-pub fn targets() -> [Target; 2] {
-    [Target::for_driver(80, 12000), Target::for_driver(90, 13000)]
+/// The targets every program is generated for: sm_75 (no `cp.async`, no
+/// bf16 conversion, no `.NaN` min/max) and sm_80 under a CUDA 12.0 driver
+/// (the oldest the crate binds), and sm_90 under CUDA 13.0.
+pub fn targets() -> [Target; 3] {
+    [
+        Target::for_driver(75, 12000),
+        Target::for_driver(80, 12000),
+        Target::for_driver(90, 13000),
+    ]
 }
 
 /// Modules per `ptxas` run.
@@ -236,15 +241,11 @@ impl std::fmt::Display for Assembled {
     }
 }
 
-/// "assembled N modules for sm_80 and sm_90 (a for sm_80, b for sm_90)".
+/// "assembled N modules (a for sm_75, b for sm_80, c for sm_90)".
 pub fn summary(all: &[Assembled]) -> String {
     let per: Vec<String> = targets()
         .iter()
         .map(|t| format!("{} for sm_{}", all.iter().filter(|a| a.sm == t.sm).count(), t.sm))
         .collect();
-    format!(
-        "assembled {} modules for sm_80 and sm_90 ({})",
-        all.len(),
-        per.join(", ")
-    )
+    format!("assembled {} modules ({})", all.len(), per.join(", "))
 }

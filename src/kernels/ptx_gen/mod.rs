@@ -36,9 +36,9 @@
 //! # Numerics
 //!
 //! Float `+ - *` are `.rn` (never contracted into fma, as on the CPU);
-//! `max`/`min` propagate NaN (`max.NaN.f32`; f64 by `setp.nan` + `selp`);
+//! `max`/`min` propagate NaN (`max.NaN.f32`; f64, and f32 before sm_80, by `setp.nan` + `selp`);
 //! f16/bf16 move as 16 bits and convert with `cvt.f32.f16`, a shift (bf16),
-//! `cvt.rn.f16.f32` and `cvt.rn.bf16.f32`, rounding f64 and integer sources
+//! `cvt.rn.f16.f32` and `cvt.rn.bf16.f32` (integer rounding before sm_80), rounding f64 and integer sources
 //! to f32 by round-to-odd first so they round once. Integer division by zero
 //! gives 0; float to integer truncates into i64 (saturating, NaN to 0) and
 //! wraps, as `Scalar::cast` does.
@@ -260,6 +260,18 @@ fn quick_tuning(base: &Tuning) -> Tuning {
 /// whole, so a kernel with both may need more; it is generated again
 /// without staging, its tiles kept in registers.
 pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning) -> Result<PtxModule> {
+    // `cp.async` needs sm_80: before it, a staged tile goes to shared
+    // memory through registers.
+    let through_registers;
+    let tuning = if target.sm < 80 && tuning.stage_copy != StageCopy::Registers {
+        through_registers = Tuning {
+            stage_copy: StageCopy::Registers,
+            ..tuning.clone()
+        };
+        &through_registers
+    } else {
+        tuning
+    };
     let module = generate_once(program, target, tuning)?;
     if module.shared_bytes > exchange::SHARED_LIMIT && tuning.stage {
         let unstaged = Tuning {

@@ -439,9 +439,16 @@ impl Emitter<'_> {
             Maximum | Minimum => {
                 let name = if op == Maximum { "max" } else { "min" };
                 match d {
-                    DType::F32 => {
+                    DType::F32 if self.target.sm >= 80 => {
                         self.need_version((7, 0));
                         self.emit(d, |r| format!("{name}.NaN.f32 {r}, {a}, {b}"))
+                    }
+                    DType::F32 => {
+                        // `.NaN` needs sm_80: the canonical NaN it gives,
+                        // selected by hand.
+                        let m = self.emit(d, |r| format!("{name}.f32 {r}, {a}, {b}"));
+                        let n = self.emit(DType::Bool, |p| format!("setp.nan.f32 {p}, {a}, {b}"));
+                        self.emit(d, |r| format!("selp.f32 {r}, 0f7FFFFFFF, {m}, {n}"))
                     }
                     DType::F64 => {
                         let m = self.emit(d, |r| format!("{name}.f64 {r}, {a}, {b}"));
