@@ -326,6 +326,22 @@ fn every_form_is_listed_once_and_spelled_with_known_operand_kinds() {
     }
 }
 
+/// `module` assembled and run on the CPU model over `inputs` (the bytes of
+/// its parameters in order) and a zeroed last parameter of `out_bytes`;
+/// that parameter's bytes afterwards.
+fn output_on_model(module: &crate::kernels::ptx_gen::PtxModule, inputs: &[&[u8]], out_bytes: usize) -> Vec<u8> {
+    let code = assemble(module, 1 << 20).unwrap_or_else(|e| panic!("{}: {e}\n{}", module.entry, module.text));
+    let memory = inputs
+        .iter()
+        .map(|b| b.to_vec())
+        .chain([vec![0u8; out_bytes]])
+        .collect();
+    let mut mem = emulate::Memory(memory);
+    let blocks = u32::try_from(module.grid_blocks).unwrap();
+    emulate::run(&code, blocks, &mut mem).unwrap_or_else(|e| panic!("{}: {e}\n{}", module.entry, module.text));
+    mem.0.pop().expect("the output")
+}
+
 /// `y = (a + b) * a` (or `y = a + b` for integers) over `n` elements in
 /// tiles of `tile`, the tail masked.
 fn elementwise(dtype: crate::DType, n: u64, tile: u32, mul: bool) -> crate::kernels::ir::Program {
@@ -388,16 +404,9 @@ fn assembled_elementwise_kernels_run_on_the_cpu_model_like_the_executor() {
             generate(&program, &target).unwrap(),
             generate_quick(&program, &target).unwrap(),
         ] {
-            let code = assemble(&module, 1 << 20).unwrap_or_else(|e| panic!("{}: {e}", program.name));
-            let mut mem = emulate::Memory(vec![
-                a.bytes().to_vec(),
-                b.bytes().to_vec(),
-                vec![0u8; want.bytes().len()],
-            ]);
-            let blocks = u32::try_from(module.grid_blocks).unwrap();
-            emulate::run(&code, blocks, &mut mem).unwrap_or_else(|e| panic!("{}: {e}\n{}", program.name, module.text));
+            let out = output_on_model(&module, &[a.bytes(), b.bytes()], want.bytes().len());
             assert!(
-                mem.0[2] == want.bytes(),
+                out == want.bytes(),
                 "{} ({}): differs from the executor",
                 program.name,
                 module.mapping
@@ -476,12 +485,9 @@ fn assembled_row_reductions_run_on_the_cpu_model_like_the_executor() {
             generate(&program, &target).unwrap(),
             generate_quick(&program, &target).unwrap(),
         ] {
-            let code = assemble(&module, 1 << 20).unwrap_or_else(|e| panic!("{}: {e}", program.name));
-            let mut mem = emulate::Memory(vec![x.bytes().to_vec(), vec![0u8; want.bytes().len()]]);
-            let blocks = u32::try_from(module.grid_blocks).unwrap();
-            emulate::run(&code, blocks, &mut mem).unwrap_or_else(|e| panic!("{}: {e}\n{}", program.name, module.text));
+            let out = output_on_model(&module, &[x.bytes()], want.bytes().len());
             assert!(
-                mem.0[1] == want.bytes(),
+                out == want.bytes(),
                 "{} ({}): differs from the executor",
                 program.name,
                 module.mapping
@@ -527,14 +533,8 @@ fn an_assembled_staged_row_kernel_runs_on_the_cpu_model_like_the_executor() {
         generate_quick(&program, &target).unwrap(),
     ] {
         staged += usize::from(module.text.contains("cp.async"));
-        let code = assemble(&module, 1 << 20).unwrap();
-        let mut mem = emulate::Memory(vec![xs.bytes().to_vec(), vec![0u8; n * 4]]);
-        emulate::run(&code, rows as u32, &mut mem).unwrap_or_else(|e| panic!("{e}\n{}", module.text));
-        assert!(
-            mem.0[1] == want.bytes(),
-            "{}: differs from the executor",
-            module.mapping
-        );
+        let out = output_on_model(&module, &[xs.bytes()], n * 4);
+        assert!(out == want.bytes(), "{}: differs from the executor", module.mapping);
     }
     assert!(staged > 0, "the row was not staged: the test would not cover cp.async");
 }
@@ -598,11 +598,8 @@ fn bf16_rounding_without_the_bf16_conversion_matches_the_executor() {
         generate_quick(&program, &target).unwrap(),
     ] {
         assert!(!module.text.contains("cvt.rn.bf16"), "{}", module.text);
-        let code = assemble(&module, 1 << 20).unwrap_or_else(|e| panic!("{e}\n{}", module.text));
-        let mut mem = emulate::Memory(vec![input.bytes().to_vec(), vec![0u8; want.bytes().len()]]);
-        let blocks = u32::try_from(module.grid_blocks).unwrap();
-        emulate::run(&code, blocks, &mut mem).unwrap_or_else(|e| panic!("{e}\n{}", module.text));
-        for (i, (g, w)) in mem.0[1].chunks(2).zip(want.bytes().chunks(2)).enumerate() {
+        let out = output_on_model(&module, &[input.bytes()], want.bytes().len());
+        for (i, (g, w)) in out.chunks(2).zip(want.bytes().chunks(2)).enumerate() {
             assert_eq!(g, w, "element {i}: f32 bits {:#010x}\n{}", bits[i], module.mapping);
         }
     }
