@@ -242,11 +242,22 @@ impl Emitter<'_> {
         }
     }
 
-    /// Whether the target takes L2 cache policies (`createpolicy` and
-    /// `.L2::cache_hint`: sm_80 and PTX ISA 7.4); where it does not, the
+    /// A register holding an L2 cache policy of `priority` (`evict_last`,
+    /// `evict_first`, ...) over `fraction` of the lines, for the
+    /// `.L2::cache_hint` of loads, stores and copies; `None` where the
+    /// target takes no cache policies (before sm_80 or PTX ISA 7.4), and the
     /// tuning settings that ask for them are left out.
-    fn cache_policies(&self) -> bool {
-        self.target.sm >= 80 && self.target.ptx_version >= (7, 4)
+    fn l2_policy(&mut self, priority: &str, fraction: f32) -> Option<String> {
+        if self.target.sm < 80 || self.target.ptx_version < (7, 4) {
+            return None;
+        }
+        self.need_version((7, 4));
+        let policy = self.reg(Class::B64);
+        self.ins(format!(
+            "createpolicy.fractional.L2::{priority}.b64 {policy}, 0f{:08X}",
+            fraction.to_bits()
+        ));
+        Some(policy)
     }
 
     /// Loads `dst` from partition `index` of `view`.
@@ -334,21 +345,17 @@ impl Emitter<'_> {
             let bases = self.repeat_bases(view, v, &site, esize)?;
             // An L2 evict_last policy for the copies (`TILEFUSE_GPU_CP_KEEP`):
             // the qualifier and the operand it adds to each `cp.async`.
-            let (cache_hint, policy_operand) = match (
+            let policy = match (
                 staged_from,
                 self.tuning.stage_copy.async_level(),
                 self.tuning.stage_keep,
             ) {
-                (None, Some(_), Some(fraction)) if self.cache_policies() => {
-                    self.need_version((7, 4));
-                    let policy = self.reg(Class::B64);
-                    self.ins(format!(
-                        "createpolicy.fractional.L2::evict_last.b64 {policy}, 0f{:08X}",
-                        fraction.to_bits()
-                    ));
-                    (".L2::cache_hint", format!(", {policy}"))
-                }
-                _ => ("", String::new()),
+                (None, Some(_), Some(fraction)) => self.l2_policy("evict_last", fraction),
+                _ => None,
+            };
+            let (cache_hint, policy_operand) = match policy {
+                Some(policy) => (".L2::cache_hint", format!(", {policy}")),
+                None => ("", String::new()),
             };
             let mut slots = Vec::new();
             for r in 0..l.repeats {
@@ -415,15 +422,7 @@ impl Emitter<'_> {
         let bases = self.repeat_bases(view, v, &site, esize)?;
         // An L2 evict_last policy for read-only loads (`TILEFUSE_GPU_LD_KEEP`).
         let policy = match self.tuning.load_keep {
-            Some(fraction) if op == read_only && self.cache_policies() => {
-                self.need_version((7, 4));
-                let policy = self.reg(Class::B64);
-                self.ins(format!(
-                    "createpolicy.fractional.L2::evict_last.b64 {policy}, 0f{:08X}",
-                    fraction.to_bits()
-                ));
-                Some(policy)
-            }
+            Some(fraction) if op == read_only => self.l2_policy("evict_last", fraction),
             _ => None,
         };
         let hinted = format!("{op}.L2::cache_hint");
@@ -517,17 +516,10 @@ impl Emitter<'_> {
         let bases = self.repeat_bases(view, v, &site, esize)?;
         // An L2 eviction priority for the stores (`TILEFUSE_GPU_ST_EVICT`):
         // the qualifier and the operand it adds to each `st.global`.
-        let policy = match self.tuning.store_evict {
-            Some(priority) if self.cache_policies() => {
-                self.need_version((7, 4));
-                let policy = self.reg(Class::B64);
-                self.ins(format!(
-                    "createpolicy.fractional.L2::{priority}.b64 {policy}, 0f3F800000"
-                ));
-                Some(policy)
-            }
-            _ => None,
-        };
+        let policy = self
+            .tuning
+            .store_evict
+            .and_then(|priority| self.l2_policy(priority, 1.0));
         for r in 0..l.repeats {
             let (addr, shift) = match &bases {
                 Some((base, shifts)) => (base.clone(), shifts[r as usize]),
