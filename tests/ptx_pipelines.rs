@@ -120,20 +120,36 @@ fn suite_kernels_keep_their_fast_shapes() {
                     address.is_some_and(|a| a.contains('+') && !a.contains("+0]"))
                 });
                 assert!(offset, "{name}: no load addressed by an immediate offset");
-                // The row goes through shared memory (16-byte `cp.async`
-                // pieces, read there before and after the reductions) in
-                // 512-thread blocks; it is not loaded from global twice.
                 assert!(text.contains("// mapping: block 512 threads"), "{name}: block");
-                assert!(
-                    text.contains("mapping: load (staged) v0 tile [1, 4096]"),
-                    "{name}: row not staged"
-                );
-                assert_eq!(
-                    count("cp.async.cg.shared.global"),
-                    2,
-                    "{name}: two 16-byte pieces a thread"
-                );
-                assert_eq!(count("cp.async.wait_group 0"), 1, "{name}: one wait");
+                if reductions == 1 {
+                    // The row goes through shared memory (16-byte
+                    // `cp.async` pieces, read there before and after the
+                    // reduction); it is not loaded from global twice.
+                    assert!(
+                        text.contains("mapping: load (staged) v0 tile [1, 4096]"),
+                        "{name}: row not staged"
+                    );
+                    assert_eq!(
+                        count("cp.async.cg.shared.global"),
+                        2,
+                        "{name}: two 16-byte pieces a thread"
+                    );
+                    assert_eq!(count("cp.async.wait_group 0"), 1, "{name}: one wait");
+                } else {
+                    // Rows held across two reductions stay in registers,
+                    // 2048 threads resident, every load with an L2
+                    // `evict_last` policy (`Tuning::chained_rows_in_registers`).
+                    assert_eq!(count("cp.async"), 0, "{name}: a staged row");
+                    assert!(text.contains(".minnctapersm 4"), "{name}: residency");
+                    assert!(count("createpolicy.fractional.L2::evict_last") >= 1, "{name}: policy");
+                    let loads = count("ld.global");
+                    assert!(loads >= 2, "{name}: loads");
+                    assert_eq!(
+                        count("ld.global.nc.L2::cache_hint.v4.f32"),
+                        loads,
+                        "{name}: a load without the policy"
+                    );
+                }
             }
             // Elementwise kernels with transcendentals take a quarter of the
             // tile: one 16-byte vector per thread and access.
@@ -332,7 +348,17 @@ fn suite_kernels_run_on_the_interpreter() {
         for k in &p.kernels {
             let tuned = generate(&k.program, &target).unwrap();
             let quick = generate_quick(&k.program, &target).unwrap();
-            let modules = if defaults { vec![tuned, quick] } else { vec![quick] };
+            // A load cache policy (the default for rows held across two
+            // reductions) is not in the interpreter's forms either.
+            assert!(
+                !quick.text.contains("ld.global.nc.L2"),
+                "{name}: a load policy in the quick text"
+            );
+            let modules = if defaults && !tuned.text.contains("ld.global.nc.L2::cache_hint") {
+                vec![tuned, quick]
+            } else {
+                vec![quick]
+            };
             for module in modules {
                 let code = ptx_vm::assemble(&module, 232_448).unwrap_or_else(|e| panic!("{name}: {e}"));
                 assert_eq!(code.block_threads, module.block_threads);
