@@ -70,6 +70,7 @@ pub const SETTINGS: &[Setting] = &[
     s("TILEFUSE_GPU_MAXNREG", "a number from 16 to 255"),
     s("TILEFUSE_GPU_STAGE_RELOAD", "global or shared"),
     s("TILEFUSE_GPU_CHAINED_ROWS", "registers or staged"),
+    s("TILEFUSE_GPU_GATHER", "loads or shuffles"),
     s("TILEFUSE_GPU_TILE", "a positive number of elements"),
     s("TILEFUSE_GPU_PARTS", "a positive number"),
     s("TILEFUSE_GPU_MATH", "fast or precise"),

@@ -525,6 +525,13 @@ pub(crate) struct Tuning {
     pub chained_rows_in_registers: bool,
     /// See `chained_rows_in_registers`: 1.0, and none in the quick tier.
     pub chained_rows_keep: Option<f32>,
+    /// `TILEFUSE_GPU_GATHER=shuffles`: a reduction to one value per block
+    /// combines its warp partials by one shared load per thread and
+    /// butterfly shuffles (`exchange.rs`, `gather_by_shuffles`) instead of
+    /// every thread loading and adding all of them in warp order: fewer
+    /// instructions per thread, a different rounding order. Off by default
+    /// (`loads`) until measured.
+    pub shuffle_gather: bool,
 }
 
 /// How a staged tile gets to shared memory.
@@ -572,6 +579,7 @@ impl Default for Tuning {
             stage_reload_global: false,
             chained_rows_in_registers: true,
             chained_rows_keep: Some(1.0),
+            shuffle_gather: false,
         }
     }
 }
@@ -636,6 +644,12 @@ pub(crate) fn tuning() -> &'static Tuning {
             })
             .unwrap_or(default.chained_rows_in_registers),
             chained_rows_keep: default.chained_rows_keep,
+            shuffle_gather: read("TILEFUSE_GPU_GATHER", |v| match v {
+                "shuffles" => Some(true),
+                "loads" => Some(false),
+                _ => None,
+            })
+            .unwrap_or(default.shuffle_gather),
         }
     })
 }
