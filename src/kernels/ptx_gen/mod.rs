@@ -234,9 +234,11 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
 /// call while the [`generate`]d one is loaded in the background. It
 /// computes the same values: the same operations in the same order on
 /// every element, and reciprocals rounded the same. It carries no store or
-/// load cache policy (`TILEFUSE_GPU_ST_EVICT`, `TILEFUSE_GPU_LD_KEEP`),
-/// which only the tuned module measures, so the PTX interpreter
-/// (`ptx_vm`) can run it for first calls under those settings too.
+/// load cache policy (`TILEFUSE_GPU_ST_EVICT`, `TILEFUSE_GPU_LD_KEEP`, and
+/// the load policy of rows held across two reductions,
+/// [`Tuning::chained_rows_in_registers`]), which only the tuned module
+/// measures, so the PTX interpreter (`ptx_vm`) can run it for first calls
+/// under those settings too.
 pub fn generate_quick(program: &Program, target: &Target) -> Result<PtxModule> {
     generate_with(program, target, &quick_tuning(tuning()))
 }
@@ -288,18 +290,19 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
 fn generate_once(program: &Program, target: &Target, tuning: &Tuning) -> Result<PtxModule> {
     crate::kernels::ir::verify(program)?;
     let chained;
-    let tuning = if tuning.stage && tuning.chained_rows_in_registers && chained_rows_fit_registers(program) {
-        chained = Tuning {
-            stage: false,
-            max_threads: 512,
-            resident_threads: 2048,
-            load_keep: tuning.load_keep.or(tuning.chained_rows_keep),
-            ..tuning.clone()
+    let tuning =
+        if tuning.stage && !tuning.reload && tuning.chained_rows_in_registers && chained_rows_fit_registers(program) {
+            chained = Tuning {
+                stage: false,
+                max_threads: 512,
+                resident_threads: 2048,
+                load_keep: tuning.load_keep.or(tuning.chained_rows_keep),
+                ..tuning.clone()
+            };
+            &chained
+        } else {
+            tuning
         };
-        &chained
-    } else {
-        tuning
-    };
     let reloaded = if tuning.reload || tuning.stage {
         reload::reload_after_reductions(program)
     } else {
@@ -387,17 +390,24 @@ fn generate_once(program: &Program, target: &Target, tuning: &Tuning) -> Result<
 }
 
 /// Whether `program` is a row kernel whose rows stay in registers under
-/// [`Tuning::chained_rows_in_registers`]: a grid of at least 1024 rows
-/// (where residency decides the bandwidth), two or more reductions in its
-/// body, all of f32 tiles (an argmax's index reduction holds i64 indices
-/// too), at most four unary operations (each transcendental takes
-/// registers of its own), and every tile it loads from a read-only
-/// parameter before the first reduction at most 4096 elements of at most
-/// 4 bytes (8 a thread in 512 threads). Past these bounds the 32 registers
-/// of a full SM spill.
+/// [`Tuning::chained_rows_in_registers`]: the kernel the measurements
+/// were of, nothing wider. Its body (outside loops) has:
+/// - a grid of at least 1024 rows (where residency decides the bandwidth);
+/// - two or more reductions, all of f32 tiles (an argmax's index reduction
+///   holds i64 indices too), and no loop;
+/// - at most four unary operations (each transcendental takes registers of
+///   its own);
+/// - before the first reduction, unmasked loads of f32 tiles of at most
+///   4096 elements (8 a thread in 512 threads) from read-only parameters,
+///   one of them used again after a reduction (a row the default would
+///   stage).
+///
+/// Past these bounds the 32 registers of a full SM spill, or the schedule
+/// was not measured.
 fn chained_rows_fit_registers(program: &Program) -> bool {
     if program.grid.iter().product::<u64>() < 1024
         || program.body.iter().filter(|i| matches!(i, Inst::Unary { .. })).count() > 4
+        || program.body.iter().any(|i| matches!(i, Inst::Loop { .. }))
     {
         return false;
     }
@@ -416,15 +426,18 @@ fn chained_rows_fit_registers(program: &Program) -> bool {
     let mut rows = program.body[..first]
         .iter()
         .filter_map(|i| match i {
-            Inst::Load { dst, view, .. }
+            Inst::Load { dst, view, masked, .. }
                 if program.params[program.views[view.index()].param.index()].access == Access::Read =>
             {
-                Some(&program.values[dst.index()])
+                Some((&program.values[dst.index()], *masked))
             }
             _ => None,
         })
         .peekable();
-    reductions >= 2 && rows.peek().is_some() && rows.all(|t| t.numel() <= 4096 && t.dtype.size_in_bytes() <= 4)
+    reductions >= 2
+        && rows.peek().is_some()
+        && rows.all(|(t, masked)| !masked && t.numel() <= 4096 && t.dtype == crate::DType::F32)
+        && reload::reload_after_reductions(program).is_some()
 }
 
 /// Code-generation settings read from the environment once, for tuning runs
@@ -517,11 +530,13 @@ pub(crate) struct Tuning {
     /// up to 512 threads with 2048 resident (32 registers), its read-only
     /// loads carrying an L2 `evict_last` policy over `chained_rows_keep`
     /// of their lines (unless `load_keep` sets one for every kernel); only
-    /// where [`chained_rows_fit_registers`]. On by default:
-    /// on one H200 layernorm ran 0.3–0.7 µs faster (of 129) this way and
-    /// softmax the same, while rmsnorm (one reduction) ran 0.4 µs slower,
-    /// so it stays staged. `TILEFUSE_GPU_CHAINED_ROWS=staged` stages them
-    /// as other row kernels.
+    /// where [`chained_rows_fit_registers`], and not with `reload`. These
+    /// kernels take neither `max_threads` nor `resident_threads`
+    /// (`TILEFUSE_GPU_THREADS`, `TILEFUSE_GPU_RESIDENT`) nor the staged
+    /// ones. On by default: on H200s layernorm ran 0.5–0.7 µs faster (of
+    /// 129) this way and softmax 0.1–0.3 µs, while rmsnorm (one reduction)
+    /// ran 0.2–0.7 µs slower, so it stays staged.
+    /// `TILEFUSE_GPU_CHAINED_ROWS=staged` stages them as other row kernels.
     pub chained_rows_in_registers: bool,
     /// See `chained_rows_in_registers`: 1.0, and none in the quick tier.
     pub chained_rows_keep: Option<f32>,
@@ -1201,14 +1216,22 @@ mod tuning_tests {
 
     /// [`centred`] over `rows` rows.
     fn centred_rows(dtype: DType, rows: u64, cols: u64, chained: bool) -> Program {
+        centred_from(dtype, dtype, rows, cols, cols as u32, chained)
+    }
+
+    /// [`centred_rows`] computed in `dtype` from rows of `stored` elements
+    /// (cast on load), in tiles of `tile_cols` (masked where `cols` is less).
+    fn centred_from(stored: DType, dtype: DType, rows: u64, cols: u64, tile_cols: u32, chained: bool) -> Program {
         let mut b = Builder::new("centred", &[rows]);
-        let x = b.param("x", dtype, rows * cols, Access::Read);
+        let x = b.param("x", stored, rows * cols, Access::Read);
         let y = b.param("y", dtype, rows * cols, Access::Write);
-        let tile = [1, cols as u32];
+        let tile = [1, tile_cols];
         let vx = b.view_contiguous(x, &[rows, cols], &tile, Padding::Zero);
         let vy = b.view_contiguous(y, &[rows, cols], &tile, Padding::Zero);
         let idx = [IndexExpr::grid(0), IndexExpr::constant(0)];
-        let t = b.load(vx, &idx, false);
+        let masked = u64::from(tile_cols) != cols;
+        let t = b.load(vx, &idx, masked);
+        let t = if stored == dtype { t } else { b.cast(t, dtype) };
         let s = b.reduce(TileReduce::Sum, t, 1);
         let out = if chained {
             let inv = b.constant(Scalar::Float(1.0 / cols as f64, dtype), dtype, &[1, 1]);
@@ -1223,7 +1246,7 @@ mod tuning_tests {
             let s = b.broadcast(s, &tile);
             b.binary(BinaryOp::Div, t, s)
         };
-        b.store(vy, &idx, out, false);
+        b.store(vy, &idx, out, masked);
         b.finish().unwrap()
     }
 
@@ -1278,21 +1301,14 @@ mod tuning_tests {
     }
 
     /// Whether the row of `m` is held in registers in 512-thread blocks of
-    /// a full SM with the L2 `evict_last` policy on its loads; if not, it
-    /// must be staged.
+    /// a full SM with the L2 `evict_last` policy on its loads.
     fn rows_in_registers(m: &PtxModule) -> bool {
         let loads = count(&m.text, "ld.global");
-        let registers = !m.text.contains("cp.async")
+        !m.text.contains("cp.async")
             && m.text.contains(".maxntid 512, 1, 1\n.minnctapersm 4")
             && loads > 0
             && count(&m.text, "ld.global.nc.L2::cache_hint") == loads
-            && count(&m.text, "createpolicy.fractional.L2::evict_last") >= 1;
-        assert!(
-            registers || m.text.contains("cp.async"),
-            "neither staged nor in registers:\n{}",
-            m.text
-        );
-        registers
+            && count(&m.text, "createpolicy.fractional.L2::evict_last") >= 1
     }
 
     #[test]
@@ -1302,34 +1318,66 @@ mod tuning_tests {
         let program = centred(DType::F32, 4096, true);
         let m = gen(&program, Tuning::default());
         assert!(rows_in_registers(&m));
-        let quick = gen(&program, quick_tuning(&Tuning::default()));
+        // Both tiers take the rule's block, whatever the others would be:
+        // the quick tier reduces in the same order.
+        let narrow = Tuning {
+            max_threads: 64,
+            staged_threads: 128,
+            ..Tuning::default()
+        };
+        let m = gen(&program, narrow.clone());
+        assert!(rows_in_registers(&m));
+        let quick = gen(&program, quick_tuning(&narrow));
         assert_eq!(count(&quick.text, "cp.async"), 0, "{}", quick.text);
         assert_eq!(count(&quick.text, "L2::cache_hint"), 0, "{}", quick.text);
-        assert_eq!(
-            quick.block_threads, m.block_threads,
-            "the quick tier reduces in the same order"
-        );
-        // Staged: one reduction; rows of more than 4096 elements or of f64;
-        // a reduction of another dtype than f32; or the rule turned off.
+        assert_eq!((m.block_threads, quick.block_threads), (512, 512));
+        assert_eq!(m.mapping, quick.mapping);
+        // Not in registers: one reduction; rows of more than 4096
+        // elements, of f64, of f16 (cast to f32), or masked; a reduction
+        // of another dtype than f32; fewer than 1024 rows; five unary
+        // operations; rows loaded again after the first (`reload`); or the
+        // rule turned off. `staged`: whether the row is staged instead.
         let off = Tuning {
             chained_rows_in_registers: false,
             ..Tuning::default()
         };
-        for (what, program, tuning) in [
-            ("one reduction", centred(DType::F32, 4096, false), Tuning::default()),
-            ("8192 elements", centred(DType::F32, 8192, true), Tuning::default()),
-            ("f64", centred(DType::F64, 2048, true), Tuning::default()),
-            ("an i32 reduction", integer_second(), Tuning::default()),
+        let reload = Tuning {
+            reload: true,
+            ..Tuning::default()
+        };
+        let f16 = centred_from(DType::F16, DType::F32, 1024, 4096, 4096, true);
+        let masked = centred_from(DType::F32, DType::F32, 1024, 4000, 4096, true);
+        for (what, program, tuning, staged) in [
+            (
+                "one reduction",
+                centred(DType::F32, 4096, false),
+                Tuning::default(),
+                true,
+            ),
+            (
+                "8192 elements",
+                centred(DType::F32, 8192, true),
+                Tuning::default(),
+                true,
+            ),
+            ("f64", centred(DType::F64, 2048, true), Tuning::default(), true),
+            ("f16", f16, Tuning::default(), false),
+            ("masked", masked, Tuning::default(), false),
+            ("an i32 reduction", integer_second(), Tuning::default(), true),
             (
                 "1023 rows",
                 centred_rows(DType::F32, 1023, 4096, true),
                 Tuning::default(),
+                true,
             ),
-            ("five unary operations", five_unary(), Tuning::default()),
-            ("the rule off", centred(DType::F32, 4096, true), off),
+            ("five unary operations", five_unary(), Tuning::default(), true),
+            ("reload", centred(DType::F32, 4096, true), reload, true),
+            ("the rule off", centred(DType::F32, 4096, true), off, true),
         ] {
             let m = gen(&program, tuning);
             assert!(!rows_in_registers(&m), "{what}");
+            assert_eq!(m.text.contains("cp.async"), staged, "{what}");
+            assert!(!m.text.contains("ld.global.nc.L2::cache_hint"), "{what}");
         }
         // A load policy set for every kernel is the one the rows carry.
         let kept = gen(
