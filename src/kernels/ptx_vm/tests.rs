@@ -453,38 +453,55 @@ fn row_reduction(
 }
 
 /// Row reductions (shuffles, shared memory, barriers, a loop) assembled and
-/// run on the CPU model give the executor's values: an integer sum and a
-/// float maximum, whose results do not depend on the order.
+/// run on the CPU model give the executor's values: integer sums and a
+/// float maximum, whose results do not depend on the order. The same with
+/// the warp partials combined by butterfly shuffles
+/// (`TILEFUSE_GPU_GATHER=shuffles`), which takes fewer shared loads.
 #[test]
 fn assembled_row_reductions_run_on_the_cpu_model_like_the_executor() {
     use crate::kernels::cpu::{execute, Arg};
     use crate::kernels::ir::TileReduce;
-    use crate::kernels::ptx_gen::{generate, generate_quick};
+    use crate::kernels::ptx_gen::{generate, generate_quick, generate_with, Tuning};
     use crate::storage::HostBuffer;
     use crate::DType;
     let target = Target::for_driver(90, 13000);
+    let shuffles = Tuning {
+        shuffle_gather: true,
+        ..Tuning::default()
+    };
+    let mut widths = std::collections::BTreeSet::new();
     for (dtype, op, rows, cols, tc) in [
         (DType::I32, TileReduce::Sum, 5, 1009, 256),
         (DType::F32, TileReduce::Max, 4, 700, 128),
         (DType::I32, TileReduce::Sum, 3, 4096, 4096),
+        (DType::F32, TileReduce::Max, 4, 2048, 2048),
+        (DType::I64, TileReduce::Sum, 2, 1024, 1024),
     ] {
         let program = row_reduction(dtype, op, rows, cols, tc);
         let n = (rows * cols) as usize;
-        let x = if dtype == DType::F32 {
-            HostBuffer::from_elements(
+        let x = match dtype {
+            DType::F32 => HostBuffer::from_elements(
                 &(0..n)
                     .map(|i| ((i * 7919) % 10007) as f32 * 0.37 - 1800.5)
                     .collect::<Vec<_>>(),
-            )
-        } else {
-            HostBuffer::from_elements(&(0..n).map(|i| ((i * 7919) % 20011) as i32 - 10000).collect::<Vec<_>>())
+            ),
+            DType::I64 => HostBuffer::from_elements(
+                &(0..n)
+                    .map(|i| ((i * 7919) % 20011) as i64 * 1_000_003 - 10_000_000_000)
+                    .collect::<Vec<_>>(),
+            ),
+            _ => HostBuffer::from_elements(&(0..n).map(|i| ((i * 7919) % 20011) as i32 - 10000).collect::<Vec<_>>()),
         };
         let mut want = HostBuffer::zeros(dtype, rows as usize);
         execute(&program, &mut [Arg::Read(&x), Arg::Write(&mut want)]).unwrap();
-        for module in [
-            generate(&program, &target).unwrap(),
-            generate_quick(&program, &target).unwrap(),
-        ] {
+        let plain = generate(&program, &target).unwrap();
+        let shuffled = generate_with(&program, &target, &shuffles).unwrap();
+        if let Some(combined) = shuffled.text.lines().find_map(|l| l.trim().strip_prefix("// combine ")) {
+            widths.insert(combined.split(' ').next().unwrap().parse::<u32>().unwrap());
+            let loads = |m: &crate::kernels::ptx_gen::PtxModule| m.text.matches("ld.shared").count();
+            assert!(loads(&shuffled) < loads(&plain), "{}", program.name);
+        }
+        for module in [plain, generate_quick(&program, &target).unwrap(), shuffled] {
             let out = output_on_model(&module, &[x.bytes()], want.bytes().len());
             assert!(
                 out == want.bytes(),
@@ -494,6 +511,7 @@ fn assembled_row_reductions_run_on_the_cpu_model_like_the_executor() {
             );
         }
     }
+    assert!(widths.len() >= 2, "butterflies of fewer than two widths: {widths:?}");
 }
 
 /// `y = x - max(row)` on rows of `cols` i32 in one tile: a row kernel that
@@ -603,65 +621,4 @@ fn bf16_rounding_without_the_bf16_conversion_matches_the_executor() {
             assert_eq!(g, w, "element {i}: f32 bits {:#010x}\n{}", bits[i], module.mapping);
         }
     }
-}
-
-/// `TILEFUSE_GPU_GATHER=shuffles`: the warp partials of a row reduction
-/// combined by butterfly shuffles, run on the CPU model, give the
-/// executor's values (an integer sum and a float maximum, which do not
-/// depend on the order), with fewer shared loads than the default.
-#[test]
-fn warp_partials_combined_by_shuffles_run_on_the_cpu_model_like_the_executor() {
-    use crate::kernels::cpu::{execute, Arg};
-    use crate::kernels::ir::TileReduce;
-    use crate::kernels::ptx_gen::{generate_with, Tuning};
-    use crate::storage::HostBuffer;
-    use crate::DType;
-    let target = Target::for_driver(90, 13000);
-    let shuffles = Tuning {
-        shuffle_gather: true,
-        ..Tuning::default()
-    };
-    let mut widths = std::collections::BTreeSet::new();
-    for (dtype, op, rows, cols, tc) in [
-        (DType::I32, TileReduce::Sum, 3, 4096, 4096),
-        (DType::I32, TileReduce::Sum, 5, 1009, 256),
-        (DType::F32, TileReduce::Max, 4, 2048, 2048),
-        (DType::I64, TileReduce::Sum, 2, 1024, 1024),
-    ] {
-        let program = row_reduction(dtype, op, rows, cols, tc);
-        let n = (rows * cols) as usize;
-        let x = match dtype {
-            DType::F32 => HostBuffer::from_elements(
-                &(0..n)
-                    .map(|i| ((i * 7919) % 10007) as f32 * 0.37 - 1800.5)
-                    .collect::<Vec<_>>(),
-            ),
-            DType::I64 => HostBuffer::from_elements(
-                &(0..n)
-                    .map(|i| ((i * 7919) % 20011) as i64 * 1_000_003 - 10_000_000_000)
-                    .collect::<Vec<_>>(),
-            ),
-            _ => HostBuffer::from_elements(&(0..n).map(|i| ((i * 7919) % 20011) as i32 - 10000).collect::<Vec<_>>()),
-        };
-        let mut want = HostBuffer::zeros(dtype, rows as usize);
-        execute(&program, &mut [Arg::Read(&x), Arg::Write(&mut want)]).unwrap();
-        let module = generate_with(&program, &target, &shuffles).unwrap();
-        let plain = generate_with(&program, &target, &Tuning::default()).unwrap();
-        let combined = module
-            .text
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("// combine "))
-            .unwrap_or_else(|| panic!("{}: the partials were not combined by shuffles", program.name));
-        widths.insert(combined.split(' ').next().unwrap().parse::<u32>().unwrap());
-        let loads = |m: &crate::kernels::ptx_gen::PtxModule| m.text.matches("ld.shared").count();
-        assert!(loads(&module) < loads(&plain), "{}", program.name);
-        let out = output_on_model(&module, &[x.bytes()], want.bytes().len());
-        assert!(
-            out == want.bytes(),
-            "{} ({}): differs from the executor",
-            program.name,
-            module.mapping
-        );
-    }
-    assert!(widths.len() >= 2, "only one width of butterfly: {widths:?}");
 }
