@@ -235,8 +235,8 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
 /// computes the same values: the same operations in the same order on
 /// every element, and reciprocals rounded the same. It carries no store or
 /// load cache policy (`TILEFUSE_GPU_ST_EVICT`, `TILEFUSE_GPU_LD_KEEP`, and
-/// the load policy of rows held across two reductions,
-/// [`Tuning::chained_rows_in_registers`]), which only the tuned module
+/// the load policy of rows held across two reductions, see
+/// `TILEFUSE_GPU_CHAINED_ROWS` in the README), which only the tuned module
 /// measures, so the PTX interpreter (`ptx_vm`) can run it for first calls
 /// under those settings too.
 pub fn generate_quick(program: &Program, target: &Target) -> Result<PtxModule> {
