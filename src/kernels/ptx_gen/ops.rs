@@ -443,17 +443,17 @@ impl Emitter<'_> {
                         self.need_version((7, 0));
                         self.emit(d, |r| format!("{name}.NaN.f32 {r}, {a}, {b}"))
                     }
-                    DType::F32 => {
-                        // `.NaN` needs sm_80: the canonical NaN it gives,
-                        // selected by hand.
-                        let m = self.emit(d, |r| format!("{name}.f32 {r}, {a}, {b}"));
-                        let n = self.emit(DType::Bool, |p| format!("setp.nan.f32 {p}, {a}, {b}"));
-                        self.emit(d, |r| format!("selp.f32 {r}, 0f7FFFFFFF, {m}, {n}"))
-                    }
-                    DType::F64 => {
-                        let m = self.emit(d, |r| format!("{name}.f64 {r}, {a}, {b}"));
-                        let n = self.emit(DType::Bool, |p| format!("setp.nan.f64 {p}, {a}, {b}"));
-                        self.emit(d, |r| format!("selp.f64 {r}, 0d7FF8000000000000, {m}, {n}"))
+                    DType::F32 | DType::F64 => {
+                        // f64 has no `.NaN`, and f32's needs sm_80: the
+                        // canonical NaN it gives, selected by hand.
+                        let nan = if d == DType::F32 {
+                            "0f7FFFFFFF"
+                        } else {
+                            "0d7FF8000000000000"
+                        };
+                        let m = self.emit(d, |r| format!("{name}.{t} {r}, {a}, {b}"));
+                        let n = self.emit(DType::Bool, |p| format!("setp.nan.{t} {p}, {a}, {b}"));
+                        self.emit(d, |r| format!("selp.{t} {r}, {nan}, {m}, {n}"))
                     }
                     _ => self.emit(d, |r| format!("{name}.{t} {r}, {a}, {b}")),
                 }
