@@ -154,6 +154,17 @@ pub(crate) fn switch(name: &str, default: bool) -> bool {
     read(name, parse_switch).unwrap_or(default)
 }
 
+/// `name` as a choice of two words: `on` is `true`, `off` is `false`;
+/// unset or refused, `default`.
+pub(crate) fn either(name: &str, on: &str, off: &str, default: bool) -> bool {
+    read(name, |v| parse_either(v, on, off)).unwrap_or(default)
+}
+
+/// `Some(true)` for `on`, `Some(false)` for `off`, `None` otherwise.
+pub(crate) fn parse_either(v: &str, on: &str, off: &str) -> Option<bool> {
+    (v == on || v == off).then_some(v == on)
+}
+
 /// `name` as a number in `range` that `accept` takes.
 pub(crate) fn number(name: &str, range: std::ops::RangeInclusive<u64>, accept: impl Fn(u64) -> bool) -> Option<u64> {
     read(name, |v| {
@@ -234,6 +245,9 @@ mod tests {
         assert_eq!(parse_fraction("1.5"), None);
         assert_eq!(parse_fraction("-0.5"), None);
         assert_eq!(parse_fraction("half"), None);
+        assert_eq!(parse_either("loads", "shuffles", "loads"), Some(false));
+        assert_eq!(parse_either("shuffles", "shuffles", "loads"), Some(true));
+        assert_eq!(parse_either("shuffle", "shuffles", "loads"), None);
         assert_eq!(parse_qualifiers(".L2::128B").as_deref(), Some(".L2::128B"));
         assert_eq!(parse_qualifiers(".cs; trap"), None);
     }

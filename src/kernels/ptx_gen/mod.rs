@@ -289,24 +289,31 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
 /// [`generate_with`], as the tuning says.
 fn generate_once(program: &Program, target: &Target, tuning: &Tuning) -> Result<PtxModule> {
     crate::kernels::ir::verify(program)?;
-    let chained;
-    let tuning =
-        if tuning.stage && !tuning.reload && tuning.chained_rows_in_registers && chained_rows_fit_registers(program) {
-            chained = Tuning {
-                stage: false,
-                max_threads: 512,
-                resident_threads: 2048,
-                load_keep: tuning.load_keep.or(tuning.chained_rows_keep),
-                ..tuning.clone()
-            };
-            &chained
-        } else {
-            tuning
-        };
-    let reloaded = if tuning.reload || tuning.stage {
+    let mut reloaded = if tuning.reload || tuning.stage {
         reload::reload_after_reductions(program)
     } else {
         None
+    };
+    // A row the default would stage, held across two or more reductions,
+    // stays in registers instead (`Tuning::chained_rows_in_registers`).
+    let chained;
+    let tuning = if tuning.stage
+        && !tuning.reload
+        && tuning.chained_rows_in_registers
+        && reloaded.is_some()
+        && chained_rows_fit_registers(program)
+    {
+        reloaded = None;
+        chained = Tuning {
+            stage: false,
+            max_threads: 512,
+            resident_threads: 2048,
+            load_keep: tuning.load_keep.or(tuning.chained_rows_keep),
+            ..tuning.clone()
+        };
+        &chained
+    } else {
+        tuning
     };
     if let Some((p, _)) = &reloaded {
         crate::kernels::ir::verify(p)?;
@@ -389,55 +396,47 @@ fn generate_once(program: &Program, target: &Target, tuning: &Tuning) -> Result<
     })
 }
 
-/// Whether `program` is a row kernel whose rows stay in registers under
-/// [`Tuning::chained_rows_in_registers`]: the kernel the measurements
-/// were of, nothing wider. Its body (outside loops) has:
+/// Whether `program`, whose row the default would stage (a read-only tile
+/// used again after a reduction), keeps it in registers under
+/// [`Tuning::chained_rows_in_registers`]: the kernel the measurements were
+/// of, nothing wider. Its body has:
 /// - a grid of at least 1024 rows (where residency decides the bandwidth);
 /// - two or more reductions, all of f32 tiles (an argmax's index reduction
 ///   holds i64 indices too), and no loop;
 /// - at most four unary operations (each transcendental takes registers of
 ///   its own);
-/// - before the first reduction, unmasked loads of f32 tiles of at most
-///   4096 elements (8 a thread in 512 threads) from read-only parameters,
-///   one of them used again after a reduction (a row the default would
-///   stage).
+/// - before the first reduction, only unmasked loads of f32 tiles of at
+///   most 4096 elements (8 a thread in 512 threads) from read-only
+///   parameters, and at least one.
 ///
 /// Past these bounds the 32 registers of a full SM spill, or the schedule
 /// was not measured.
 fn chained_rows_fit_registers(program: &Program) -> bool {
-    if program.grid.iter().product::<u64>() < 1024
-        || program.body.iter().filter(|i| matches!(i, Inst::Unary { .. })).count() > 4
-        || program.body.iter().any(|i| matches!(i, Inst::Loop { .. }))
-    {
-        return false;
-    }
-    let mut reductions = 0;
+    let (mut unary, mut reductions, mut rows) = (0, 0, 0);
     for inst in &program.body {
-        if let Inst::Reduce { src, .. } = inst {
-            if program.values[src.index()].dtype != crate::DType::F32 {
-                return false;
+        match inst {
+            Inst::Loop { .. } => return false,
+            Inst::Unary { .. } => unary += 1,
+            Inst::Reduce { src, .. } => {
+                if program.values[src.index()].dtype != crate::DType::F32 {
+                    return false;
+                }
+                reductions += 1;
             }
-            reductions += 1;
+            Inst::Load { dst, view, masked, .. }
+                if reductions == 0
+                    && program.params[program.views[view.index()].param.index()].access == Access::Read =>
+            {
+                let t = &program.values[dst.index()];
+                if *masked || t.numel() > 4096 || t.dtype != crate::DType::F32 {
+                    return false;
+                }
+                rows += 1;
+            }
+            _ => {}
         }
     }
-    let Some(first) = program.body.iter().position(|i| matches!(i, Inst::Reduce { .. })) else {
-        return false;
-    };
-    let mut rows = program.body[..first]
-        .iter()
-        .filter_map(|i| match i {
-            Inst::Load { dst, view, masked, .. }
-                if program.params[program.views[view.index()].param.index()].access == Access::Read =>
-            {
-                Some((&program.values[dst.index()], *masked))
-            }
-            _ => None,
-        })
-        .peekable();
-    reductions >= 2
-        && rows.peek().is_some()
-        && rows.all(|(t, masked)| !masked && t.numel() <= 4096 && t.dtype == crate::DType::F32)
-        && reload::reload_after_reductions(program).is_some()
+    program.grid.iter().product::<u64>() >= 1024 && unary <= 4 && reductions >= 2 && rows > 0
 }
 
 /// Code-generation settings read from the environment once, for tuning runs
@@ -603,7 +602,7 @@ impl Default for Tuning {
 pub(crate) fn tuning() -> &'static Tuning {
     static TUNING: std::sync::OnceLock<Tuning> = std::sync::OnceLock::new();
     TUNING.get_or_init(|| {
-        use crate::settings::{number, parse_fraction, parse_qualifiers, read, switch};
+        use crate::settings::{either, number, parse_fraction, parse_qualifiers, read, switch};
         let default = Tuning::default();
         let threads = |name| number(name, 32..=1024, u64::is_power_of_two).map(|v| v as u32);
         let resident = |name| number(name, 32..=2048, |v| v % 32 == 0).map(|v| v as u32);
@@ -614,12 +613,7 @@ pub(crate) fn tuning() -> &'static Tuning {
             unroll: number("TILEFUSE_GPU_UNROLL", 1..=64, |_| true),
             reload: switch("TILEFUSE_GPU_RELOAD", default.reload),
             stage: switch("TILEFUSE_GPU_STAGE", default.stage),
-            row_reciprocal_f64: read("TILEFUSE_GPU_ROW_RCP", |v| match v {
-                "f64" => Some(true),
-                "f32" => Some(false),
-                _ => None,
-            })
-            .unwrap_or(default.row_reciprocal_f64),
+            row_reciprocal_f64: either("TILEFUSE_GPU_ROW_RCP", "f64", "f32", default.row_reciprocal_f64),
             one_element_per_thread: default.one_element_per_thread,
             staged_resident_threads: resident("TILEFUSE_GPU_STAGED_RESIDENT")
                 .unwrap_or(default.staged_resident_threads),
@@ -646,25 +640,20 @@ pub(crate) fn tuning() -> &'static Tuning {
             .unwrap_or(default.store_evict),
             load_keep: read("TILEFUSE_GPU_LD_KEEP", parse_fraction).unwrap_or(default.load_keep),
             max_registers: number("TILEFUSE_GPU_MAXNREG", 16..=255, |_| true),
-            stage_reload_global: read("TILEFUSE_GPU_STAGE_RELOAD", |v| match v {
-                "global" => Some(true),
-                "shared" => Some(false),
-                _ => None,
-            })
-            .unwrap_or(default.stage_reload_global),
-            chained_rows_in_registers: read("TILEFUSE_GPU_CHAINED_ROWS", |v| match v {
-                "registers" => Some(true),
-                "staged" => Some(false),
-                _ => None,
-            })
-            .unwrap_or(default.chained_rows_in_registers),
+            stage_reload_global: either(
+                "TILEFUSE_GPU_STAGE_RELOAD",
+                "global",
+                "shared",
+                default.stage_reload_global,
+            ),
+            chained_rows_in_registers: either(
+                "TILEFUSE_GPU_CHAINED_ROWS",
+                "registers",
+                "staged",
+                default.chained_rows_in_registers,
+            ),
             chained_rows_keep: default.chained_rows_keep,
-            shuffle_gather: read("TILEFUSE_GPU_GATHER", |v| match v {
-                "shuffles" => Some(true),
-                "loads" => Some(false),
-                _ => None,
-            })
-            .unwrap_or(default.shuffle_gather),
+            shuffle_gather: either("TILEFUSE_GPU_GATHER", "shuffles", "loads", default.shuffle_gather),
         }
     })
 }
