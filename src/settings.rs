@@ -62,6 +62,10 @@ pub const SETTINGS: &[Setting] = &[
     s("TILEFUSE_GPU_STAGED_RESIDENT", "a multiple of 32 from 32 to 2048"),
     s("TILEFUSE_GPU_LD", "PTX qualifiers: letters, digits, '.', ':' and '_'"),
     s("TILEFUSE_GPU_ST", "PTX qualifiers: letters, digits, '.', ':' and '_'"),
+    s(
+        "TILEFUSE_GPU_LD_INVARIANT",
+        "PTX qualifiers: letters, digits, '.', ':' and '_'",
+    ),
     s("TILEFUSE_GPU_CP", "PTX qualifiers: letters, digits, '.', ':' and '_'"),
     s("TILEFUSE_GPU_CP_LEVEL", "cg, ca or regs"),
     s("TILEFUSE_GPU_CP_KEEP", "a fraction in (0, 1], or 0 or off for none"),

@@ -279,7 +279,14 @@ impl Emitter<'_> {
         // Memory the program writes is read in a last point's body through
         // L2 (`.cg`), which is coherent with the other blocks' stores; the
         // non-coherent path is only for memory no block writes.
-        let read_only = format!("ld.global.nc{}", self.tuning.load_hints);
+        // Every block reads the same addresses when no grid coordinate
+        // moves the partition (a broadcast weight vector).
+        let invariant = index.iter().zip(&v.strides).all(|(e, &s)| e.grid.is_none() || s == 0);
+        let hints = match &self.tuning.invariant_load_hints {
+            Some(h) if invariant => h,
+            _ => &self.tuning.load_hints,
+        };
+        let read_only = format!("ld.global.nc{hints}");
         let op = match param.access {
             Access::Read if self.reloads.contains_key(&dst) => "ld.global",
             Access::Read => read_only.as_str(),

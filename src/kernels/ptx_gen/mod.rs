@@ -493,6 +493,11 @@ pub(crate) struct Tuning {
     pub load_hints: String,
     /// See `load_hints`.
     pub store_hints: String,
+    /// Cache qualifiers of the read-only loads whose addresses are the same
+    /// in every block (a weight vector broadcast over the rows), in place of
+    /// `load_hints` (`TILEFUSE_GPU_LD_INVARIANT`, e.g. `.L1::evict_last`);
+    /// `None` (the default) gives them `load_hints` too.
+    pub invariant_load_hints: Option<String>,
     /// Qualifiers of the `cp.async` copies that stage a tile
     /// (`TILEFUSE_GPU_CP`, e.g. `.L2::128B`), empty by default.
     pub stage_hints: String,
@@ -584,6 +589,7 @@ impl Default for Tuning {
             one_element_per_thread: false,
             load_hints: String::new(),
             store_hints: String::new(),
+            invariant_load_hints: None,
             stage_hints: String::new(),
             stage_copy: StageCopy::AsyncL2,
             stage_keep: Some(1.0),
@@ -620,6 +626,7 @@ pub(crate) fn tuning() -> &'static Tuning {
             staged_threads: threads("TILEFUSE_GPU_STAGED_THREADS").unwrap_or(default.staged_threads),
             load_hints: hints("TILEFUSE_GPU_LD"),
             store_hints: hints("TILEFUSE_GPU_ST"),
+            invariant_load_hints: read("TILEFUSE_GPU_LD_INVARIANT", parse_qualifiers),
             stage_hints: hints("TILEFUSE_GPU_CP"),
             stage_copy: read("TILEFUSE_GPU_CP_LEVEL", |v| match v {
                 "cg" => Some(StageCopy::AsyncL2),
@@ -1298,6 +1305,52 @@ mod tuning_tests {
             && loads > 0
             && count(&m.text, "ld.global.nc.L2::cache_hint") == loads
             && count(&m.text, "createpolicy.fractional.L2::evict_last") >= 1
+    }
+
+    #[test]
+    fn loads_every_block_makes_alike_take_their_own_qualifiers() {
+        // Rows times a weight vector seen twice: broadcast over the rows
+        // (stride 0 on the grid's axis) and at a constant partition.
+        let mut b = Builder::new("scaled", &[64]);
+        let x = b.param("x", DType::F32, 64 * 256, Access::Read);
+        let w = b.param("w", DType::F32, 256, Access::Read);
+        let y = b.param("y", DType::F32, 64 * 256, Access::Write);
+        let vx = b.view_contiguous(x, &[64, 256], &[1, 256], Padding::Zero);
+        let vw = b.view(w, &[64, 256], &[0, 1], 0, &[1, 256], Padding::Zero);
+        let vw1 = b.view_contiguous(w, &[1, 256], &[1, 256], Padding::Zero);
+        let vy = b.view_contiguous(y, &[64, 256], &[1, 256], Padding::Zero);
+        let idx = [IndexExpr::grid(0), IndexExpr::constant(0)];
+        let t = b.load(vx, &idx, false);
+        let s = b.load(vw, &idx, false);
+        let u = b.load(vw1, &[IndexExpr::constant(0), IndexExpr::constant(0)], false);
+        let t = b.binary(BinaryOp::Mul, t, s);
+        let t = b.binary(BinaryOp::Add, t, u);
+        b.store(vy, &idx, t, false);
+        let program = b.finish().unwrap();
+        let rows = ".L1::no_allocate";
+        let weights = ".L1::evict_last";
+        let loads = |m: &PtxModule, q: &str| count(&m.text, &format!("ld.global.nc{q}.v"));
+        let both = gen(
+            &program,
+            Tuning {
+                load_hints: rows.into(),
+                invariant_load_hints: Some(weights.into()),
+                ..Tuning::default()
+            },
+        );
+        assert_eq!(count(&both.text, "ld.global"), 3, "{}", both.text);
+        assert_eq!((loads(&both, rows), loads(&both, weights)), (1, 2), "{}", both.text);
+        // Unset, the weights take the loads' qualifiers.
+        let one = gen(
+            &program,
+            Tuning {
+                load_hints: rows.into(),
+                ..Tuning::default()
+            },
+        );
+        assert_eq!((loads(&one, rows), loads(&one, weights)), (3, 0), "{}", one.text);
+        let plain = gen(&program, Tuning::default());
+        assert_eq!(loads(&plain, ""), 3, "{}", plain.text);
     }
 
     #[test]
