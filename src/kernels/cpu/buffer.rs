@@ -239,6 +239,95 @@ impl Buf {
     }
 }
 
+/// Tile buffers of finished frames, kept on their thread for the next
+/// frames there: a repeated small program then neither allocates nor
+/// zeroes its tiles again.
+struct Spares {
+    bufs: Vec<Buf>,
+    bytes: usize,
+}
+
+/// The most bytes and buffers one thread keeps spare.
+const SPARE_BYTES: usize = 4 << 20;
+const SPARE_COUNT: usize = 256;
+
+thread_local! {
+    static SPARES: std::cell::RefCell<Spares> = const {
+        std::cell::RefCell::new(Spares { bufs: Vec::new(), bytes: 0 })
+    };
+}
+
+impl Buf {
+    /// A tile of `len` elements of `dtype` whose contents are unspecified:
+    /// a spare buffer of an earlier frame on this thread, or zeros. Every
+    /// instruction that writes a tile writes all of it (see the module
+    /// docs), so no value reads what a spare held; debug builds fill a
+    /// spare with all-one bits (NaN, -1, 0xFF) so that reading one shows.
+    pub fn spare_or_zeros(dtype: DType, len: usize) -> Buf {
+        let spare = SPARES.with(|s| {
+            let mut s = s.borrow_mut();
+            let i = s
+                .bufs
+                .iter()
+                .rposition(|b| b.dtype() == dtype && b.owned_len() == len)?;
+            let b = s.bufs.swap_remove(i);
+            s.bytes -= b.owned_bytes();
+            Some(b)
+        });
+        match spare {
+            Some(mut b) => {
+                if cfg!(debug_assertions) {
+                    match b.bits_mut() {
+                        BitsMut::B1(v) => v.fill(!0),
+                        BitsMut::B2(v) => v.fill(!0),
+                        BitsMut::B4(v) => v.fill(!0),
+                        BitsMut::B8(v) => v.fill(!0),
+                    }
+                }
+                b
+            }
+            None => Buf::zeros(dtype, len),
+        }
+    }
+
+    /// Keeps the buffer's own vector for a later frame on this thread
+    /// ([`Buf::spare_or_zeros`]), up to `SPARE_BYTES` per thread; a
+    /// borrow of parameter memory ends here.
+    pub fn recycle(mut self) {
+        self.release();
+        let bytes = self.owned_bytes();
+        if bytes == 0 {
+            return;
+        }
+        // A thread ending drops its spares; nothing to keep then.
+        let _ = SPARES.try_with(|s| {
+            let mut s = s.borrow_mut();
+            if s.bytes + bytes <= SPARE_BYTES && s.bufs.len() < SPARE_COUNT {
+                s.bytes += bytes;
+                s.bufs.push(self);
+            }
+        });
+    }
+
+    /// The length of the buffer's own vector (not of borrowed memory).
+    fn owned_len(&self) -> usize {
+        match self {
+            Buf::Bool(v) | Buf::U8(v) => v.owned.len(),
+            Buf::I32(v) => v.owned.len(),
+            Buf::I64(v) => v.owned.len(),
+            Buf::U32(v) => v.owned.len(),
+            Buf::F16(v) => v.owned.len(),
+            Buf::BF16(v) => v.owned.len(),
+            Buf::F32(v) => v.owned.len(),
+            Buf::F64(v) => v.owned.len(),
+        }
+    }
+
+    fn owned_bytes(&self) -> usize {
+        self.owned_len() * self.dtype().size_in_bytes()
+    }
+}
+
 fn copy_same_len<T: Copy>(d: &mut [T], s: &[T]) -> Result<()> {
     if d.len() != s.len() {
         return Err(malformed(format!(

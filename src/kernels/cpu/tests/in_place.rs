@@ -75,3 +75,75 @@ fn a_load_between_a_result_and_its_store_reads_the_old_values() {
     let doubled: Vec<f32> = xs.iter().map(|&v| v + v).collect();
     assert_eq!(ybuf.to_vec::<f32>(), doubled);
 }
+
+/// A frame's tiles go back to their thread when the frame ends and the next
+/// frame there takes them: debug builds fill a reused tile with all-one
+/// bits, so a program that read a tile before writing it would give NaN
+/// (the suite runs in debug in CI).
+#[test]
+fn tiles_are_reused_on_their_thread_and_poisoned_in_debug() {
+    use crate::kernels::cpu::buffer::{typed, Buf};
+    std::thread::spawn(|| {
+        let fresh = Buf::spare_or_zeros(DType::F32, 1000);
+        assert!(typed::<f32>(&fresh).unwrap().iter().all(|&v| v == 0.0));
+        let at = typed::<f32>(&fresh).unwrap().as_ptr();
+        fresh.recycle();
+        // Another dtype or length does not take it.
+        let other = Buf::spare_or_zeros(DType::F32, 999);
+        let wider = Buf::spare_or_zeros(DType::F64, 1000);
+        assert_ne!(typed::<f32>(&other).unwrap().as_ptr(), at);
+        assert!(typed::<f64>(&wider).unwrap().iter().all(|&v| v == 0.0));
+        let reused = Buf::spare_or_zeros(DType::F32, 1000);
+        assert_eq!(typed::<f32>(&reused).unwrap().as_ptr(), at, "the spare is taken");
+        if cfg!(debug_assertions) {
+            assert!(typed::<f32>(&reused).unwrap().iter().all(|v| v.to_bits() == u32::MAX));
+        }
+        // Taken once: the next one is new.
+        let next = Buf::spare_or_zeros(DType::F32, 1000);
+        assert_ne!(typed::<f32>(&next).unwrap().as_ptr(), at);
+    })
+    .join()
+    .unwrap();
+}
+
+/// The same program run again and again on one thread, on new data each
+/// time and with its output stored in place: every run gives its own
+/// result, and no run writes into an earlier run's output.
+#[test]
+fn repeated_runs_on_reused_tiles_give_their_own_results() {
+    std::thread::spawn(|| {
+        let n = 256u64;
+        let mut p = Builder::new("again", &[1]);
+        let x = p.param("x", DType::F32, n, Access::Read);
+        let y = p.param("y", DType::F32, n, Access::Write);
+        let vx = dense(&mut p, x, &[n], &[n as u32]);
+        let vy = dense(&mut p, y, &[n], &[n as u32]);
+        let t = p.load(vx, &[c(0)], false);
+        let s = p.reduce(TileReduce::Sum, t, 0);
+        let s = p.broadcast(s, &[n as u32]);
+        let e = p.unary(UnaryOp::Exp, t);
+        let out = p.binary(BinaryOp::Add, e, s);
+        p.store(vy, &[c(0)], out, false);
+        let program = p.finish().unwrap();
+        let mut outputs = Vec::new();
+        for k in 0..4u64 {
+            let xs = sample_f32(n as usize, 1.0, 10 + k as u32);
+            let mut o = HostBuffer::zeros(DType::F32, n as usize);
+            run(&program, &[&HostBuffer::from_elements(&xs)], &mut [&mut o]).unwrap();
+            let sum: f64 = xs.iter().map(|&v| f64::from(v)).sum();
+            for (i, (&g, &x)) in o.to_vec::<f32>().iter().zip(&xs).enumerate() {
+                let want = f64::from(x).exp() + sum;
+                assert!(
+                    (f64::from(g) - want).abs() <= 1e-5 * want.abs().max(1.0),
+                    "run {k}, {i}: {g} against {want}"
+                );
+            }
+            outputs.push((o.to_vec::<f32>(), o));
+        }
+        for (k, (first, o)) in outputs.iter().enumerate() {
+            assert_eq!(first, &o.to_vec::<f32>(), "run {k}'s output changed later");
+        }
+    })
+    .join()
+    .unwrap();
+}
