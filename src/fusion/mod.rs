@@ -163,7 +163,7 @@ fn gpu_tuning() -> GpuTuning {
         GpuTuning {
             tile_elements: number("TILEFUSE_GPU_TILE", 1..=1 << 40, |_| true)
                 .map_or(4096, |v| v.next_power_of_two() as usize),
-            split_parts: number("TILEFUSE_GPU_PARTS", 1..=u64::MAX, |_| true).unwrap_or(512),
+            split_parts: number("TILEFUSE_GPU_PARTS", 1..=u64::MAX, |_| true).unwrap_or(256),
             math: read("TILEFUSE_GPU_MATH", |v| match v {
                 "fast" => Some(MathMode::Fast),
                 "precise" => Some(MathMode::Precise),
