@@ -240,15 +240,16 @@ impl Buf {
 }
 
 /// Tile buffers of finished frames, kept on their thread for the next
-/// frames there: a repeated small program then neither allocates nor
-/// zeroes its tiles again.
+/// frames there, oldest first: a repeated small program then neither
+/// allocates nor zeroes its tiles again.
 struct Spares {
     bufs: Vec<Buf>,
     bytes: usize,
 }
 
-/// The most bytes and buffers one thread keeps spare.
-const SPARE_BYTES: usize = 4 << 20;
+/// The most bytes and buffers one thread keeps spare; beyond them the
+/// oldest spares are dropped.
+const SPARE_BYTES: usize = 2 << 20;
 const SPARE_COUNT: usize = 256;
 
 thread_local! {
@@ -259,54 +260,70 @@ thread_local! {
 
 impl Buf {
     /// A tile of `len` elements of `dtype` whose contents are unspecified:
-    /// a spare buffer of an earlier frame on this thread, or zeros. Every
-    /// instruction that writes a tile writes all of it (see the module
-    /// docs), so no value reads what a spare held; debug builds fill a
-    /// spare with all-one bits (NaN, -1, 0xFF) so that reading one shows.
-    pub fn spare_or_zeros(dtype: DType, len: usize) -> Buf {
-        let spare = SPARES.with(|s| {
-            let mut s = s.borrow_mut();
-            let i = s
-                .bufs
-                .iter()
-                .rposition(|b| b.dtype() == dtype && b.owned_len() == len)?;
-            let b = s.bufs.swap_remove(i);
-            s.bytes -= b.owned_bytes();
-            Some(b)
-        });
-        match spare {
-            Some(mut b) => {
-                if cfg!(debug_assertions) {
-                    match b.bits_mut() {
-                        BitsMut::B1(v) => v.fill(!0),
-                        BitsMut::B2(v) => v.fill(!0),
-                        BitsMut::B4(v) => v.fill(!0),
-                        BitsMut::B8(v) => v.fill(!0),
-                    }
-                }
-                b
+    /// a spare buffer of an earlier frame on this thread, or a new one.
+    /// Every instruction that writes a tile writes all of it (see the
+    /// module docs), so no value reads what a tile held before. Debug
+    /// builds fill every such tile with all-one bits (NaN, -1; bools read
+    /// as true) so that a read before the first write shows.
+    pub fn scratch(dtype: DType, len: usize) -> Buf {
+        // While the thread's locals are being destroyed there are no spares.
+        let spare = SPARES
+            .try_with(|s| {
+                let mut s = s.borrow_mut();
+                let i = s
+                    .bufs
+                    .iter()
+                    .rposition(|b| b.dtype() == dtype && b.owned_len() == len)?;
+                let b = s.bufs.remove(i);
+                s.bytes -= b.owned_bytes();
+                Some(b)
+            })
+            .ok()
+            .flatten();
+        let mut b = spare.unwrap_or_else(|| Buf::zeros(dtype, len));
+        if cfg!(debug_assertions) {
+            match b.bits_mut() {
+                BitsMut::B1(v) => v.fill(!0),
+                BitsMut::B2(v) => v.fill(!0),
+                BitsMut::B4(v) => v.fill(!0),
+                BitsMut::B8(v) => v.fill(!0),
             }
-            None => Buf::zeros(dtype, len),
         }
+        b
     }
 
     /// Keeps the buffer's own vector for a later frame on this thread
-    /// ([`Buf::spare_or_zeros`]), up to `SPARE_BYTES` per thread; a
-    /// borrow of parameter memory ends here.
+    /// ([`Buf::scratch`]), dropping the thread's oldest spares beyond
+    /// `SPARE_BYTES` or `SPARE_COUNT`; a borrow of parameter memory ends
+    /// here.
     pub fn recycle(mut self) {
         self.release();
         let bytes = self.owned_bytes();
-        if bytes == 0 {
+        if bytes == 0 || bytes > SPARE_BYTES {
             return;
         }
         // A thread ending drops its spares; nothing to keep then.
         let _ = SPARES.try_with(|s| {
             let mut s = s.borrow_mut();
-            if s.bytes + bytes <= SPARE_BYTES && s.bufs.len() < SPARE_COUNT {
-                s.bytes += bytes;
-                s.bufs.push(self);
+            let mut drop_oldest = 0;
+            let mut kept = s.bytes;
+            while kept + bytes > SPARE_BYTES || s.bufs.len() - drop_oldest >= SPARE_COUNT {
+                kept -= s.bufs[drop_oldest].owned_bytes();
+                drop_oldest += 1;
             }
+            s.bufs.drain(..drop_oldest);
+            s.bytes = kept + bytes;
+            s.bufs.push(self);
         });
+    }
+
+    /// How many spare buffers this thread keeps, and their bytes.
+    #[cfg(test)]
+    pub fn spares() -> (usize, usize) {
+        SPARES.with(|s| {
+            let s = s.borrow();
+            (s.bufs.len(), s.bytes)
+        })
     }
 
     /// The length of the buffer's own vector (not of borrowed memory).

@@ -11,10 +11,10 @@
 //!   and accumulator, allocated once when the worker starts and reused for
 //!   every grid point, so a grid point costs only its instruction loop.
 //!   Constant tiles are filled when the frame is made, not per point.
-//!   When a frame ends its buffers stay with their thread, up to 4 MiB
-//!   per thread, and the next frames there take them instead of allocating
-//!   and zeroing new ones: a small program run again and again allocates
-//!   and zeroes nothing for its tiles.
+//!   When a frame ends its buffers stay with their thread (the newest
+//!   2 MiB of them), and the next frames there take them instead of
+//!   allocating and zeroing new ones: a small program run again and again
+//!   allocates and zeroes nothing for its tiles.
 //! - **Typed loops.** Each instruction dispatches on its dtype once and then
 //!   runs a tight monomorphised loop over the tile's elements, which the
 //!   compiler vectorises; a fused chain of ops stays in L1/L2 between
@@ -569,7 +569,7 @@ impl Frame {
         let mut values: Vec<Buf> = program
             .values
             .iter()
-            .map(|t| Buf::spare_or_zeros(t.dtype, t.numel() as usize))
+            .map(|t| Buf::scratch(t.dtype, t.numel() as usize))
             .collect();
         for &(v, bits) in &context.consts {
             values[v].fill(bits);
@@ -580,7 +580,7 @@ impl Frame {
             accs: program
                 .accs
                 .iter()
-                .map(|a| Buf::spare_or_zeros(a.ty.dtype, a.ty.numel() as usize))
+                .map(|a| Buf::scratch(a.ty.dtype, a.ty.numel() as usize))
                 .collect(),
             grid: vec![0; program.grid.len()],
             loops: vec![0; program.loops as usize],

@@ -496,7 +496,10 @@ pub(crate) struct Tuning {
     /// Cache qualifiers of the read-only loads whose addresses are the same
     /// in every block (a weight vector broadcast over the rows), in place of
     /// `load_hints` (`TILEFUSE_GPU_LD_INVARIANT`, e.g. `.L1::evict_last`);
-    /// `None` (the default) gives them `load_hints` too.
+    /// `None` (the default) gives them `load_hints` too. A load counts as
+    /// such when every index term with a grid coordinate moves along an
+    /// axis of stride 0. Staging copies through registers
+    /// (`TILEFUSE_GPU_CP_LEVEL=regs`) keep `load_hints`.
     pub invariant_load_hints: Option<String>,
     /// Qualifiers of the `cp.async` copies that stage a tile
     /// (`TILEFUSE_GPU_CP`, e.g. `.L2::128B`), empty by default.

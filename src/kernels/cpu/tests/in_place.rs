@@ -77,30 +77,52 @@ fn a_load_between_a_result_and_its_store_reads_the_old_values() {
 }
 
 /// A frame's tiles go back to their thread when the frame ends and the next
-/// frame there takes them: debug builds fill a reused tile with all-one
-/// bits, so a program that read a tile before writing it would give NaN
-/// (the suite runs in debug in CI).
+/// frame there takes them, the newest first when the thread keeps too many:
+/// debug builds fill every tile a frame takes with all-one bits, so a
+/// float program that read a tile before writing it would give NaN (the
+/// suite runs in debug in CI).
 #[test]
 fn tiles_are_reused_on_their_thread_and_poisoned_in_debug() {
     use crate::kernels::cpu::buffer::{typed, Buf};
-    std::thread::spawn(|| {
-        let fresh = Buf::spare_or_zeros(DType::F32, 1000);
-        assert!(typed::<f32>(&fresh).unwrap().iter().all(|&v| v == 0.0));
-        let at = typed::<f32>(&fresh).unwrap().as_ptr();
+    let ptr = |b: &Buf| typed::<f32>(b).unwrap().as_ptr();
+    std::thread::spawn(move || {
+        let poisoned = |b: &Buf| typed::<f32>(b).unwrap().iter().all(|v| v.to_bits() == u32::MAX);
+        let zero = |b: &Buf| typed::<f32>(b).unwrap().iter().all(|&v| v == 0.0);
+        let fresh = Buf::scratch(DType::F32, 1000);
+        assert!(if cfg!(debug_assertions) {
+            poisoned(&fresh)
+        } else {
+            zero(&fresh)
+        });
+        let at = ptr(&fresh);
         fresh.recycle();
         // Another dtype or length does not take it.
-        let other = Buf::spare_or_zeros(DType::F32, 999);
-        let wider = Buf::spare_or_zeros(DType::F64, 1000);
+        let other = Buf::scratch(DType::F32, 999);
+        let wider = Buf::scratch(DType::F64, 1000);
         assert_ne!(typed::<f32>(&other).unwrap().as_ptr(), at);
-        assert!(typed::<f64>(&wider).unwrap().iter().all(|&v| v == 0.0));
-        let reused = Buf::spare_or_zeros(DType::F32, 1000);
-        assert_eq!(typed::<f32>(&reused).unwrap().as_ptr(), at, "the spare is taken");
+        assert_eq!(typed::<f64>(&wider).unwrap().len(), 1000);
+        let reused = Buf::scratch(DType::F32, 1000);
+        assert_eq!(ptr(&reused), at, "the spare is taken");
         if cfg!(debug_assertions) {
-            assert!(typed::<f32>(&reused).unwrap().iter().all(|v| v.to_bits() == u32::MAX));
+            assert!(poisoned(&reused));
         }
         // Taken once: the next one is new.
-        let next = Buf::spare_or_zeros(DType::F32, 1000);
-        assert_ne!(typed::<f32>(&next).unwrap().as_ptr(), at);
+        let next = Buf::scratch(DType::F32, 1000);
+        assert_ne!(ptr(&next), at);
+        // Over 2 MiB of spares, the oldest go: three of 1 MiB keep the last one.
+        let big: Vec<Buf> = (0..3).map(|_| Buf::scratch(DType::F32, 1 << 18)).collect();
+        let ptrs: Vec<_> = big.iter().map(ptr).collect();
+        for b in big {
+            b.recycle();
+        }
+        assert_eq!(Buf::spares(), (2, 2 << 20));
+        let (a, b) = (Buf::scratch(DType::F32, 1 << 18), Buf::scratch(DType::F32, 1 << 18));
+        assert_eq!(Buf::spares(), (0, 0), "the oldest was dropped");
+        assert_eq!(
+            (ptr(&a), ptr(&b)),
+            (ptrs[2], ptrs[1]),
+            "the newest two are kept, newest first"
+        );
     })
     .join()
     .unwrap();
