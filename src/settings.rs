@@ -77,6 +77,7 @@ pub const SETTINGS: &[Setting] = &[
     s("TILEFUSE_GPU_GATHER", "loads or shuffles"),
     s("TILEFUSE_GPU_TILE", "a positive number of elements"),
     s("TILEFUSE_GPU_PARTS", "a positive number"),
+    s("TILEFUSE_GPU_COLUMN_POINTS", "a number from 1 to 1048576"),
     s("TILEFUSE_GPU_MATH", "fast or precise"),
     s("TILEFUSE_GPU_INTERPRETER", "on, off or core (1 and 0 too)"),
     s(

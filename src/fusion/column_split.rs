@@ -42,8 +42,12 @@ const PARTIAL_TILE: u64 = 4096;
 const LAST_POINT_READ: u64 = 4096;
 /// The narrowest column tile of a split: 128 bytes of f32.
 const MIN_COL_TILE: u64 = 32;
-/// Grid points a split column reduction aims at.
-const WANTED_POINTS: u64 = 512;
+/// Grid points a split column reduction aims at: 512, or
+/// `TILEFUSE_GPU_COLUMN_POINTS` (for measuring), read once.
+fn wanted_points() -> u64 {
+    static POINTS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *POINTS.get_or_init(|| crate::settings::number("TILEFUSE_GPU_COLUMN_POINTS", 1..=1 << 20, |_| true).unwrap_or(512))
+}
 /// The most grid points below which a column reduction is split.
 const FEW_POINTS: u64 = 264;
 /// The fewest elements a column reduction must read to be split: below,
@@ -89,14 +93,15 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
         return None;
     }
     // Narrower column tiles until the last point of a tile reads few partials.
-    while col_tile > MIN_COL_TILE && WANTED_POINTS.div_ceil(cols.extent.div_ceil(col_tile)) * col_tile > LAST_POINT_READ
+    let wanted_points = wanted_points();
+    while col_tile > MIN_COL_TILE && wanted_points.div_ceil(cols.extent.div_ceil(col_tile)) * col_tile > LAST_POINT_READ
     {
         col_tile /= 2;
     }
     let row_tile = (PARTIAL_TILE / col_tile).min(pow2(rows.extent));
     let col_tiles = cols.extent.div_ceil(col_tile);
     // Enough grid points to fill the device, each with at least two tiles of rows.
-    let wanted = WANTED_POINTS.div_ceil(col_tiles);
+    let wanted = wanted_points.div_ceil(col_tiles);
     let most = wanted.min(rows.extent / (2 * row_tile)).max(1);
     let parts = (1..=most).rev().find(|d| rows.extent % d == 0).unwrap_or(1);
     (parts > 1).then_some(ColumnSplit {
