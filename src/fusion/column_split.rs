@@ -42,12 +42,6 @@ const PARTIAL_TILE: u64 = 4096;
 const LAST_POINT_READ: u64 = 4096;
 /// The narrowest column tile of a split: 128 bytes of f32.
 const MIN_COL_TILE: u64 = 32;
-/// Grid points a split column reduction aims at: 512, or
-/// `TILEFUSE_GPU_COLUMN_POINTS` (for measuring), read once.
-fn wanted_points() -> u64 {
-    static POINTS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *POINTS.get_or_init(|| crate::settings::number("TILEFUSE_GPU_COLUMN_POINTS", 1..=1 << 20, |_| true).unwrap_or(512))
-}
 /// The most grid points below which a column reduction is split.
 const FEW_POINTS: u64 = 264;
 /// The fewest elements a column reduction must read to be split: below,
@@ -93,7 +87,7 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
         return None;
     }
     // Narrower column tiles until the last point of a tile reads few partials.
-    let wanted_points = wanted_points();
+    let wanted_points = cx.opts.column_split_points();
     while col_tile > MIN_COL_TILE && wanted_points.div_ceil(cols.extent.div_ceil(col_tile)) * col_tile > LAST_POINT_READ
     {
         col_tile /= 2;

@@ -143,16 +143,24 @@ impl FusionOptions {
             Target::Gpu => gpu_tuning().split_parts,
         }
     }
+
+    /// The number of grid points a column reduction split across the grid
+    /// aims at (column splits are made for GPUs only).
+    pub fn column_split_points(&self) -> u64 {
+        gpu_tuning().column_points
+    }
 }
 
 /// The GPU tiling choices, with their defaults overridable for tuning runs
 /// through `TILEFUSE_GPU_TILE` (elements per tile), `TILEFUSE_GPU_PARTS`
-/// (grid points of a split reduction) and `TILEFUSE_GPU_MATH=fast` (the
+/// (grid points of a split reduction), `TILEFUSE_GPU_COLUMN_POINTS` (grid
+/// points a split column reduction aims at) and `TILEFUSE_GPU_MATH=fast` (the
 /// default math mode of [`FusionOptions::gpu`]), read once per process.
 #[derive(Debug, Clone, Copy)]
 struct GpuTuning {
     tile_elements: usize,
     split_parts: u64,
+    column_points: u64,
     math: MathMode,
 }
 
@@ -164,6 +172,7 @@ fn gpu_tuning() -> GpuTuning {
             tile_elements: number("TILEFUSE_GPU_TILE", 1..=1 << 40, |_| true)
                 .map_or(4096, |v| v.next_power_of_two() as usize),
             split_parts: number("TILEFUSE_GPU_PARTS", 1..=u64::MAX, |_| true).unwrap_or(256),
+            column_points: number("TILEFUSE_GPU_COLUMN_POINTS", 1..=1 << 20, |_| true).unwrap_or(512),
             math: read("TILEFUSE_GPU_MATH", |v| match v {
                 "fast" => Some(MathMode::Fast),
                 "precise" => Some(MathMode::Precise),

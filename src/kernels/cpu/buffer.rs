@@ -282,12 +282,7 @@ impl Buf {
             .flatten();
         let mut b = spare.unwrap_or_else(|| Buf::zeros(dtype, len));
         if cfg!(debug_assertions) {
-            match b.bits_mut() {
-                BitsMut::B1(v) => v.fill(!0),
-                BitsMut::B2(v) => v.fill(!0),
-                BitsMut::B4(v) => v.fill(!0),
-                BitsMut::B8(v) => v.fill(!0),
-            }
+            b.fill(ScalarBits { bytes: [!0; 8] });
         }
         b
     }

@@ -281,9 +281,8 @@ impl Emitter<'_> {
         // non-coherent path is only for memory no block writes.
         // Every block reads the same addresses when no grid coordinate
         // moves the partition (a broadcast weight vector).
-        let invariant = index.iter().zip(&v.strides).all(|(e, &s)| e.grid.is_none() || s == 0);
         let hints = match &self.tuning.invariant_load_hints {
-            Some(h) if invariant => h,
+            Some(h) if index.iter().zip(&v.strides).all(|(e, &s)| e.grid.is_none() || s == 0) => h,
             _ => &self.tuning.load_hints,
         };
         let read_only = format!("ld.global.nc{hints}");
