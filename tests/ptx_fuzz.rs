@@ -148,11 +148,11 @@ fn every_program_of_the_fuzzer_assembles() {
 /// parameter. Programs with a form the model lacks are counted, not run.
 #[test]
 fn integer_programs_of_the_fuzzer_run_on_the_interpreter_model_like_the_executor() {
-    use tilefuse::kernels::cpu::{execute, Arg};
-    use tilefuse::kernels::ptx_gen::{generate, generate_quick};
+    use tilefuse::kernels::cpu::{execute_with_scalars, Arg};
+    use tilefuse::kernels::ptx_gen::{generate, generate_quick, scalar_argument_word};
     use tilefuse::kernels::ptx_vm::emulate::{self, Memory};
     use tilefuse::storage::HostBuffer;
-    use tilefuse::DType;
+    use tilefuse::{DType, Scalar};
     let target = tilefuse::kernels::ptx_gen::Target::for_driver(90, 13000);
     let (mut ran, mut not_modelled, mut skipped) = (0, std::collections::BTreeMap::<String, usize>::new(), 0);
     // Enough modules to cover the generator's shapes, few enough for a
@@ -187,9 +187,28 @@ fn integer_programs_of_the_fuzzer_run_on_the_interpreter_model_like_the_executor
                         h
                     })
                     .collect();
+                // Scalar arguments from the same stream, of every width.
+                let scalars: Vec<Scalar> = program
+                    .scalars
+                    .iter()
+                    .map(|&d| {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        match d {
+                            DType::Bool => Scalar::Bool(x >> 63 == 1),
+                            d if d.is_float() => Scalar::Float((x >> 40) as f64 / 65536.0 - 128.0, d),
+                            d => Scalar::Int((x as i64) as i128, d),
+                        }
+                    })
+                    .collect();
+                let words: Vec<u64> = program
+                    .scalars
+                    .iter()
+                    .zip(&scalars)
+                    .map(|(&d, &s)| scalar_argument_word(s, d))
+                    .collect();
                 let mut want = inputs.clone();
                 let mut args: Vec<Arg<'_>> = want.iter_mut().map(Arg::Write).collect();
-                execute(program, &mut args).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                execute_with_scalars(program, &mut args, &scalars).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
                 // The launch fills what has an initial value first.
                 let filled: Vec<Vec<u8>> = program
                     .params
@@ -215,7 +234,7 @@ fn integer_programs_of_the_fuzzer_run_on_the_interpreter_model_like_the_executor
                     };
                     let mut mem = Memory(filled.clone());
                     let blocks = u32::try_from(module.grid_blocks).unwrap();
-                    match emulate::run(&code, blocks, &mut mem) {
+                    match emulate::run_with_scalars(&code, blocks, &mut mem, &words) {
                         Ok(()) => {
                             for (i, (got, w)) in mem.0.iter().zip(&want).enumerate() {
                                 assert!(

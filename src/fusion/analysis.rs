@@ -8,7 +8,6 @@
 //! output that is a view of data or of a constant.
 
 use super::layout::{squeeze, Layout};
-use crate::dtype::Scalar;
 use crate::graph::{Op, ReduceOp, Subgraph};
 
 /// How a chain of views relates a node to the computed node below it.
@@ -27,8 +26,10 @@ pub(crate) enum ChainKind {
 /// Where an operand's elements come from.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Source {
-    /// A constant (a `Full` node, possibly viewed), already of the node's dtype.
-    Const(Scalar),
+    /// A constant: the `Full` node (possibly viewed) at the bottom of the
+    /// chain. Its value is not part of the plan: kernels read it as a
+    /// scalar argument of the launch, so one plan serves every value.
+    Const(usize),
     /// The elements of `base` (a `Data` leaf or a computed node) through `layout`
     /// of its row-major buffer.
     Chain {
@@ -117,9 +118,9 @@ impl Analysis {
     pub fn own_source(&self, g: &Subgraph, p: usize) -> Source {
         let n = &g.nodes[p];
         match &n.op {
-            Op::Full(s) => Source::Const(s.cast(n.dtype)),
+            Op::Full(_) => Source::Const(p),
             op if op.is_view() => match self.source(g, n.inputs[0]) {
-                Source::Const(s) => Source::Const(s),
+                Source::Const(full) => Source::Const(full),
                 Source::Chain { base, layout, kind } => {
                     let input = &g.nodes[n.inputs[0]].shape;
                     let layout = layout

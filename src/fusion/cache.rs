@@ -1,21 +1,23 @@
 //! The plan cache: structurally equal graphs share one plan.
 //!
 //! The key is the graph with each `Data` leaf replaced by its position among
-//! the leaves (its shape and dtype are part of the node), plus the options,
+//! the leaves (its shape and dtype are part of the node) and each `Full`
+//! constant by its position among the constants (its value is a scalar
+//! argument of the kernels that read it, given at launch), plus the options,
 //! written as a flat list of words with no allocation per node. Keys are
 //! hashed, and a hit is confirmed by full equality of the key, so two graphs
-//! never share a plan by a hash collision.
+//! never share a plan by a hash collision. When the cache holds
+//! [`CAPACITY`] plans, a new one replaces the least recently used.
 
 use super::{FusionOptions, Plan};
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::graph::op::scalar_bits;
 use crate::graph::{Op, Subgraph};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// The number of plans kept before the cache starts over.
+/// The number of plans kept.
 const CAPACITY: usize = 4096;
 
 /// Counts of plan cache lookups since the process started.
@@ -39,8 +41,9 @@ static HITS: AtomicU64 = AtomicU64::new(0);
 static MISSES: AtomicU64 = AtomicU64::new(0);
 
 /// The structure of a graph, written as words: each node's op (a data
-/// leaf only as "data": its position among the leaves follows from the
-/// order), dtype, shape and inputs, then the outputs. Every list is preceded
+/// leaf only as "data" and a constant only as "full": their positions among
+/// the leaves and constants follow from the order), dtype, shape and
+/// inputs, then the outputs. Every list is preceded
 /// by its length, so two graphs have the same words only if they are
 /// structurally equal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -124,10 +127,8 @@ fn push_list(words: &mut Vec<u64>, list: &[usize]) {
 fn push_op(words: &mut Vec<u64>, op: &Op) {
     match op {
         Op::Data(_) => words.push(tag::DATA),
-        Op::Full(s) => {
-            let (kind, bits, dtype) = scalar_bits(*s);
-            words.extend([tag::FULL, kind as u64, bits as u64, (bits >> 64) as u64, dtype as u64]);
-        }
+        // The value is a launch argument, not part of the plan.
+        Op::Full(_) => words.push(tag::FULL),
         Op::Unary(u) => words.extend([tag::UNARY, *u as u64]),
         Op::Binary(b) => words.extend([tag::BINARY, *b as u64]),
         Op::Where => words.push(tag::WHERE),
@@ -148,8 +149,42 @@ fn push_op(words: &mut Vec<u64>, op: &Op) {
     }
 }
 
-/// Plans by their graphs' keys.
-type Plans = HashMap<GraphKey, Arc<Plan>, foldhash::fast::FixedState>;
+/// Plans by their graphs' keys, each with the tick of its last use.
+#[derive(Default)]
+struct Plans {
+    plans: HashMap<GraphKey, (Arc<Plan>, u64), foldhash::fast::FixedState>,
+    /// Counts uses; the plan with the oldest tick is evicted first.
+    tick: u64,
+}
+
+impl Plans {
+    /// The plan of `key`, marked used now.
+    fn get(&mut self, key: &GraphKey) -> Option<Arc<Plan>> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.plans.get_mut(key).map(|(plan, used)| {
+            *used = tick;
+            plan.clone()
+        })
+    }
+
+    /// Caches `plan` under `key`, evicting the least recently used plan
+    /// when the cache is full.
+    fn insert(&mut self, key: GraphKey, plan: Arc<Plan>) {
+        if self.plans.len() >= CAPACITY && !self.plans.contains_key(&key) {
+            let oldest = self
+                .plans
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                self.plans.remove(&oldest);
+            }
+        }
+        self.tick += 1;
+        self.plans.insert(key, (plan, self.tick));
+    }
+}
 
 fn cache() -> &'static Mutex<Plans> {
     static CACHE: OnceLock<Mutex<Plans>> = OnceLock::new();
@@ -160,7 +195,7 @@ fn cache() -> &'static Mutex<Plans> {
 /// (not counted) if there is none, for the caller to plan the graph with
 /// [`get_or_insert`].
 pub(crate) fn lookup(key: &GraphKey) -> Option<Arc<Plan>> {
-    let plan = cache().lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned();
+    let plan = cache().lock().unwrap_or_else(|e| e.into_inner()).get(key);
     if plan.is_some() {
         HITS.fetch_add(1, Ordering::Relaxed);
     }
@@ -177,15 +212,14 @@ pub(crate) fn get_or_insert(
     let key = GraphKey::new(g, options);
     if let Some(p) = cache().lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         HITS.fetch_add(1, Ordering::Relaxed);
-        return Ok((p.clone(), true));
+        return Ok((p, true));
     }
     MISSES.fetch_add(1, Ordering::Relaxed);
     let plan = make()?;
-    let mut c = cache().lock().unwrap_or_else(|e| e.into_inner());
-    if c.len() >= CAPACITY {
-        c.clear();
-    }
-    c.insert(key, plan.clone());
+    cache()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, plan.clone());
     Ok((plan, false))
 }
 
@@ -283,18 +317,22 @@ mod tests {
         let mut v = base();
         v.nodes[5].inputs.swap(0, 1);
         variants.push(("operand order", v));
+        // A constant's value is a launch argument: every value shares the key.
+        for value in [
+            Scalar::Float(3.0, DType::F32),
+            Scalar::Float(-0.0, DType::F32),
+            Scalar::Int(2, DType::F32),
+        ] {
+            let mut v = base();
+            v.nodes[4].op = Op::Full(value);
+            assert_eq!(key(&b), key(&v), "the constant {value} changed the key");
+        }
         let mut v = base();
-        v.nodes[4].op = Op::Full(Scalar::Float(3.0, DType::F32));
-        variants.push(("constant value", v));
+        v.nodes[4].dtype = DType::F64;
+        variants.push(("constant dtype", v));
         let mut v = base();
-        v.nodes[4].op = Op::Full(Scalar::Float(-0.0, DType::F32));
-        let mut w = base();
-        w.nodes[4].op = Op::Full(Scalar::Float(0.0, DType::F32));
-        assert_ne!(key(&v), key(&w), "0.0 and -0.0 are different constants");
-        variants.push(("constant sign", v));
-        let mut v = base();
-        v.nodes[4].op = Op::Full(Scalar::Int(2, DType::F32));
-        variants.push(("constant kind", v));
+        v.nodes[4] = data(&[4, 8], DType::F32);
+        variants.push(("constant made data", v));
         let mut v = base();
         v.outputs = vec![5];
         variants.push(("output", v));
@@ -322,13 +360,43 @@ mod tests {
         assert!(hit && Arc::ptr_eq(&first, &again), "the same structure shares its plan");
         let mut v = base();
         v.nodes[3].op = Op::Unary(UnaryOp::Tanh);
-        let mut w = base();
-        w.nodes[4].op = Op::Full(Scalar::Float(2.5, DType::F32));
         let mut x = base();
         x.nodes[2].inputs[1] = 0;
-        for g in [v, w, x] {
+        for g in [v, x] {
             let (p, _) = plan_of(&g);
             assert!(!Arc::ptr_eq(&first, &p), "a different graph got the base graph's plan");
         }
+        let mut w = base();
+        w.nodes[4].op = Op::Full(Scalar::Float(2.5, DType::F32));
+        let (p, hit) = plan_of(&w);
+        assert!(hit && Arc::ptr_eq(&first, &p), "another constant value shares the plan");
+    }
+
+    #[test]
+    fn a_full_cache_evicts_the_least_recently_used_plan() {
+        let mut plans = Plans::default();
+        let key_of = |i: usize| {
+            let mut g = base();
+            g.nodes[0] = data(&[4, 8 + i], DType::F32);
+            key(&g)
+        };
+        let plan = Arc::new(Plan {
+            buffers: vec![],
+            kernels: vec![],
+            outputs: vec![],
+        });
+        for i in 0..CAPACITY {
+            plans.insert(key_of(i), plan.clone());
+        }
+        // Plan 0 is used again, so plan 1 is now the oldest.
+        assert!(plans.get(&key_of(0)).is_some());
+        plans.insert(key_of(CAPACITY), plan.clone());
+        assert_eq!(plans.plans.len(), CAPACITY);
+        assert!(plans.get(&key_of(0)).is_some(), "the plan used last is kept");
+        assert!(
+            plans.get(&key_of(1)).is_none(),
+            "the least recently used plan is evicted"
+        );
+        assert!(plans.get(&key_of(CAPACITY)).is_some() && plans.get(&key_of(2)).is_some());
     }
 }

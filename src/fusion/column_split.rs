@@ -25,14 +25,14 @@
 
 use super::emit::Lowerer;
 use super::group::{Group, Space};
-use super::lower::{declare, last_point_counter, single_reduce, Ctx, MemAccess, ViewSpec};
+use super::lower::{declare, declare_scalars, last_point_counter, single_reduce, Ctx, Lowered, MemAccess, ViewSpec};
 use super::plan::{BufferDecl, BufferRef};
 use super::reduction::{acc_dtype, acc_op, effective, identity, tile_op};
 use super::tiling::Axis;
 use super::Target;
 use crate::dtype::{DType, Scalar};
 use crate::graph::{BinaryOp, Op, ReduceOp};
-use crate::kernels::ir::{Access, Builder, IndexExpr, Program, ValueType};
+use crate::kernels::ir::{Access, Builder, IndexExpr, ValueType};
 use crate::tile::Padding;
 use std::collections::HashMap;
 
@@ -118,7 +118,7 @@ pub(crate) fn column_split(
     load_of: HashMap<(usize, usize), usize>,
     store_of: HashMap<usize, usize>,
     cs: ColumnSplit,
-) -> crate::error::Result<Vec<(Program, Vec<BufferRef>)>> {
+) -> crate::error::Result<Vec<Lowered>> {
     let g = cx.g;
     let r = cs.reduce;
     let Op::Reduce { op, .. } = g.nodes[r].op else {
@@ -146,6 +146,7 @@ pub(crate) fn column_split(
         })
         .collect();
     let (mut vs, mut masked, mut args) = declare(cx, &mut b, accesses, &split_views, &loads, None);
+    let (scalars, fulls) = declare_scalars(cx, &mut b, group);
     let p = b.param(format!("t{}", buffers.len()), dtype, partial_len, Access::ReadWrite);
     args.push(partial);
     buffers.push(BufferDecl::temp(dtype, partial_len));
@@ -189,6 +190,7 @@ pub(crate) fn column_split(
         load_of,
         store_of,
     );
+    lw.scalars = scalars;
     lw.body(&mut b)?;
 
     // The last point of each column tile: the partials' rows in order.
@@ -242,7 +244,7 @@ pub(crate) fn column_split(
             masked_cols,
         );
     });
-    Ok(vec![(b.finish()?, args)])
+    Ok(vec![(b.finish()?, args, fulls)])
 }
 
 /// The smallest power of two at least `x` (1 for 0).

@@ -12,7 +12,7 @@ use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::graph::{BinaryOp, Op, ReduceOp};
 use crate::kernels::ir::{
-    AccId, AtomicOp, Builder, IndexExpr, LoopId, ScalarKey, TileReduce, ValueId, ValueType, ViewId,
+    AccId, AtomicOp, Builder, IndexExpr, LoopId, ScalarId, ScalarKey, TileReduce, ValueId, ValueType, ViewId,
 };
 use crate::tile::ThreadScope;
 use std::collections::HashMap;
@@ -23,6 +23,7 @@ struct Scope {
     vals: HashMap<usize, ValueId>,
     loads: HashMap<usize, ValueId>,
     consts: HashMap<(ScalarKey, Space), ValueId>,
+    fulls: HashMap<(usize, Space), ValueId>,
     bcasts: HashMap<usize, ValueId>,
     mask: Option<Option<ValueId>>,
 }
@@ -65,6 +66,8 @@ pub(crate) struct Lowerer<'a> {
     pub store_of: HashMap<usize, usize>,
     /// Set for the first kernel of a split reduction.
     pub split: Option<Split>,
+    /// The scalar argument of each `Full` node the group reads.
+    pub scalars: HashMap<usize, ScalarId>,
     loop_of: Vec<Option<LoopId>>,
     scope: Scope,
 }
@@ -93,6 +96,7 @@ impl<'a> Lowerer<'a> {
             load_of,
             store_of,
             split: None,
+            scalars: HashMap::new(),
             loop_of,
             scope: Scope::default(),
         }
@@ -407,7 +411,7 @@ impl<'a> Lowerer<'a> {
         let space = use_space(self.cx.g, n, self.space(n));
         let src = self.cx.an.sources(self.cx.g, n).swap_remove(j);
         match src {
-            Source::Const(s) => Ok(self.constant(b, s, space)),
+            Source::Const(full) => self.full(b, full, space),
             Source::Chain { base, kind, .. } if in_group(self.group, base, kind) => {
                 let v = *self
                     .scope
@@ -451,6 +455,25 @@ impl<'a> Lowerer<'a> {
         let v = b.constant(s, s.dtype().compute_type(), &shape);
         self.scope.consts.insert(key, v);
         v
+    }
+
+    /// The value of `Full` node `full` as a tile of `space`: its scalar
+    /// argument, read once per scope.
+    fn full(&mut self, b: &mut Builder, full: usize, space: Space) -> Result<ValueId> {
+        let key = (full, space);
+        if let Some(&v) = self.scope.fulls.get(&key) {
+            return Ok(v);
+        }
+        let Some(&scalar) = self.scalars.get(&full) else {
+            return Err(internal(
+                "fusion",
+                format!("constant node {full} has no scalar argument"),
+            ));
+        };
+        let shape = self.tile(space);
+        let v = b.scalar(scalar, &shape);
+        self.scope.fulls.insert(key, v);
+        Ok(v)
     }
 
     /// A bool full tile: which elements lie inside the reduced extents, or

@@ -26,7 +26,7 @@ use super::FusionOptions;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::graph::{BinaryOp, Op, ReduceOp, Subgraph, UnaryOp};
-use crate::kernels::ir::{Access, Builder, ParamId, Program, ViewId};
+use crate::kernels::ir::{Access, Builder, ParamId, Program, ScalarId, ViewId};
 use crate::tile::Padding;
 use std::collections::HashMap;
 
@@ -55,6 +55,29 @@ pub(crate) struct MemAccess {
 /// The fewest tiles a full reduction needs before it is split.
 const MIN_SPLIT_TILES: u64 = 4;
 
+/// A program of a group and what its launch binds: the buffer of each
+/// parameter and the `Full` node of each scalar argument.
+pub(crate) type Lowered = (Program, Vec<BufferRef>, Vec<usize>);
+
+/// Declares a scalar argument of `b` for each `Full` node the group's
+/// nodes read, in the order they are first read: the argument of each node,
+/// and the nodes in argument order.
+pub(crate) fn declare_scalars(cx: &Ctx, b: &mut Builder, group: &Group) -> (HashMap<usize, ScalarId>, Vec<usize>) {
+    let mut ids = HashMap::new();
+    let mut fulls = vec![];
+    for &n in &group.nodes {
+        for src in cx.an.sources(cx.g, n) {
+            if let Source::Const(full) = src {
+                ids.entry(full).or_insert_with(|| {
+                    fulls.push(full);
+                    b.scalar_param(cx.g.nodes[full].dtype.compute_type())
+                });
+            }
+        }
+    }
+    (ids, fulls)
+}
+
 /// Lowers `group` to the programs (and their arguments) that compute it
 /// and store the nodes of `stores`: none when its iteration space is empty,
 /// otherwise one (a split reduction appends its partials and counters to
@@ -65,7 +88,7 @@ pub(crate) fn lower(
     stores: &[usize],
     name: &str,
     buffers: &mut Vec<BufferDecl>,
-) -> Result<Vec<(Program, Vec<BufferRef>)>> {
+) -> Result<Vec<Lowered>> {
     let gs = &group.shape;
     let mut accesses: Vec<MemAccess> = vec![];
     let mut add = |a: MemAccess| match accesses.iter().position(|x| *x == a) {
@@ -228,9 +251,11 @@ pub(crate) fn lower(
         b.math(cx.opts.math);
         let all: Vec<usize> = (0..accesses.len()).collect();
         let (vs, masked, args) = declare(cx, &mut b, &accesses, &views, &all, None);
+        let (scalars, fulls) = declare_scalars(cx, &mut b, group);
         let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
+        lw.scalars = scalars;
         lw.body(&mut b)?;
-        out.push((b.finish()?, args));
+        out.push((b.finish()?, args, fulls));
         return Ok(out);
     };
     let atomic_init = if atomic {
@@ -251,6 +276,7 @@ pub(crate) fn lower(
         .filter(|&i| !atomic || accesses[i].space == Space::Full || accesses[i].write)
         .collect();
     let (vs, masked, mut args) = declare(cx, &mut b, &accesses, &views, &which, atomic_init);
+    let (scalars, fulls) = declare_scalars(cx, &mut b, group);
     let r = *stores.first().filter(|_| atomic).unwrap_or(&group.nodes[0]);
     let pdtype = if atomic {
         cx.g.nodes[r].dtype
@@ -278,6 +304,7 @@ pub(crate) fn lower(
         store_of.clone(),
     );
     lw.split = Some(Split { tiles, out: out_view });
+    lw.scalars = scalars.clone();
     lw.body(&mut b)?;
     // ... then the last point to finish combines the partials in index
     // order and runs the consumers.
@@ -286,11 +313,12 @@ pub(crate) fn lower(
         let tile = (parts.next_power_of_two()).min(cx.opts.tile_elements() as u64) as u32;
         let pv = b.view(p, &[parts], &[1], 0, &[tile], Padding::Zero);
         let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
+        lw.scalars = scalars;
         let mut combined = Ok(());
         b.last_point(0, counter, |b| combined = lw.combine(b, pv, parts, tile));
         combined?;
     }
-    out.push((b.finish()?, args));
+    out.push((b.finish()?, args, fulls));
     Ok(out)
 }
 

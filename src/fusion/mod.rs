@@ -225,11 +225,19 @@ fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
     let an = Analysis::new(g);
     let groups = group::group(g, &an, opts.max_row_tile);
     let mut buffer: HashMap<usize, BufferRef> = HashMap::new();
-    let mut k = 0;
+    let mut full_position: HashMap<usize, usize> = HashMap::new();
+    let (mut k, mut f) = (0, 0);
     for (i, n) in g.nodes.iter().enumerate() {
-        if matches!(n.op, Op::Data(_)) {
-            buffer.insert(i, BufferRef::Input(k));
-            k += 1;
+        match n.op {
+            Op::Data(_) => {
+                buffer.insert(i, BufferRef::Input(k));
+                k += 1;
+            }
+            Op::Full(_) => {
+                full_position.insert(i, f);
+                f += 1;
+            }
+            _ => {}
         }
     }
     // The nodes that must be stored: outputs, and operands of other groups.
@@ -270,10 +278,11 @@ fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
             opts,
             buffer: &buffer,
         };
-        for (program, args) in lower::lower(&cx, grp, &stores, &name, &mut buffers)? {
+        for (program, args, fulls) in lower::lower(&cx, grp, &stores, &name, &mut buffers)? {
             kernels.push(Kernel {
                 program: Arc::new(program),
                 args,
+                scalars: fulls.iter().map(|n| full_position[n]).collect(),
                 nodes: grp.nodes.clone(),
             });
         }

@@ -60,6 +60,11 @@ pub struct Kernel {
     pub program: Arc<Program>,
     /// The buffer bound to each parameter of the program, in parameter order.
     pub args: Vec<BufferRef>,
+    /// The value bound to each scalar argument of the program, in argument
+    /// order: the position of a `Full` node among the subgraph's `Full`
+    /// nodes, counted in node order (its value converted to the argument's
+    /// dtype).
+    pub scalars: Vec<usize>,
     /// The subgraph nodes whose values the kernel computes (a cheap node may
     /// be computed by several kernels).
     pub nodes: Vec<usize>,

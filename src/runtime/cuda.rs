@@ -43,6 +43,7 @@
 use crate::device::cuda::{
     BufferId, CompiledProgram, CudaDevice, DeviceBuffer, LaunchPlan, ScheduledLaunch, Scheduler, STREAM_COUNT,
 };
+use crate::dtype::Scalar;
 use crate::error::{Error, Result};
 use crate::fusion::{BufferKind, BufferRef, Plan};
 use crate::graph::Subgraph;
@@ -72,6 +73,7 @@ pub fn run_plan(plan: &Plan, sub: &Subgraph, ordinal: usize) -> Result<Vec<Arc<S
     run(
         &Arc::new(plan.clone()),
         &super::data_leaves(sub),
+        &super::full_values(sub),
         &device,
         &mut RealizeStats::default(),
         Instant::now(),
@@ -86,15 +88,16 @@ pub fn run_plan(plan: &Plan, sub: &Subgraph, ordinal: usize) -> Result<Vec<Arc<S
 pub(super) fn run(
     plan: &Arc<Plan>,
     leaves: &[Arc<Storage>],
+    scalars: &[Scalar],
     device: &Arc<CudaDevice>,
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
-    match run_once(plan, leaves, device, stats, since) {
+    match run_once(plan, leaves, scalars, device, stats, since) {
         Err(Error::OutOfMemory { .. }) => {
             evict_uploads(device.ordinal());
             device.free_cached()?;
-            run_once(plan, leaves, device, stats, Instant::now())
+            run_once(plan, leaves, scalars, device, stats, Instant::now())
         }
         other => other,
     }
@@ -107,6 +110,7 @@ const INLINE: usize = 8;
 fn run_once(
     plan: &Arc<Plan>,
     leaves: &[Arc<Storage>],
+    scalars: &[Scalar],
     device: &Arc<CudaDevice>,
     stats: &mut RealizeStats,
     since: Instant,
@@ -162,8 +166,9 @@ fn run_once(
                     .ok_or_else(|| bad_plan(&kernel.program.name, "a buffer position past the plan's buffers")),
             })
             .collect::<Result<SmallVec<[&DeviceBuffer; 8]>>>()?;
+        let values = super::kernel_scalars(kernel, scalars)?;
         timing::timed(device, stream, &kernel.program.name, || {
-            compiled[i].launch(&args, stream)
+            compiled[i].launch_with_scalars(&args, &values, stream)
         })
     })?;
     stats.kernels_launched += plan.kernels.len();

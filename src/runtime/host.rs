@@ -1,9 +1,10 @@
 //! Running a fusion plan on the CPU executor.
 
+use crate::dtype::Scalar;
 use crate::error::{Error, Result};
 use crate::fusion::{BufferRef, Plan};
 use crate::graph::Subgraph;
-use crate::kernels::cpu::{execute, Arg};
+use crate::kernels::cpu::{execute_with_scalars, Arg};
 use crate::kernels::ir::Access;
 use crate::storage::{HostBuffer, Storage};
 use std::sync::Arc;
@@ -12,11 +13,12 @@ use std::sync::Arc;
 /// `sub` (device data is downloaded first) and returns one row-major buffer per
 /// output of the plan.
 pub fn run_plan(plan: &Plan, sub: &Subgraph) -> Result<Vec<HostBuffer>> {
-    run_leaves(plan, &super::data_leaves(sub))
+    run_leaves(plan, &super::data_leaves(sub), &super::full_values(sub))
 }
 
-/// [`run_plan`] over the storages of the data leaves, in node order.
-pub(super) fn run_leaves(plan: &Plan, leaves: &[Arc<Storage>]) -> Result<Vec<HostBuffer>> {
+/// [`run_plan`] over the storages of the data leaves and the values of the
+/// constants, in node order.
+pub(super) fn run_leaves(plan: &Plan, leaves: &[Arc<Storage>], scalars: &[Scalar]) -> Result<Vec<HostBuffer>> {
     let inputs = leaves.iter().map(|s| s.host()).collect::<Result<Vec<_>>>()?;
     let mut temps: Vec<Option<HostBuffer>> = plan
         .buffers
@@ -58,7 +60,7 @@ pub(super) fn run_leaves(plan: &Plan, leaves: &[Arc<Storage>]) -> Result<Vec<Hos
                     },
                 });
             }
-            execute(&kernel.program, &mut args)?;
+            execute_with_scalars(&kernel.program, &mut args, &super::kernel_scalars(kernel, scalars)?)?;
         }
         for (t, buf) in written {
             temps[t] = Some(buf);

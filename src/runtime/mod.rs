@@ -36,6 +36,7 @@ pub use host::run_plan as run_plan_on_host;
 pub use timing::{launch_times, time_launches, LaunchTime};
 
 use crate::device::Device;
+use crate::dtype::Scalar;
 use crate::error::{Error, Result};
 use crate::fusion::{self, FusionOptions, Plan};
 use crate::graph::{self, NodeIndex, Op, Subgraph};
@@ -144,9 +145,14 @@ pub(crate) fn realize(outputs: &[&Tensor]) -> Result<RealizeStats> {
     // Each phase ends at one reading of the clock, where the next begins.
     let collected_at = Instant::now();
     stats.collect_time = collected_at - started;
-    let Collected { nodes, key, leaves } = collected;
-    let (plan, leaves, fused) = fuse(&nodes, &key, leaves, &options, &mut stats, collected_at)?;
-    let (storages, ran) = run(&plan, &leaves, &target, &mut stats, fused)?;
+    let Collected {
+        nodes,
+        key,
+        leaves,
+        scalars,
+    } = collected;
+    let (plan, leaves, scalars, fused) = fuse(&nodes, &key, leaves, scalars, &options, &mut stats, collected_at)?;
+    let (storages, ran) = run(&plan, &leaves, &scalars, &target, &mut stats, fused)?;
     write_back(&nodes, storages);
     drop((leaves, plan));
     let written = Instant::now();
@@ -224,6 +230,10 @@ fn make_resident(outputs: &[&Tensor], target: &Target, stats: &mut RealizeStats)
 /// The storages of a subgraph's data leaves, in node order: the inputs of its plan.
 type Leaves = SmallVec<[Arc<Storage>; 8]>;
 
+/// The values of a subgraph's `Full` constants, in node order: the scalar
+/// arguments of its plan's kernels.
+type Scalars = SmallVec<[Scalar; 4]>;
+
 /// What a realization computes, as one walk of the live graph found it.
 struct Collected {
     /// The distinct output nodes that still need computing.
@@ -232,6 +242,8 @@ struct Collected {
     key: fusion::GraphKey,
     /// That subgraph's data leaves.
     leaves: Leaves,
+    /// That subgraph's constants.
+    scalars: Scalars,
 }
 
 /// The output nodes that still need computing, with the key and the data
@@ -253,22 +265,26 @@ fn collect(outputs: &[&Tensor], options: &FusionOptions) -> Option<Collected> {
         }
         let mut key = fusion::KeyWriter::with_capacity(16);
         let mut leaves = Leaves::new();
+        let mut scalars = Scalars::new();
         let positions = g.walk(&nodes, |node, inputs| {
             key.node(&node.op, node.dtype, node.shape.dims(), inputs);
-            if let Op::Data(s) = &node.op {
-                leaves.push(s.clone());
+            match &node.op {
+                Op::Data(s) => leaves.push(s.clone()),
+                Op::Full(s) => scalars.push(*s),
+                _ => {}
             }
         });
         Some(Collected {
             key: key.finish(&positions, options),
             nodes,
             leaves,
+            scalars,
         })
     })
 }
 
-/// The plan of the subgraph `nodes` depend on, whose key and data leaves
-/// [`collect`] found, and its data leaves: from the plan cache when a
+/// The plan of the subgraph `nodes` depend on, whose key, data leaves and
+/// constants [`collect`] found, and its data leaves and constants: from the plan cache when a
 /// structurally equal subgraph was fused before with the same options, else
 /// the subgraph is detached and fused (and cached). Timed from
 /// `since`; also returns when it was done.
@@ -276,26 +292,27 @@ fn fuse(
     nodes: &[NodeIndex],
     key: &fusion::GraphKey,
     leaves: Leaves,
+    scalars: Scalars,
     options: &FusionOptions,
     stats: &mut RealizeStats,
     since: Instant,
-) -> Result<(Arc<Plan>, Leaves, Instant)> {
-    let (plan, leaves, hit) = match fusion::cached_plan(key) {
-        Some(plan) => (plan, leaves, true),
+) -> Result<(Arc<Plan>, Leaves, Scalars, Instant)> {
+    let (plan, leaves, scalars, hit) = match fusion::cached_plan(key) {
+        Some(plan) => (plan, leaves, scalars, true),
         None => {
             // Detached now, the subgraph may differ from the walk's if
-            // another thread realized some of its nodes meanwhile; its plan
-            // and leaves are taken from it alone, so they agree. (Its key is
-            // written again from it: a miss costs a fusion anyway.)
+            // another thread realized some of its nodes meanwhile; its plan,
+            // leaves and constants are taken from it alone, so they agree.
+            // (Its key is written again from it: a miss costs a fusion anyway.)
             let sub = graph::extract(nodes);
             let (plan, hit) = fusion::plan_traced(&sub, options)?;
-            (plan, data_leaves(&sub), hit)
+            (plan, data_leaves(&sub), full_values(&sub), hit)
         }
     };
     let fused = Instant::now();
     stats.plan_cache_hit = hit;
     stats.fuse_time = fused - since;
-    Ok((plan, leaves, fused))
+    Ok((plan, leaves, scalars, fused))
 }
 
 /// The storages of `sub`'s data leaves, in node order.
@@ -309,6 +326,32 @@ pub(super) fn data_leaves(sub: &Subgraph) -> Leaves {
         .collect()
 }
 
+/// The values of `sub`'s `Full` constants, in node order.
+pub(super) fn full_values(sub: &Subgraph) -> Scalars {
+    sub.nodes
+        .iter()
+        .filter_map(|n| match n.op {
+            Op::Full(s) => Some(s),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The values of `kernel`'s scalar arguments, taken from the constants of
+/// the subgraph its plan runs on.
+pub(super) fn kernel_scalars(kernel: &fusion::Kernel, scalars: &[Scalar]) -> Result<SmallVec<[Scalar; 4]>> {
+    kernel
+        .scalars
+        .iter()
+        .map(|&k| {
+            scalars.get(k).copied().ok_or_else(|| Error::KernelArguments {
+                program: kernel.program.name.clone(),
+                reason: "a constant position past the subgraph's constants".into(),
+            })
+        })
+        .collect()
+}
+
 /// How graphs realized on `device` are fused.
 pub fn fusion_options(device: Device) -> FusionOptions {
     match device {
@@ -317,25 +360,27 @@ pub fn fusion_options(device: Device) -> FusionOptions {
     }
 }
 
-/// Runs the plan's kernels on `target` over the data leaves `leaves`, timed
+/// Runs the plan's kernels on `target` over the data leaves `leaves` and
+/// the constants `scalars`, timed
 /// from `since`; one storage per output of the plan, and when the kernels were run (CPU) or queued (GPU).
 fn run(
     plan: &Arc<Plan>,
     leaves: &[Arc<Storage>],
+    scalars: &[Scalar],
     target: &Target,
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
     match target {
         Target::Cpu => {
-            let buffers = host::run_leaves(plan, leaves)?;
+            let buffers = host::run_leaves(plan, leaves, scalars)?;
             let ran = Instant::now();
             stats.launch_time = ran - since;
             stats.kernels_launched = plan.kernels.len();
             Ok((buffers.into_iter().map(|b| Arc::new(Storage::Host(b))).collect(), ran))
         }
         #[cfg(feature = "cuda")]
-        Target::Cuda(device, _) => cuda::run(plan, leaves, device, stats, since),
+        Target::Cuda(device, _) => cuda::run(plan, leaves, scalars, device, stats, since),
     }
 }
 

@@ -55,7 +55,7 @@ pub use interpreter::InterpreterLoad;
 pub use measure::StreamHold;
 pub use memory::{size_class, DeviceBuffer, MemoryStats};
 pub use module::{Kernel, ModuleStats};
-pub use program::{run_program, CompiledProgram};
+pub use program::{run_program, run_program_with_scalars, CompiledProgram};
 pub use schedule::{BufferId, LaunchPlan, PlannedLaunch, ScheduledLaunch, Scheduler};
 pub use stream::{launch, Event, Stream, STREAM_COUNT};
 pub use transfer::STAGING_CHUNK_BYTES;

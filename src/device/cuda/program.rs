@@ -13,7 +13,7 @@ use super::{driver_error, CudaDevice};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::kernels::ir::Program;
-use crate::kernels::ptx_gen::{generate, generate_quick, PtxModule, Target};
+use crate::kernels::ptx_gen::{generate, generate_quick, scalar_argument_word, PtxModule, Target};
 use crate::kernels::ptx_vm;
 use crate::storage::HostBuffer;
 use cudarc::driver::{result, sys};
@@ -256,7 +256,15 @@ impl CompiledProgram {
     /// parameter, and [`Error::DeviceMismatch`] for a buffer or stream of
     /// another device. Every buffer is marked used on `stream`.
     pub fn launch(&self, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
-        self.launch_on(self.current(), args, stream)
+        self.launch_on(self.current(), args, &[], stream)
+    }
+
+    /// [`launch`](Self::launch) of a program with scalar arguments
+    /// ([`Program::scalars`]): `scalars` holds one value per argument, in
+    /// order, each converted to its argument's dtype as [`Scalar::cast`]
+    /// converts ([`Error::KernelArguments`] for a wrong count).
+    pub fn launch_with_scalars(&self, args: &[&DeviceBuffer], scalars: &[Scalar], stream: &Stream) -> Result<()> {
+        self.launch_on(self.current(), args, scalars, stream)
     }
 
     /// [`launch`](Self::launch) on what the program ran on first (the quick
@@ -268,12 +276,13 @@ impl CompiledProgram {
             First::Jit(l) => Current::Jit(l),
             First::Interpreted(i) => Current::Interpreted(i),
         };
-        self.launch_on(first, args, stream)
+        self.launch_on(first, args, &[], stream)
     }
 
-    fn launch_on(&self, on: Current<'_>, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
+    fn launch_on(&self, on: Current<'_>, args: &[&DeviceBuffer], scalars: &[Scalar], stream: &Stream) -> Result<()> {
         let shapes: SmallVec<[(DType, usize); 8]> = args.iter().map(|b| (b.dtype(), b.len())).collect();
         check_args(&self.program, &shapes)?;
+        let scalars = scalar_words(&self.program, scalars)?;
         let (module, kernel) = match on {
             Current::Jit(l) => (&l.module, &l.kernel),
             Current::Interpreted(i) => (&i.module, &i.kernel),
@@ -301,6 +310,7 @@ impl CompiledProgram {
             let mut params: SmallVec<[u64; 1 + ptx_vm::ARGS]> = SmallVec::new();
             params.push(i.buffer.ptr_on(stream));
             params.extend(pointers.iter().copied());
+            params.extend(scalars.iter().copied());
             params.resize(1 + ptx_vm::ARGS, 0);
             // SAFETY: the interpreter takes the code's address and
             // `ARGS` pointers (the program's, then zeros, which the code
@@ -320,13 +330,16 @@ impl CompiledProgram {
                 )
             };
         }
+        let mut words = pointers;
+        words.extend(scalars.iter().copied());
         // SAFETY: the generated kernel takes one `.param .u64` pointer per
-        // program parameter, in order; each buffer holds the parameter's
-        // dtype and length (checked above), so the kernel's accesses, which
-        // the verifier bounds by the parameters' lengths, stay inside them;
-        // the buffers are marked used on `stream`, so their blocks are not
-        // reused before the kernel completes.
-        unsafe { launch(kernel, (x, y, 1), (module.block_threads, 1, 1), 0, stream, &pointers) }
+        // program parameter, in order, then one `.param .u64` per scalar
+        // argument; each buffer holds the parameter's dtype and length
+        // (checked above), so the kernel's accesses, which the verifier
+        // bounds by the parameters' lengths, stay inside them; the buffers
+        // are marked used on `stream`, so their blocks are not reused before
+        // the kernel completes.
+        unsafe { launch(kernel, (x, y, 1), (module.block_threads, 1, 1), 0, stream, &words) }
     }
 }
 
@@ -648,6 +661,17 @@ impl CudaDevice {
         done.into_iter().map(|(_, compiled)| compiled).collect()
     }
 
+    /// The number of programs this device has compiled (or is compiling)
+    /// and keeps in its program cache: one per distinct [`Program`], which
+    /// holds no constant a user wrote (those are scalar arguments).
+    pub fn compiled_programs(&self) -> usize {
+        self.programs
+            .programs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
     /// Whether `program` is compiled on this device already (false while
     /// another thread compiles it).
     pub(crate) fn is_compiled(&self, program: &Program) -> bool {
@@ -795,6 +819,18 @@ pub fn run_program(device: &CudaDevice, program: &Program, args: &[&DeviceBuffer
     device.compile(program)?.launch(args, stream)
 }
 
+/// [`run_program`] for a program with scalar arguments; see
+/// [`CompiledProgram::launch_with_scalars`].
+pub fn run_program_with_scalars(
+    device: &CudaDevice,
+    program: &Program,
+    args: &[&DeviceBuffer],
+    scalars: &[Scalar],
+    stream: &Stream,
+) -> Result<()> {
+    device.compile(program)?.launch_with_scalars(args, scalars, stream)
+}
+
 /// Checks argument dtypes and lengths against the program's parameters,
 /// with the errors the CPU executor gives.
 fn check_args(program: &Program, args: &[(DType, usize)]) -> Result<()> {
@@ -821,6 +857,28 @@ fn check_args(program: &Program, args: &[(DType, usize)]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The launch words of the scalar arguments: each value converted to its
+/// argument's dtype, its bytes in the low end of a `u64` (as the generated
+/// kernel reads them).
+fn scalar_words(program: &Program, scalars: &[Scalar]) -> Result<SmallVec<[u64; 4]>> {
+    if scalars.len() != program.scalars.len() {
+        return Err(Error::KernelArguments {
+            program: program.name.clone(),
+            reason: format!(
+                "{} scalar arguments given for {} scalar parameters",
+                scalars.len(),
+                program.scalars.len()
+            ),
+        });
+    }
+    Ok(program
+        .scalars
+        .iter()
+        .zip(scalars)
+        .map(|(&d, &s)| scalar_argument_word(s, d))
+        .collect())
 }
 
 /// The bit pattern of a parameter's initial value, by element size.

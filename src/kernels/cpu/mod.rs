@@ -82,6 +82,7 @@ mod shape_ops;
 #[cfg(test)]
 mod tests;
 
+use crate::dtype::Scalar;
 use crate::error::{Error, Result};
 use crate::kernels::ir::{verify, IndexExpr, Inst, PartitionIndex, Program, ValueId};
 use crate::storage::HostBuffer;
@@ -124,8 +125,15 @@ const CHUNKS_PER_THREAD: u64 = 8;
 /// fills, then runs the body for every grid point. On error the written
 /// buffers may hold partial results.
 pub fn execute(program: &Program, args: &mut [Arg<'_>]) -> Result<()> {
+    execute_with_scalars(program, args, &[])
+}
+
+/// [`execute`] for a program with scalar arguments ([`Program::scalars`]):
+/// `scalars` holds one value per argument, in order, each converted to its
+/// argument's dtype as [`Scalar::cast`] converts.
+pub fn execute_with_scalars(program: &Program, args: &mut [Arg<'_>], scalars: &[Scalar]) -> Result<()> {
     verify(program)?;
-    run_verified(program, args)
+    run_verified(program, args, scalars)
 }
 
 /// [`execute`] after verification. The executor still checks, as it meets
@@ -134,9 +142,19 @@ pub fn execute(program: &Program, args: &mut [Arg<'_>]) -> Result<()> {
 /// a program that slipped past the verifier gets an error; what it relies
 /// on without checking is that every id, grid axis and loop variable named
 /// exists, and that plain stores of different grid points do not overlap.
-fn run_verified(program: &Program, args: &mut [Arg<'_>]) -> Result<()> {
+fn run_verified(program: &Program, args: &mut [Arg<'_>], scalars: &[Scalar]) -> Result<()> {
     let mems = bind_args(program, args)?;
-    let context = Context::new(program, &mems).map_err(|e| name_program(e, &program.name))?;
+    if scalars.len() != program.scalars.len() {
+        return Err(Error::KernelArguments {
+            program: program.name.clone(),
+            reason: format!(
+                "{} scalar arguments given for {} scalar parameters",
+                scalars.len(),
+                program.scalars.len()
+            ),
+        });
+    }
+    let context = Context::new(program, &mems, scalars).map_err(|e| name_program(e, &program.name))?;
     context.run().map_err(|e| name_program(e, &program.name))
 }
 
@@ -233,7 +251,8 @@ fn for_each_inst(body: &[Inst], f: &mut impl FnMut(&Inst)) {
 struct Context<'p> {
     program: &'p Program,
     views: Vec<ViewPlan>,
-    /// Values defined by `Const`, with their bits: filled once per frame.
+    /// Values defined by `Const` or `Scalar`, with their bits: filled once
+    /// per frame.
     consts: Vec<(usize, ScalarBits)>,
     /// The initial value of each accumulator.
     acc_init: Vec<ScalarBits>,
@@ -248,13 +267,17 @@ struct Context<'p> {
 }
 
 impl<'p> Context<'p> {
-    fn new(program: &'p Program, mems: &[SharedMem]) -> Result<Context<'p>> {
+    fn new(program: &'p Program, mems: &[SharedMem], scalars: &[Scalar]) -> Result<Context<'p>> {
         let mut stored = vec![false; program.views.len()];
         let mut consts = Vec::new();
         for_each_inst(&program.body, &mut |inst| match inst {
             Inst::Store { view, .. } => stored[view.index()] = true,
             Inst::Const { dst, value } => {
                 consts.push((dst.index(), ScalarBits::new(value.0, program.values[dst.index()].dtype)))
+            }
+            Inst::Scalar { dst, scalar } => {
+                let d = program.values[dst.index()].dtype;
+                consts.push((dst.index(), ScalarBits::new(scalars[scalar.index()].cast(d), d)))
             }
             _ => {}
         });
@@ -414,7 +437,7 @@ impl<'p> Context<'p> {
                     self.views[view.index()].in_bounds(&part, typed_mut(mask)?)?;
                 }
                 // Constant tiles were filled when the frame was made.
-                Inst::Const { .. } => {}
+                Inst::Const { .. } | Inst::Scalar { .. } => {}
                 Inst::Iota { dst, axis, index } => {
                     let i = frame.eval(index);
                     shape_ops::iota(shape(dst), *axis as usize, i, &mut frame.values[dst.index()])?;
@@ -530,6 +553,7 @@ fn work(program: &Program, body: &[Inst]) -> u64 {
             Inst::Load { dst, .. }
             | Inst::InBounds { dst, .. }
             | Inst::Const { dst, .. }
+            | Inst::Scalar { dst, .. }
             | Inst::Iota { dst, .. }
             | Inst::Unary { dst, .. }
             | Inst::Binary { dst, .. }

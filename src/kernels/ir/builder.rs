@@ -9,7 +9,7 @@
 
 use super::{
     verify, AccDecl, AccId, Access, AtomicOp, Dims, IndexExpr, Inst, LoopId, MathMode, Param, ParamId, Program,
-    ScalarKey, TileReduce, ValueId, ValueType, View, ViewId,
+    ScalarId, ScalarKey, TileReduce, ValueId, ValueType, View, ViewId,
 };
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
@@ -53,6 +53,7 @@ impl Builder {
             program: Program {
                 name: name.into(),
                 params: Vec::new(),
+                scalars: Vec::new(),
                 views: Vec::new(),
                 values: Vec::new(),
                 accs: Vec::new(),
@@ -177,6 +178,27 @@ impl Builder {
         let value = self.scalar_of(value, dtype, "constant");
         let dst = self.value(ValueType::new(dtype, shape));
         self.push(Inst::Const { dst, value });
+        dst
+    }
+
+    /// Declares the next scalar argument of the launch, of `dtype`.
+    pub fn scalar_param(&mut self, dtype: DType) -> ScalarId {
+        self.program.scalars.push(dtype);
+        ScalarId(self.program.scalars.len() as u32 - 1)
+    }
+
+    /// A tile of `shape` filled with the value of scalar argument `scalar`
+    /// (of the argument's dtype).
+    pub fn scalar(&mut self, scalar: ScalarId, shape: &[u32]) -> ValueId {
+        let dtype = match self.program.scalars.get(scalar.index()) {
+            Some(&d) => d,
+            None => {
+                self.errors.push(format!("scalar: argument {scalar} is not declared"));
+                DType::F32
+            }
+        };
+        let dst = self.value(ValueType::new(dtype, shape));
+        self.push(Inst::Scalar { dst, scalar });
         dst
     }
 

@@ -79,6 +79,8 @@ entity! {
     LoopId, "i";
     /// An accumulator, printed `acc0`.
     AccId, "acc";
+    /// A scalar argument of the launch, printed `s0`.
+    ScalarId, "s";
 }
 
 /// How a program uses a parameter's memory.
@@ -340,6 +342,16 @@ pub enum Inst {
         /// The value.
         value: ScalarKey,
     },
+    /// A tile filled with the value of scalar argument `scalar`, given at
+    /// launch (`dst`'s dtype is the argument's, [`Program::scalars`]). Unlike
+    /// [`Inst::Const`] the value is not part of the program, so one program
+    /// (and one compiled module) serves every value.
+    Scalar {
+        /// The tile.
+        dst: ValueId,
+        /// The argument.
+        scalar: ScalarId,
+    },
     /// An `i64` tile holding each element's index along `axis` of the view
     /// space: `index[axis] * tile[axis] + j[axis]` where `tile` is `dst`'s shape.
     Iota {
@@ -502,6 +514,7 @@ macro_rules! operands_of {
             Inst::Load { .. }
             | Inst::InBounds { .. }
             | Inst::Const { .. }
+            | Inst::Scalar { .. }
             | Inst::Iota { .. }
             | Inst::AccRead { .. }
             | Inst::Loop { .. }
@@ -541,6 +554,9 @@ pub struct Program {
     pub name: String,
     /// The global buffers, in launch-argument order.
     pub params: Vec<Param>,
+    /// The dtypes of the scalar arguments, given at launch after the
+    /// buffers ([`Inst::Scalar`] reads them).
+    pub scalars: Vec<DType>,
     /// The partition views of the parameters.
     pub views: Vec<View>,
     /// The types of the SSA values, indexed by [`ValueId`].

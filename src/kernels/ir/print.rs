@@ -40,6 +40,9 @@ impl fmt::Display for Program {
                 None => writeln!(f)?,
             }
         }
+        for (i, d) in self.scalars.iter().enumerate() {
+            writeln!(f, "  s{i}: {d}")?;
+        }
         for (i, v) in self.views.iter().enumerate() {
             writeln!(
                 f,
@@ -132,6 +135,7 @@ pub(crate) fn inst_line(program: &Program, inst: &Inst) -> String {
         } => format!("store{} {}, {src}", masked(m), AccessView(*view, index)),
         Inst::InBounds { dst, view, index } => format!("{}in_bounds {}", def(dst), AccessView(*view, index)),
         Inst::Const { dst, value } => format!("{}const {}", def(dst), scalar(*value)),
+        Inst::Scalar { dst, scalar } => format!("{}scalar {scalar}", def(dst)),
         Inst::Iota { dst, axis, index } => format!("{}iota axis {axis} index {index}", def(dst)),
         Inst::Unary { dst, op, src } => format!("{}{} {src}", def(dst), snake_case(&format!("{op:?}"))),
         Inst::Binary { dst, op, lhs, rhs } => {

@@ -48,6 +48,8 @@
 //! - A constant's scalar has the result's dtype (a bool constant is a
 //!   `Scalar::Bool`, an integer one a `Scalar::Int` of that dtype, ...)
 //!   and is exactly representable in it.
+//! - A scalar argument read is declared in `scalars`, and the result has
+//!   its dtype, which is not f16/bf16 (scalar arguments are compute values).
 //! - Accumulator updates use `Add`, `Mul`, `Maximum` or `Minimum` with an
 //!   operand of the accumulator's type; reads give that type.
 //!
@@ -334,6 +336,20 @@ impl<'a> Verifier<'a> {
             Inst::Const { dst, value } => {
                 let ty = self.declared(*dst)?;
                 scalar_fits(*value, ty.dtype)?;
+                self.define(*dst, ty.clone())
+            }
+            Inst::Scalar { dst, scalar } => {
+                let ty = self.declared(*dst)?;
+                let Some(&d) = self.p.scalars.get(scalar.index()) else {
+                    return Err(format!("scalar argument {scalar} is not declared"));
+                };
+                if d != ty.dtype || d.compute_type() != d {
+                    return Err(format!(
+                        "scalar argument {scalar} of {d} read into a {} tile (scalar arguments are \
+                         compute values: not f16 or bf16)",
+                        ty.dtype
+                    ));
+                }
                 self.define(*dst, ty.clone())
             }
             Inst::Iota { dst, axis, index } => {

@@ -89,6 +89,8 @@ pub(super) struct Emitter<'a> {
     pub grid_coords: Vec<String>,
     /// The global address of each parameter.
     pub params: Vec<String>,
+    /// The 64-bit registers holding the scalar arguments' bits.
+    pub scalars: Vec<String>,
     /// The register of the thread index (`u32`).
     pub tid: String,
     coords: HashMap<(Vec<u32>, u32), (String, Vec<String>)>,
@@ -144,6 +146,7 @@ impl<'a> Emitter<'a> {
             loop_regs: HashMap::new(),
             grid_coords: Vec::new(),
             params: Vec::new(),
+            scalars: Vec::new(),
             tid: String::new(),
             coords: HashMap::new(),
             slot_valid: HashMap::new(),
@@ -266,6 +269,12 @@ impl<'a> Emitter<'a> {
                 e.ins(format!("ld.param.u64 {raw}, [{entry}_param_{i}]"));
                 e.ins(format!("cvta.to.global.u64 {addr}, {raw}"));
                 e.params.push(addr);
+            }
+            let buffers = e.prog.params.len();
+            for i in 0..e.prog.scalars.len() {
+                let raw = e.reg(Class::B64);
+                e.ins(format!("ld.param.u64 {raw}, [{entry}_param_{}]", buffers + i));
+                e.scalars.push(raw);
             }
             let x = e.reg(Class::B32);
             let lin = e.reg(Class::B64);
@@ -458,7 +467,7 @@ impl<'a> Emitter<'a> {
     fn inst(&mut self, inst: &Inst) -> Result<()> {
         self.lower(inst)?;
         let uniform = match inst {
-            Inst::Const { dst, .. } => Some(dst),
+            Inst::Const { dst, .. } | Inst::Scalar { dst, .. } => Some(dst),
             Inst::Unary { dst, src, .. } | Inst::Cast { dst, src } => self.uniform.contains(src).then_some(dst),
             Inst::Binary { dst, lhs, rhs, .. } => {
                 (self.uniform.contains(lhs) && self.uniform.contains(rhs)).then_some(dst)
@@ -504,6 +513,7 @@ impl<'a> Emitter<'a> {
                 scope,
             } => self.atomic(*op, *view, index, *src, *masked, *scope),
             Inst::Const { dst, value } => self.constant(*dst, value.0),
+            Inst::Scalar { dst, scalar } => self.scalar_arg(*dst, *scalar),
             Inst::Iota { dst, axis, index } => self.iota(*dst, *axis, index),
             Inst::Unary { dst, op, src } => self.unary_inst(*dst, *op, *src),
             Inst::Binary { dst, op, lhs, rhs } => self.binary_inst(*dst, *op, *lhs, *rhs),

@@ -92,6 +92,7 @@ pub(super) fn elementwise_only(body: &[Inst]) -> bool {
                 | Inst::Store { .. }
                 | Inst::InBounds { .. }
                 | Inst::Const { .. }
+                | Inst::Scalar { .. }
                 | Inst::Iota { .. }
                 | Inst::Unary { .. }
                 | Inst::Binary { .. }

@@ -19,7 +19,7 @@
 //! # let param = |name: &str, access| Param { name: name.into(), dtype: DType::F32, len: 8, access, init: None };
 //! # let ty = ValueType { dtype: DType::F32, shape: smallvec![8] };
 //! # let program = Program { name: "add_one".into(),
-//! #     params: vec![param("x", Access::Read), param("y", Access::Write)], views: vec![view(0), view(1)],
+//! #     params: vec![param("x", Access::Read), param("y", Access::Write)], scalars: vec![], views: vec![view(0), view(1)],
 //! #     values: vec![ty.clone(), ty.clone(), ty], accs: vec![], loops: 0, grid: smallvec![1],
 //! #     body: vec![
 //! #         Inst::Load { dst: ValueId(0), view: ViewId(0), index: smallvec![IndexExpr::constant(0)], masked: false },
@@ -220,6 +220,18 @@ pub fn choose_version(program: &str, target: &Target, needs: (u32, u32)) -> Resu
     Ok(v)
 }
 
+/// The launch word of a scalar argument of dtype `dtype`: `value`
+/// converted to `dtype` (as [`Scalar::cast`] converts), its bytes in the low
+/// end of the `u64` the generated kernel's `.param .u64` holds, the rest
+/// zero (bools are 0 or 1).
+pub fn scalar_argument_word(value: crate::dtype::Scalar, dtype: crate::dtype::DType) -> u64 {
+    let mut one = crate::storage::HostBuffer::zeros(dtype, 1);
+    one.set(0, value.cast(dtype));
+    let mut word = [0u8; 8];
+    word[..dtype.size_in_bytes()].copy_from_slice(one.bytes());
+    u64::from_le_bytes(word)
+}
+
 /// Lowers `program` (which must pass the verifier) to a PTX module for `target`.
 pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
     generate_with(program, target, tuning())
@@ -352,7 +364,7 @@ fn generate_once(program: &Program, target: &Target, tuning: &Tuning) -> Result<
     let mapping = mapping.join("\n");
     let version = choose_version(&program.name, target, e.needs_version)?;
     let shared_bytes = e.shared_bytes + e.staged_bytes;
-    let params: Vec<String> = (0..program.params.len())
+    let params: Vec<String> = (0..program.params.len() + program.scalars.len())
         .map(|i| format!("\t.param .u64 {entry}_param_{i}"))
         .collect();
     let mut header = format!(

@@ -6,7 +6,7 @@ use super::math64::{self, MathOps64};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::graph::{BinaryOp, UnaryOp};
-use crate::kernels::ir::{AccId, MathMode, ValueId};
+use crate::kernels::ir::{AccId, MathMode, ScalarId, ValueId};
 
 /// The immediate operand for `s` as a value of `d` (floats by their bits).
 pub(super) fn immediate(s: Scalar, d: DType) -> std::result::Result<String, String> {
@@ -905,6 +905,47 @@ impl Emitter<'_> {
         let imm = immediate(value, d).map_err(|e| self.invalid(e))?;
         let r = self.reg(Class::of(d));
         self.ins(mov_imm(d, &r, &imm));
+        self.vals.insert(dst, vec![r; slots]);
+        Ok(())
+    }
+
+    /// Lowers `Inst::Scalar`: the argument's bits (the value's bytes in the
+    /// low end of a `.u64` parameter) in one register shared by every slot.
+    pub fn scalar_arg(&mut self, dst: ValueId, scalar: ScalarId) -> Result<()> {
+        let ty = self.ty(dst)?;
+        let d = ty.dtype;
+        let slots = self.layout(&ty.shape).slots();
+        let bits = self
+            .scalars
+            .get(scalar.index())
+            .cloned()
+            .ok_or_else(|| self.invalid(format!("scalar argument {scalar} is not declared")))?;
+        let class = Class::of(d);
+        let r = match class {
+            Class::B64 => bits,
+            Class::F64 => {
+                let r = self.reg(class);
+                self.ins(format!("mov.b64 {r}, {bits}"));
+                r
+            }
+            Class::Pred => {
+                let r = self.reg(class);
+                self.ins(format!("setp.ne.u64 {r}, {bits}, 0"));
+                r
+            }
+            Class::B32 => {
+                let r = self.reg(class);
+                self.ins(format!("cvt.u32.u64 {r}, {bits}"));
+                r
+            }
+            Class::F32 => {
+                let (w, r) = (self.reg(Class::B32), self.reg(class));
+                self.ins(format!("cvt.u32.u64 {w}, {bits}"));
+                self.ins(format!("mov.b32 {r}, {w}"));
+                r
+            }
+            Class::B16 => return Err(self.invalid(format!("scalar argument {scalar} of {d}"))),
+        };
         self.vals.insert(dst, vec![r; slots]);
         Ok(())
     }

@@ -75,6 +75,13 @@ enum Status {
 /// On an access outside a parameter's buffer (the code's, not the model's,
 /// fault; a test should fail loudly).
 pub fn run(code: &Code, blocks: u32, mem: &mut Memory) -> Result<(), String> {
+    run_with_scalars(code, blocks, mem, &[])
+}
+
+/// [`run`] of a kernel with scalar arguments: `scalars` holds their launch
+/// words (see [`scalar_argument_word`](crate::kernels::ptx_gen::scalar_argument_word)),
+/// which follow the buffers' addresses among the kernel's parameters.
+pub fn run_with_scalars(code: &Code, blocks: u32, mem: &mut Memory, scalars: &[u64]) -> Result<(), String> {
     let words = &code.words;
     let (args_off, consts_off, nconst, consts_at) = (
         words[1] as usize,
@@ -86,8 +93,9 @@ pub fn run(code: &Code, blocks: u32, mem: &mut Memory) -> Result<(), String> {
     let threads = code.block_threads as usize;
     for block in 0..blocks {
         let mut smem = vec![0u8; code.shared_bytes as usize];
-        for i in 0..ARGS.min(mem.0.len()) {
-            smem[args_off + 8 * i..args_off + 8 * i + 8].copy_from_slice(&Memory::address(i).to_le_bytes());
+        let args = (0..mem.0.len()).map(Memory::address).chain(scalars.iter().copied());
+        for (i, word) in args.take(ARGS).enumerate() {
+            smem[args_off + 8 * i..args_off + 8 * i + 8].copy_from_slice(&word.to_le_bytes());
         }
         for i in 0..nconst {
             smem[consts_off + 4 * i..consts_off + 4 * i + 4].copy_from_slice(&words[consts_at + i].to_le_bytes());

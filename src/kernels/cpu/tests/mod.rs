@@ -49,7 +49,7 @@ pub(super) fn run(program: &Program, inputs: &[&HostBuffer], outputs: &mut [&mut
 /// As [`run`], skipping the verifier: for the executor's own checks of
 /// programs the verifier would refuse.
 pub(super) fn run_unverified(program: &Program, inputs: &[&HostBuffer], outputs: &mut [&mut HostBuffer]) -> Result<()> {
-    run_verified(program, &mut args(inputs, outputs))
+    run_verified(program, &mut args(inputs, outputs), &[])
 }
 
 /// `n` f32 values spread over roughly [-range, range], none of them zero.
