@@ -58,6 +58,18 @@ pub enum Error {
         /// What the operation needs instead.
         reason: &'static str,
     },
+    /// An integer or bool tensor given to an op that computes a statistic in
+    /// a float dtype (`mean`, `var`, the softmax family, the norms), which
+    /// refuses it as PyTorch does rather than guess a float dtype.
+    #[error("{op}: dtype {dtype} is not supported (shape {shape:?}); it needs a float dtype, so cast first, e.g. `x.cast(DType::F32)`")]
+    NeedsFloat {
+        /// The operation that was called.
+        op: &'static str,
+        /// The dtype that was rejected.
+        dtype: DType,
+        /// The shape of the tensor it was applied to.
+        shape: Dims,
+    },
     /// Two operands of different dtypes where one dtype is required.
     #[error("{op}: dtypes {lhs} and {rhs} differ")]
     DTypeMismatch {
@@ -231,6 +243,40 @@ pub enum Error {
         /// Bytes in use when it failed.
         in_use: usize,
     },
+}
+
+impl Error {
+    /// This error reported as coming from `op`: what a composed op (a
+    /// softmax, a norm) does with the errors of the ops it is written with,
+    /// so that they name the op the user called. Variants without an op
+    /// name are returned as they are.
+    pub(crate) fn with_op(mut self, op: &'static str) -> Error {
+        use Error::*;
+        match &mut self {
+            ShapeMismatch { op: o, .. }
+            | AxisOutOfRange { op: o, .. }
+            | InvalidShape { op: o, .. }
+            | UnsupportedDType { op: o, .. }
+            | NeedsFloat { op: o, .. }
+            | DTypeMismatch { op: o, .. }
+            | LengthMismatch { op: o, .. }
+            | PartitionOutOfRange { op: o, .. }
+            | PartlyOutOfBounds { op: o, .. }
+            | RankMismatch { op: o, .. }
+            | NotInjective { op: o, .. }
+            | SpanOutOfMemory { op: o, .. }
+            | IncompatiblePadding { op: o, .. }
+            | InvalidOrdering { op: o, .. }
+            | DeviceMismatch { op: o, .. } => *o = op,
+            InvalidProgram { .. }
+            | KernelArguments { .. }
+            | CudaUnavailable { .. }
+            | Driver { .. }
+            | PtxLoad { .. }
+            | OutOfMemory { .. } => {}
+        }
+        self
+    }
 }
 
 /// `Result` with tilefuse's [`Error`].

@@ -106,7 +106,11 @@ fn reductions_keep_axes_in_the_graph_and_reshape_after() {
     assert_eq!(x.sum(&[1], true).dims(), &[2, 1, 4]);
     assert_eq!(x.sum_all().dims(), &[] as &[usize]);
     assert_eq!(data(DType::F16, &[3]).sum_all().dtype(), DType::F16);
-    assert_eq!(data(DType::U8, &[3]).mean_all().dtype(), DType::F32);
+    assert_eq!(data(DType::F16, &[3]).mean_all().dtype(), DType::F16);
+    assert!(
+        data(DType::U8, &[3]).try_mean_all().is_err(),
+        "integer means are refused"
+    );
     assert_eq!(x.argmax(-1, false).dtype(), DType::I64);
     assert_eq!(x.argmax(-1, false).dims(), &[2, 3]);
     assert_eq!(x.max(&[0], false).dtype(), DType::I32);

@@ -199,6 +199,132 @@ fn wrong_lengths_dtypes_and_empty_selections_are_errors() {
     ));
 }
 
+#[test]
+#[should_panic(
+    expected = "mean: dtype i32 is not supported (shape [2, 3]); it needs a float dtype, so cast first, e.g. `x.cast(DType::F32)`"
+)]
+fn mean_of_integers_panics() {
+    let _ = Tensor::from_vec(vec![1i32; 6], &[2, 3]).mean(&[1], false);
+}
+
+#[test]
+fn statistics_of_integers_and_bools_are_errors_naming_the_op_dtype_and_shape() {
+    let i = Tensor::from_vec(vec![1i32; 6], &[2, 3]);
+    let b = i.gt(&Tensor::scalar(0i32));
+    let u = Tensor::from_vec(vec![1u8; 4], &[4]);
+    assert_eq!(
+        i.try_mean(&[1], false).unwrap_err(),
+        Error::NeedsFloat {
+            op: "mean",
+            dtype: DType::I32,
+            shape: vec![2, 3]
+        }
+    );
+    let need = |op: &str, dtype: &str, shape: &str| {
+        format!("{op}: dtype {dtype} is not supported (shape {shape}); it needs a float dtype, so cast first, e.g. `x.cast(DType::F32)`")
+    };
+    let cases: [(tilefuse::Result<Tensor>, &str, &str, &str); 12] = [
+        (i.try_mean_all(), "mean", "i32", "[2, 3]"),
+        (b.try_mean(&[0], true), "mean", "bool", "[2, 3]"),
+        (u.try_var_all(), "var", "u8", "[4]"),
+        (i.try_var(&[1], false), "var", "i32", "[2, 3]"),
+        (b.try_var_with_correction(&[1], false, 0), "var", "bool", "[2, 3]"),
+        (i.try_softmax(-1), "softmax", "i32", "[2, 3]"),
+        (b.try_log_softmax(0), "log_softmax", "bool", "[2, 3]"),
+        (u.try_logsumexp(&[0], false), "logsumexp", "u8", "[4]"),
+        (i.try_layer_norm(None, None, 1e-5), "layer_norm", "i32", "[2, 3]"),
+        (i.cast(DType::I64).try_rms_norm(None, 1e-6), "rms_norm", "i64", "[2, 3]"),
+        (u.cast(DType::U32).try_mean_all(), "mean", "u32", "[4]"),
+        (b.try_rms_norm(None, 1e-6), "rms_norm", "bool", "[2, 3]"),
+    ];
+    for (r, op, dtype, shape) in cases {
+        check_err(r, &need(op, dtype, shape));
+    }
+    // Cast first: the caller chooses the float dtype.
+    assert_eq!(i.cast(DType::F32).mean_all().to_scalar::<f32>().unwrap(), 1.0);
+}
+
+#[test]
+#[should_panic(
+    expected = "layer_norm: the weight must have shape [3], the length of the normalized last axis (shape [2, 3], argument [2])"
+)]
+fn layer_norm_with_a_weight_of_the_wrong_shape_panics() {
+    let _ = f32s(&[2, 3]).layer_norm(Some(&f32s(&[2])), None, 1e-5);
+}
+
+#[test]
+fn compositions_report_errors_under_their_own_name_and_the_callers_shapes() {
+    let x = f32s(&[2, 3]);
+    let weight = |n: usize, what: &str, shape: &str, arg: &str| {
+        format!("{what}: the weight must have shape [{n}], the length of the normalized last axis (shape {shape}, argument {arg})")
+    };
+    check_err(
+        x.try_layer_norm(Some(&f32s(&[2])), None, 1e-5),
+        &weight(3, "layer_norm", "[2, 3]", "[2]"),
+    );
+    // A weight that would broadcast is still not one of shape [n].
+    check_err(
+        x.try_layer_norm(Some(&f32s(&[1, 3])), None, 1e-5),
+        &weight(3, "layer_norm", "[2, 3]", "[1, 3]"),
+    );
+    check_err(
+        x.try_layer_norm(None, Some(&f32s(&[2, 3])), 1e-5),
+        "layer_norm: the bias must have shape [3], the length of the normalized last axis (shape [2, 3], argument [2, 3])",
+    );
+    check_err(
+        x.try_layer_norm(Some(&f32s(&[3])), Some(&f32s(&[])), 1e-5),
+        "layer_norm: the bias must have shape [3], the length of the normalized last axis (shape [2, 3], argument [])",
+    );
+    check_err(
+        x.try_rms_norm(Some(&f32s(&[4])), 1e-6),
+        &weight(3, "rms_norm", "[2, 3]", "[4]"),
+    );
+    check_err(
+        f32s(&[]).try_layer_norm(None, None, 1e-5),
+        "layer_norm: axis -1 is out of range for shape []",
+    );
+    check_err(
+        f32s(&[]).try_rms_norm(None, 1e-6),
+        "rms_norm: axis -1 is out of range for shape []",
+    );
+    check_err(
+        x.try_layer_norm(Some(&f32s(&[3]).to(Device::Cuda(0))), None, 1e-5),
+        "layer_norm: operands live on different devices (cpu and cuda:0)",
+    );
+    check_err(
+        x.try_rms_norm(Some(&f32s(&[3]).to(Device::Cuda(0))), 1e-6),
+        "rms_norm: operands live on different devices (cpu and cuda:0)",
+    );
+    check_err(
+        x.try_log_softmax(-3),
+        "log_softmax: axis -3 is out of range for shape [2, 3]",
+    );
+    check_err(
+        x.try_logsumexp(&[2], true),
+        "logsumexp: axis 2 is out of range for shape [2, 3]",
+    );
+    check_err(
+        x.try_logsumexp(&[1, -1], false),
+        "logsumexp: axis 1 is given twice (shape [2, 3], argument [1, -1])",
+    );
+    check_err(
+        x.try_var(&[0, 0], false),
+        "var: axis 0 is given twice (shape [2, 3], argument [0, 0])",
+    );
+    check_err(
+        x.try_mean(&[-3], false),
+        "mean: axis -3 is out of range for shape [2, 3]",
+    );
+    // Half inputs are checked the same way, before they are widened to f32.
+    let h = x.cast(DType::F16);
+    check_err(h.try_softmax(2), "softmax: axis 2 is out of range for shape [2, 3]");
+    check_err(h.try_mean(&[4], true), "mean: axis 4 is out of range for shape [2, 3]");
+    check_err(
+        h.try_layer_norm(Some(&f32s(&[2]).cast(DType::F16)), None, 1e-5),
+        &weight(3, "layer_norm", "[2, 3]", "[2]"),
+    );
+}
+
 /// The line of the panic `f` makes, seen by a panic hook that records the
 /// location on the panicking thread (tests run on several threads).
 fn panic_location(f: impl FnOnce() + std::panic::UnwindSafe) -> (String, u32) {

@@ -185,13 +185,10 @@ fn integer_and_half_sums_follow_pytorch_dtypes() {
             .unwrap(),
         12
     );
-    assert_eq!(
-        Tensor::from_vec(vec![1i32, 2], &[2])
-            .mean_all()
-            .to_scalar::<f32>()
-            .unwrap(),
-        1.5
-    );
+    // The mean of integers needs a float dtype chosen by the caller, as in PyTorch.
+    let i = Tensor::from_vec(vec![1i32, 2], &[2]);
+    assert!(i.try_mean_all().is_err());
+    assert_eq!(i.cast(DType::F32).mean_all().to_scalar::<f32>().unwrap(), 1.5);
     let h = Tensor::from_vec(vec![f16::from_f32(0.1); 10], &[10]);
     let s = h.sum_all();
     assert_eq!(s.dtype(), DType::F16);
@@ -328,6 +325,27 @@ fn compositions() {
     close(
         &y.rms_norm(Some(&w), 1e-6),
         &[1.0 / rms, 4.0 / rms, 3.0 / rms, 8.0 / rms],
+    );
+}
+
+#[test]
+fn compositions_over_empty_axes_follow_pytorch() {
+    // Nothing to normalize: a softmax along an empty axis is empty, and the
+    // log of an empty sum of exponentials is -inf.
+    let e = Tensor::zeros(&[2, 0], DType::F32);
+    assert_eq!(e.softmax(1).dims(), &[2, 0]);
+    assert_eq!(e.log_softmax(-1).dims(), &[2, 0]);
+    close(&e.logsumexp(&[1], false), &[f32::NEG_INFINITY; 2]);
+    assert_eq!(e.layer_norm(None, None, 1e-5).dims(), &[2, 0]);
+    assert_eq!(
+        e.cast(DType::F16).logsumexp(&[1], true).to_vec::<f16>().unwrap(),
+        vec![f16::NEG_INFINITY; 2]
+    );
+    // Along the other axis the rows are empty, so there is nothing to reduce.
+    assert_eq!(e.softmax(0).dims(), &[2, 0]);
+    close(
+        &Tensor::zeros(&[0, 3], DType::F32).logsumexp(&[0], false),
+        &[f32::NEG_INFINITY; 3],
     );
 }
 

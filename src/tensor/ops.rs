@@ -198,8 +198,20 @@ impl Tensor {
     }
 
     fallible! {
-        /// This tensor converted to `dtype`: floats to integers truncate toward
-        /// zero and saturate (NaN gives 0), integers wrap, nonzero is `true`.
+        /// This tensor converted to `dtype`, by the rule of [`Scalar::cast`]
+        /// (the same on every device):
+        /// - to a float rounds to nearest, ties to even;
+        /// - a float to an integer truncates toward zero into an i64,
+        ///   saturating at the i64 range (NaN gives 0), and then wraps
+        ///   (two's complement) to the target width, so it saturates only
+        ///   for i64: `+inf`, `-inf`, NaN, `-1e20` and `3e9` give
+        ///   `i64::MAX`, `i64::MIN`, 0, `i64::MIN` and 3000000000 as i64,
+        ///   -1, 0, 0, 0 and -1294967296 as i32, 4294967295, 0, 0, 0 and
+        ///   3000000000 as u32, and 255, 0, 0, 0 and 0 as u8; `2.7` gives 2
+        ///   in all of them, `-2.7` gives -2 as i64 or i32 and wraps to
+        ///   4294967294 as u32 and 254 as u8;
+        /// - an integer to an integer wraps (`300` as u8 is 44, `-1` is 255);
+        /// - to bool is `!= 0` (NaN is `true`); a bool is 0 or 1.
         pub fn cast / try_cast(&self, dtype: DType) -> Tensor {
             Ok(self.cast_to(dtype))
         }

@@ -7,21 +7,43 @@
 //! Dtypes follow PyTorch: `sum` and `prod` of integers or bools give i64
 //! (the input is cast first), of floats keep the float dtype (f16 and bf16
 //! accumulate in f32 inside the kernel and round once); `max` and `min` keep
-//! the dtype; `argmax` and `argmin` give i64; `mean` and `var` of integers
-//! or bools cast to f32 first. `max`, `min`, `argmax` and `argmin` over an
-//! empty axis are misuse; `sum` and `prod` of nothing are 0 and 1, and the
-//! `mean` of nothing is NaN.
+//! the dtype; `argmax` and `argmin` give i64. `max`, `min`, `argmax` and
+//! `argmin` over an empty axis are misuse; `sum` and `prod` of nothing are 0
+//! and 1, and the `mean` of nothing is NaN.
+//!
+//! # Statistics
+//!
+//! `mean` and `var` need a float input: integers and bools are refused with
+//! [`Error::NeedsFloat`] (as PyTorch refuses them), so the caller chooses the
+//! float dtype. They compute in the *accumulator dtype*: an f16 or bf16
+//! input is cast to f32 first (a cast that fusion folds into the kernel's
+//! load), the sum, the scale by `1 / n`, the deviations and the second
+//! moment are all f32, and the result is rounded once to the input's
+//! dtype, as PyTorch computes them. So the bf16 mean of 300 ones is exactly
+//! 1 and their variance exactly 0, where scaling a bf16 sum by a bf16
+//! `1 / 300` would give 0.99609375. f32 and f64 inputs compute in their own
+//! dtype.
 
-use super::ops::float_dtype;
 use super::{fallible, Tensor};
 use crate::dtype::DType;
 use crate::error::{dims, Error, Result};
 use crate::graph::{Axes, Op, ReduceOp};
 use crate::shape::Shape;
 
+/// The dtype the float statistics of a `d` tensor (`mean`, `var`, and the
+/// compositions of `compose.rs`) are computed in: f32 for f16, bf16 and
+/// f32, f64 for f64. Only float dtypes have one.
+fn accumulator_dtype(d: DType) -> DType {
+    debug_assert!(d.is_float(), "{d} has no accumulator dtype");
+    match d {
+        DType::F64 => DType::F64,
+        _ => DType::F32,
+    }
+}
+
 impl Tensor {
     /// The distinct axes of `axes`, resolved and ascending.
-    fn reduced_axes(&self, op: &'static str, axes: &[isize]) -> Result<Axes> {
+    pub(crate) fn reduced_axes(&self, op: &'static str, axes: &[isize]) -> Result<Axes> {
         let mut out = Axes::new();
         for &a in axes {
             let ax = self.shape().axis(op, a)?;
@@ -49,6 +71,14 @@ impl Tensor {
         axes.iter().map(|&a| self.dims()[a]).product()
     }
 
+    /// The shape of a reduction over the resolved `axes` with `keepdim`:
+    /// this shape with each of them of length 1.
+    pub(crate) fn kept_dims(&self, axes: &[usize]) -> Vec<usize> {
+        (0..self.rank())
+            .map(|i| if axes.contains(&i) { 1 } else { self.dims()[i] })
+            .collect()
+    }
+
     /// Records `op` over `axes`, then drops the reduced axes unless `keepdim`.
     fn reduce(&self, name: &'static str, op: ReduceOp, axes: &[isize], keepdim: bool) -> Result<Tensor> {
         let axes = self.reduced_axes(name, axes)?;
@@ -71,9 +101,7 @@ impl Tensor {
         if axes.is_empty() {
             return Ok(x.cast_to(out));
         }
-        let kept: Vec<usize> = (0..self.rank())
-            .map(|i| if axes.contains(&i) { 1 } else { self.dims()[i] })
-            .collect();
+        let kept = self.kept_dims(&axes);
         let r = Tensor::record(
             Op::Reduce { op, axes: axes.clone() },
             &[&x],
@@ -97,37 +125,76 @@ impl Tensor {
         self.try_reshape(&kept)
     }
 
-    /// The variance over `axes` with Bessel's `correction` (1 is unbiased).
-    fn variance(&self, name: &'static str, axes: &[isize], keepdim: bool, correction: usize) -> Result<Tensor> {
-        let x = self.cast_to(float_dtype(self.dtype()));
-        let n = x.reduced_count(&x.reduced_axes(name, axes)?);
-        let mean = x.try_mean(axes, true)?;
-        let d = x.try_sub(&mean)?;
+    /// This tensor in the accumulator dtype its statistics are computed in
+    /// (see the module docs), or [`Error::NeedsFloat`] naming `op` if it
+    /// is an integer or bool tensor.
+    pub(crate) fn statistic_input(&self, op: &'static str) -> Result<Tensor> {
+        let d = self.dtype();
+        if !d.is_float() {
+            return Err(Error::NeedsFloat {
+                op,
+                dtype: d,
+                shape: dims(self.dims()),
+            });
+        }
+        Ok(self.cast_to(accumulator_dtype(d)))
+    }
+
+    /// The mean over `axes` of a tensor already in its accumulator dtype:
+    /// the sum times `1 / n`, both in that dtype.
+    pub(crate) fn mean_of(&self, name: &'static str, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+        let n = self.reduced_count(&self.reduced_axes(name, axes)?);
+        let s = self.reduce(name, ReduceOp::Sum, axes, keepdim)?;
+        s.try_mul(&s.scalar_like(1.0 / n as f64))
+    }
+
+    /// The variance over `axes` with Bessel's `correction` (1 is unbiased) of
+    /// a tensor already in its accumulator dtype: the mean, the deviations,
+    /// their squares, the sum and the scale by `1 / (n - correction)` are all
+    /// in that dtype.
+    pub(crate) fn variance_of(
+        &self,
+        name: &'static str,
+        axes: &[isize],
+        keepdim: bool,
+        correction: usize,
+    ) -> Result<Tensor> {
+        let n = self.reduced_count(&self.reduced_axes(name, axes)?);
+        let mean = self.mean_of(name, axes, true)?;
+        let d = self.try_sub(&mean)?;
         let sq = d.try_mul(&d)?.reduce(name, ReduceOp::Sum, axes, keepdim)?;
         let dof = n.saturating_sub(correction) as f64;
         sq.try_mul(&sq.scalar_like(1.0 / dof))
     }
 
+    /// The variance over `axes` in the accumulator dtype, rounded once to
+    /// this tensor's dtype.
+    fn variance(&self, name: &'static str, axes: &[isize], keepdim: bool, correction: usize) -> Result<Tensor> {
+        let x = self.statistic_input(name)?;
+        Ok(x.variance_of(name, axes, keepdim, correction)?.cast_to(self.dtype()))
+    }
+
     fallible! {
-        /// The sum over `axes`.
+        /// The sum over `axes`: i64 for integers and bools, the input's dtype
+        /// for floats (f16 and bf16 accumulate in f32 and round once).
         pub fn sum / try_sum(&self, axes: &[isize], keepdim: bool) -> Tensor {
             self.reduce("sum", ReduceOp::Sum, axes, keepdim)
         }
         /// The sum of all elements, as a rank-0 tensor.
         pub fn sum_all / try_sum_all(&self) -> Tensor { self.try_sum(&self.all_axes(), false) }
-        /// The product over `axes`.
+        /// The product over `axes`, with the dtypes of [`Tensor::sum`].
         pub fn prod / try_prod(&self, axes: &[isize], keepdim: bool) -> Tensor {
             self.reduce("prod", ReduceOp::Prod, axes, keepdim)
         }
         /// The product of all elements, as a rank-0 tensor.
         pub fn prod_all / try_prod_all(&self) -> Tensor { self.try_prod(&self.all_axes(), false) }
-        /// The maximum over `axes`; NaN if any element is NaN.
+        /// The maximum over `axes`, in the input's dtype; NaN if any element is NaN.
         pub fn max / try_max(&self, axes: &[isize], keepdim: bool) -> Tensor {
             self.reduce("max", ReduceOp::Max, axes, keepdim)
         }
         /// The maximum of all elements, as a rank-0 tensor.
         pub fn max_all / try_max_all(&self) -> Tensor { self.try_max(&self.all_axes(), false) }
-        /// The minimum over `axes`; NaN if any element is NaN.
+        /// The minimum over `axes`, in the input's dtype; NaN if any element is NaN.
         pub fn min / try_min(&self, axes: &[isize], keepdim: bool) -> Tensor {
             self.reduce("min", ReduceOp::Min, axes, keepdim)
         }
@@ -149,21 +216,26 @@ impl Tensor {
         pub fn argmin_all / try_argmin_all(&self) -> Tensor {
             self.try_flatten()?.reduce("argmin", ReduceOp::ArgMin, &[0], false)
         }
-        /// The mean over `axes`: the sum times `1 / n`, in a float dtype.
+        /// The mean over `axes`: the sum times `1 / n`, computed in f32 for
+        /// f16 and bf16 (in the input's dtype for f32 and f64) and rounded
+        /// once to the input's dtype. Integer and bool tensors are refused
+        /// ([`Error::NeedsFloat`]); cast them to a float dtype first.
         pub fn mean / try_mean(&self, axes: &[isize], keepdim: bool) -> Tensor {
-            let x = self.cast_to(float_dtype(self.dtype()));
-            let n = x.reduced_count(&x.reduced_axes("mean", axes)?);
-            let s = x.reduce("mean", ReduceOp::Sum, axes, keepdim)?;
-            s.try_mul(&s.scalar_like(1.0 / n as f64))
+            let x = self.statistic_input("mean")?;
+            Ok(x.mean_of("mean", axes, keepdim)?.cast_to(self.dtype()))
         }
         /// The mean of all elements, as a rank-0 tensor.
         pub fn mean_all / try_mean_all(&self) -> Tensor { self.try_mean(&self.all_axes(), false) }
-        /// The unbiased variance over `axes` (divided by `n - 1`, as PyTorch's default).
+        /// The unbiased variance over `axes` (divided by `n - 1`, as PyTorch's
+        /// default), computed as [`Tensor::mean`] is: in f32 for f16 and bf16,
+        /// the mean, the squared deviations and their sum included, rounded
+        /// once to the input's dtype; integers and bools are refused.
         pub fn var / try_var(&self, axes: &[isize], keepdim: bool) -> Tensor {
             self.variance("var", axes, keepdim, 1)
         }
         /// The variance over `axes` divided by `n - correction` (0 gives the
         /// population variance); infinite or NaN when `n <= correction`.
+        /// Dtypes as for [`Tensor::var`].
         pub fn var_with_correction / try_var_with_correction(
             &self, axes: &[isize], keepdim: bool, correction: usize,
         ) -> Tensor {
