@@ -32,8 +32,13 @@
 //!
 //! Every op has a panicking form (`add`, `sum`, `reshape`, ...) and a `try_`
 //! form (`try_add`, `try_sum`, `try_reshape`, ...) that returns the same
-//! misuse as an [`Error`] naming the op and the shapes. Only device failures
-//! wait until a result is realized.
+//! misuse as an [`Error`] naming the op and the shapes; so do the
+//! constructors (`from_vec`, `zeros`, `full`, `rand`, `arange`, ...). A
+//! shape no tensor can have (more than [`crate::MAX_RANK`] axes or more
+//! than [`crate::shape::MAX_NUMEL`] elements) is misuse at the op that made
+//! it. Only device failures wait until a result is realized; host memory
+//! that runs out is [`Error::HostOutOfMemory`] from the call that
+//! allocates (a constructor of data, a realization, a read).
 
 mod compose;
 mod ops;
