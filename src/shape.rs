@@ -182,19 +182,23 @@ impl fmt::Display for Shape {
     }
 }
 
+/// The conversions check the extents as [`Shape::new`] does, and panic as it does.
 impl From<&[usize]> for Shape {
+    #[track_caller]
     fn from(d: &[usize]) -> Shape {
         Shape::new(d)
     }
 }
 
 impl<const N: usize> From<[usize; N]> for Shape {
+    #[track_caller]
     fn from(d: [usize; N]) -> Shape {
         Shape::new(&d)
     }
 }
 
 impl From<Vec<usize>> for Shape {
+    #[track_caller]
     fn from(d: Vec<usize>) -> Shape {
         Shape::new(&d)
     }

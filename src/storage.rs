@@ -32,8 +32,8 @@ impl HostBuffer {
     /// A zero-filled buffer of `len` elements, for small buffers.
     ///
     /// # Panics
-    /// If the buffer does not fit in memory (a refused allocation aborts
-    /// the process); [`HostBuffer::try_zeros`] returns an error instead.
+    /// If the allocator refuses the buffer, with the message of the error
+    /// [`HostBuffer::try_zeros`] returns.
     #[track_caller]
     pub fn zeros(dtype: DType, len: usize) -> HostBuffer {
         crate::tensor::or_panic(HostBuffer::try_zeros(dtype, len))

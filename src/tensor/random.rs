@@ -87,7 +87,7 @@ fn arange_len(start: Scalar, end: Scalar, step: Scalar) -> Result<usize> {
             if st == 0 {
                 return Err(bad("the step must not be zero"));
             }
-            // Every operand is an i64 or u64, so this is exact in i128.
+            // Every operand has at most 64 bits, so this is exact in i128.
             let count = ((e - s + st - st.signum()) / st).max(0);
             usize::try_from(count)
                 .ok()
@@ -102,7 +102,7 @@ fn arange_len(start: Scalar, end: Scalar, step: Scalar) -> Result<usize> {
             if st == 0.0 || !st.is_finite() {
                 return Err(bad("the step must be finite and not zero"));
             }
-            // Infinite when `e - s` overflows; below 2^60 it is exact.
+            // Infinite (and so too long) when `e - s` overflows.
             let count = ((e - s) / st).ceil().max(0.0);
             if count >= MAX_NUMEL as f64 {
                 return Err(too_long(format!("{count:e}")));
