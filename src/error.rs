@@ -235,6 +235,47 @@ pub enum Error {
         /// The JIT's error log.
         log: String,
     },
+    /// A shape with more axes than a tensor can have ([`crate::MAX_RANK`]).
+    #[error("{op}: shape {shape:?} has {} axes, more than the {max} a tensor can have", .shape.len())]
+    RankTooLarge {
+        /// The operation that was called.
+        op: &'static str,
+        /// The shape asked for.
+        shape: Dims,
+        /// The most axes a tensor can have ([`crate::MAX_RANK`]).
+        max: usize,
+    },
+    /// A shape with more elements than a tensor can hold: the product of its
+    /// extents (an empty axis counted as 1) is above
+    /// [`crate::shape::MAX_NUMEL`], the most elements whose size at 8 bytes
+    /// each fits in an `isize`.
+    #[error(
+        "{op}: shape {shape:?}{} has more elements than a tensor can hold (at most {max}, so that their size at 8 bytes each fits in an isize)",
+        broadcast_of(.operands)
+    )]
+    ShapeTooLarge {
+        /// The operation that was called.
+        op: &'static str,
+        /// The shape asked for, or the broadcast of `operands`.
+        shape: Dims,
+        /// The operand shapes whose broadcast `shape` is; empty when the
+        /// shape was given as such.
+        operands: Vec<Dims>,
+        /// The most elements a tensor can hold ([`crate::shape::MAX_NUMEL`]).
+        max: usize,
+    },
+    /// Host memory ran out: the allocator refused a buffer.
+    #[error("{op}: out of host memory allocating {bytes} bytes (shape {shape:?}, {dtype})")]
+    HostOutOfMemory {
+        /// The operation that allocated.
+        op: &'static str,
+        /// The bytes asked for.
+        bytes: usize,
+        /// The shape of the buffer (its length for a flat buffer).
+        shape: Dims,
+        /// The element type of the buffer.
+        dtype: DType,
+    },
     /// Device memory ran out, even after the cache was freed.
     #[error("out of device memory allocating {bytes} bytes ({in_use} in use)")]
     OutOfMemory {
@@ -285,4 +326,14 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Shape or index as [`Dims`] for an error message.
 pub(crate) fn dims(xs: &[usize]) -> Dims {
     xs.to_vec()
+}
+
+/// The part of a [`Error::ShapeTooLarge`] message that names the operands
+/// whose broadcast the shape is, if any.
+fn broadcast_of(operands: &[Dims]) -> String {
+    if operands.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = operands.iter().map(|o| format!("{o:?}")).collect();
+    format!(" (the broadcast of {})", names.join(" and "))
 }

@@ -25,7 +25,7 @@ pub mod tile;
 pub use device::Device;
 pub use dtype::{DType, Element, Scalar};
 pub use error::{Error, Result};
-pub use shape::Shape;
+pub use shape::{Shape, MAX_RANK};
 pub use tensor::Tensor;
 
 // The README's example is compiled and run as a doctest.

@@ -5,7 +5,7 @@
 use crate::device::cuda::DeviceBuffer;
 use crate::device::Device;
 use crate::dtype::{DType, Element, Scalar};
-use crate::error::Result;
+use crate::error::{dims, Error, Result};
 use bytemuck::Pod;
 #[cfg(feature = "cuda")]
 use std::sync::OnceLock;
@@ -29,14 +29,61 @@ impl std::fmt::Debug for HostBuffer {
 }
 
 impl HostBuffer {
-    /// A zero-filled buffer of `len` elements.
+    /// A zero-filled buffer of `len` elements, for small buffers.
+    ///
+    /// # Panics
+    /// If the allocator refuses the buffer, with the message of the error
+    /// [`HostBuffer::try_zeros`] returns.
+    #[track_caller]
     pub fn zeros(dtype: DType, len: usize) -> HostBuffer {
-        let bytes = len * dtype.size_in_bytes();
-        HostBuffer {
+        crate::tensor::or_panic(HostBuffer::try_zeros(dtype, len))
+    }
+
+    /// A zero-filled buffer of `len` elements, or
+    /// [`Error::HostOutOfMemory`] if the allocator refuses it (the
+    /// process goes on). The memory comes zeroed from the allocator, so
+    /// the pages of a large buffer are only backed when first touched.
+    pub fn try_zeros(dtype: DType, len: usize) -> Result<HostBuffer> {
+        HostBuffer::try_zeros_for("HostBuffer::try_zeros", &[len], dtype)
+    }
+
+    /// A zero-filled buffer of the elements of `shape`, or
+    /// [`Error::HostOutOfMemory`] naming `op`, the bytes and `shape`.
+    pub(crate) fn try_zeros_for(op: &'static str, shape: &[usize], dtype: DType) -> Result<HostBuffer> {
+        let out_of_memory = |bytes: usize| Error::HostOutOfMemory {
+            op,
+            bytes,
+            shape: dims(shape),
             dtype,
-            len,
-            words: vec![0u64; bytes.div_ceil(8)],
-        }
+        };
+        let len = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        let bytes = len.and_then(|len| len.checked_mul(dtype.size_in_bytes()));
+        let (Some(len), Some(bytes)) = (len, bytes) else {
+            return Err(out_of_memory(usize::MAX));
+        };
+        let words =
+            bytemuck::allocation::try_zeroed_vec::<u64>(bytes.div_ceil(8)).map_err(|()| out_of_memory(bytes))?;
+        Ok(HostBuffer { dtype, len, words })
+    }
+
+    /// A copy of the buffer, or [`Error::HostOutOfMemory`] naming `op` if
+    /// the allocator refuses it.
+    pub(crate) fn try_clone_for(&self, op: &'static str) -> Result<HostBuffer> {
+        let mut words = Vec::new();
+        words
+            .try_reserve_exact(self.words.len())
+            .map_err(|_| Error::HostOutOfMemory {
+                op,
+                bytes: self.words.len() * 8,
+                shape: dims(&[self.len]),
+                dtype: self.dtype,
+            })?;
+        words.extend_from_slice(&self.words);
+        Ok(HostBuffer {
+            dtype: self.dtype,
+            len: self.len,
+            words,
+        })
     }
 
     /// A buffer holding a copy of `data`, whose Rust type must be `dtype`'s
@@ -235,7 +282,8 @@ impl Storage {
     /// that computes it) and kept.
     ///
     /// # Errors
-    /// Device failures while downloading.
+    /// Device failures while downloading; [`Error::HostOutOfMemory`] if the
+    /// host copy does not fit in memory (the next call tries again).
     pub fn host(&self) -> Result<&HostBuffer> {
         match self {
             Storage::Host(b) => Ok(b),
@@ -291,7 +339,8 @@ impl CudaStorage {
     /// The host copy, downloaded on the first call.
     ///
     /// # Errors
-    /// Device failures while downloading.
+    /// Device failures while downloading; [`Error::HostOutOfMemory`] if the
+    /// host copy does not fit in memory.
     pub fn host(&self) -> Result<&HostBuffer> {
         if let Some(h) = self.host.get() {
             return Ok(h);

@@ -23,8 +23,8 @@ pub(super) fn run_leaves(plan: &Plan, leaves: &[Arc<Storage>], scalars: &[Scalar
     let mut temps: Vec<Option<HostBuffer>> = plan
         .buffers
         .iter()
-        .map(|b| Some(HostBuffer::zeros(b.dtype, b.len as usize)))
-        .collect();
+        .map(|b| HostBuffer::try_zeros_for("realize", &[b.len as usize], b.dtype).map(Some))
+        .collect::<Result<_>>()?;
     for kernel in &plan.kernels {
         // Buffers the kernel writes are taken out of `temps` for the call, so
         // the ones it only reads can be borrowed from `temps` meanwhile.
@@ -69,10 +69,14 @@ pub(super) fn run_leaves(plan: &Plan, leaves: &[Arc<Storage>], scalars: &[Scalar
     plan.outputs
         .iter()
         .map(|out| match *out {
-            BufferRef::Input(i) => input(&inputs, i, "plan outputs").cloned(),
+            BufferRef::Input(i) => input(&inputs, i, "plan outputs").and_then(|b| b.try_clone_for("realize")),
             BufferRef::Temp(t) => {
                 let used_again = plan.outputs.iter().filter(|&&o| o == *out).count() > 1;
-                let buf = if used_again { temps[t].clone() } else { temps[t].take() };
+                let buf = if used_again {
+                    temps[t].as_ref().map(|b| b.try_clone_for("realize")).transpose()?
+                } else {
+                    temps[t].take()
+                };
                 buf.ok_or_else(|| bad_plan("plan outputs", "an output buffer is missing"))
             }
         })

@@ -32,8 +32,13 @@
 //!
 //! Every op has a panicking form (`add`, `sum`, `reshape`, ...) and a `try_`
 //! form (`try_add`, `try_sum`, `try_reshape`, ...) that returns the same
-//! misuse as an [`Error`] naming the op and the shapes. Only device failures
-//! wait until a result is realized.
+//! misuse as an [`Error`] naming the op and the shapes; so do the
+//! constructors (`from_vec`, `zeros`, `full`, `rand`, `arange`, ...). A
+//! shape no tensor can have (more than [`crate::MAX_RANK`] axes or more
+//! than [`crate::shape::MAX_NUMEL`] elements) is misuse at the op that made
+//! it. Only device failures wait until a result is realized; host memory
+//! that runs out is [`Error::HostOutOfMemory`] from the call that
+//! allocates (a constructor of data, a realization, a read).
 
 mod compose;
 mod ops;
@@ -75,6 +80,15 @@ pub(crate) use fallible;
 
 /// A lazy n-dimensional array on a [`Device`]: a cheap-to-clone handle on a
 /// node of the op graph.
+///
+/// A tensor has at most [`crate::MAX_RANK`] (6) axes and at most
+/// [`crate::shape::MAX_NUMEL`] (`2^60 - 1`) elements; every constructor and
+/// op that would make a larger shape (`from_vec`, `zeros`, `reshape`,
+/// `unsqueeze`, `broadcast_to`, a binary op's broadcast, ...) returns
+/// [`Error::RankTooLarge`] or [`Error::ShapeTooLarge`] from its `try_`
+/// form, naming the op and the shape, and panics with that message from
+/// the panicking form. Host memory that runs out while a tensor is made,
+/// realized or read is [`Error::HostOutOfMemory`], not an abort.
 #[derive(Clone)]
 pub struct Tensor(Arc<Handle>);
 
@@ -123,13 +137,17 @@ impl Tensor {
     /// A tensor of `shape` holding `data` in row-major order, on the CPU.
     ///
     /// # Panics
-    /// If `data.len()` is not the number of elements of `shape`.
+    /// On misuse, with the message of the error [`Tensor::try_from_vec`] returns.
     #[track_caller]
     pub fn from_vec<E: Element>(data: Vec<E>, shape: &[usize]) -> Tensor {
         or_panic(Tensor::try_from_slice(&data, shape))
     }
 
-    /// [`Tensor::from_vec`], returning [`Error::LengthMismatch`] instead of panicking.
+    /// [`Tensor::from_vec`], returning misuse as an `Err` instead of
+    /// panicking: [`Error::LengthMismatch`] if `data.len()` is not the
+    /// number of elements of `shape`, [`Error::RankTooLarge`] or
+    /// [`Error::ShapeTooLarge`] for a shape no tensor can have, and
+    /// [`Error::HostOutOfMemory`] if the copy does not fit in memory.
     pub fn try_from_vec<E: Element>(data: Vec<E>, shape: &[usize]) -> Result<Tensor> {
         Tensor::try_from_slice(&data, shape)
     }
@@ -137,15 +155,16 @@ impl Tensor {
     /// A tensor of `shape` holding a copy of `data` in row-major order, on the CPU.
     ///
     /// # Panics
-    /// If `data.len()` is not the number of elements of `shape`.
+    /// On misuse, with the message of the error [`Tensor::try_from_slice`] returns.
     #[track_caller]
     pub fn from_slice<E: Element>(data: &[E], shape: &[usize]) -> Tensor {
         or_panic(Tensor::try_from_slice(data, shape))
     }
 
-    /// [`Tensor::from_slice`], returning [`Error::LengthMismatch`] instead of panicking.
+    /// [`Tensor::from_slice`], returning misuse as an `Err` instead of
+    /// panicking (the errors of [`Tensor::try_from_vec`]).
     pub fn try_from_slice<E: Element>(data: &[E], shape: &[usize]) -> Result<Tensor> {
-        let shape = Shape::new(shape);
+        let shape = Shape::try_new("from_vec", shape)?;
         if data.len() != shape.numel() {
             return Err(Error::LengthMismatch {
                 op: "from_vec",
@@ -153,36 +172,87 @@ impl Tensor {
                 shape: dims(shape.dims()),
             });
         }
-        let mut buf = HostBuffer::zeros(E::DTYPE, data.len());
+        let mut buf = HostBuffer::try_zeros_for("from_vec", shape.dims(), E::DTYPE)?;
         buf.bytes_mut().copy_from_slice(element_bytes(data));
         Ok(Tensor::from_buffer(buf, shape))
+    }
+
+    /// A constant node of `shape` and `dtype` holding `value`, on the CPU.
+    pub(crate) fn constant(shape: Shape, value: Scalar, dtype: DType) -> Tensor {
+        Tensor::record(Op::Full(value.cast(dtype)), &[], shape, dtype, Device::Cpu)
+    }
+
+    /// A constant of the shape `dims`, checked with `op` named in errors.
+    fn constant_as(op: &'static str, dims: &[usize], value: Scalar, dtype: DType) -> Result<Tensor> {
+        Ok(Tensor::constant(Shape::try_new(op, dims)?, value, dtype))
     }
 
     /// A tensor of `shape` and `dtype` with every element `value` (rounded or
     /// wrapped to `dtype`), on the CPU. It is a constant node: no memory is
     /// filled until it is realized.
+    ///
+    /// # Panics
+    /// On misuse, with the message of the error [`Tensor::try_full_scalar`] returns.
+    #[track_caller]
     pub fn full_scalar(shape: &[usize], value: Scalar, dtype: DType) -> Tensor {
-        Tensor::record(Op::Full(value.cast(dtype)), &[], Shape::new(shape), dtype, Device::Cpu)
+        or_panic(Tensor::try_full_scalar(shape, value, dtype))
+    }
+
+    /// [`Tensor::full_scalar`], returning [`Error::RankTooLarge`] or
+    /// [`Error::ShapeTooLarge`] for a shape no tensor can have instead of
+    /// panicking.
+    pub fn try_full_scalar(shape: &[usize], value: Scalar, dtype: DType) -> Result<Tensor> {
+        Tensor::constant_as("full_scalar", shape, value, dtype)
     }
 
     /// A tensor of `shape` with every element `value`, of `value`'s dtype.
+    ///
+    /// # Panics
+    /// On misuse, with the message of the error [`Tensor::try_full`] returns.
+    #[track_caller]
     pub fn full<E: Element>(shape: &[usize], value: E) -> Tensor {
-        Tensor::full_scalar(shape, value.to_scalar(), E::DTYPE)
+        or_panic(Tensor::try_full(shape, value))
+    }
+
+    /// [`Tensor::full`], returning misuse as an `Err` (as
+    /// [`Tensor::try_full_scalar`]) instead of panicking.
+    pub fn try_full<E: Element>(shape: &[usize], value: E) -> Result<Tensor> {
+        Tensor::constant_as("full", shape, value.to_scalar(), E::DTYPE)
     }
 
     /// A rank-0 tensor holding `value`.
     pub fn scalar<E: Element>(value: E) -> Tensor {
-        Tensor::full(&[], value)
+        Tensor::constant(Shape::scalar(), value.to_scalar(), E::DTYPE)
     }
 
     /// A tensor of zeros.
+    ///
+    /// # Panics
+    /// On misuse, with the message of the error [`Tensor::try_zeros`] returns.
+    #[track_caller]
     pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
-        Tensor::full_scalar(shape, Scalar::Bool(false), dtype)
+        or_panic(Tensor::try_zeros(shape, dtype))
+    }
+
+    /// [`Tensor::zeros`], returning misuse as an `Err` (as
+    /// [`Tensor::try_full_scalar`]) instead of panicking.
+    pub fn try_zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::constant_as("zeros", shape, Scalar::Bool(false), dtype)
     }
 
     /// A tensor of ones.
+    ///
+    /// # Panics
+    /// On misuse, with the message of the error [`Tensor::try_ones`] returns.
+    #[track_caller]
     pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
-        Tensor::full_scalar(shape, Scalar::Bool(true), dtype)
+        or_panic(Tensor::try_ones(shape, dtype))
+    }
+
+    /// [`Tensor::ones`], returning misuse as an `Err` (as
+    /// [`Tensor::try_full_scalar`]) instead of panicking.
+    pub fn try_ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::constant_as("ones", shape, Scalar::Bool(true), dtype)
     }
 
     /// The same node, handled as living on `device`.
@@ -323,6 +393,22 @@ impl Tensor {
         })
     }
 
+    /// The realized elements in host memory (downloaded from a device on
+    /// the first read), with a download that does not fit in host memory
+    /// reported as [`Error::HostOutOfMemory`] naming `op` and this
+    /// tensor's shape.
+    fn host_data<'s>(&self, op: &'static str, storage: &'s Storage) -> Result<&'s HostBuffer> {
+        storage.host().map_err(|e| match e {
+            Error::HostOutOfMemory { bytes, dtype, .. } => Error::HostOutOfMemory {
+                op,
+                bytes,
+                shape: dims(self.dims()),
+                dtype,
+            },
+            e => e,
+        })
+    }
+
     /// Checks that `E` is this tensor's element type.
     fn check_element<E: Element>(&self, op: &'static str) -> Result<()> {
         if E::DTYPE != self.dtype() {
@@ -338,11 +424,13 @@ impl Tensor {
     /// The elements in row-major order. `E` must be the tensor's dtype.
     ///
     /// # Errors
-    /// [`Error::DTypeMismatch`] if `E` is another dtype; device failures.
+    /// [`Error::DTypeMismatch`] if `E` is another dtype;
+    /// [`Error::HostOutOfMemory`] if the elements (or, for a tensor on a
+    /// GPU, their download) do not fit in host memory; device failures.
     pub fn to_vec<E: Element>(&self) -> Result<Vec<E>> {
         self.check_element::<E>("to_vec")?;
         let storage = self.storage()?;
-        Ok(host_elements(storage.host()?))
+        host_elements(self.host_data("to_vec", &storage)?, self.shape())
     }
 
     /// The single element of a tensor with one element (of any rank).
@@ -372,21 +460,22 @@ impl Tensor {
     /// ```
     ///
     /// # Errors
-    /// As [`Tensor::to_vec`].
+    /// As [`Tensor::to_vec`] (a host copy is made only for a tensor on a GPU).
     pub fn with_slice<E: Element + bytemuck::Pod, R>(&self, f: impl FnOnce(&[E]) -> R) -> Result<R> {
         self.check_element::<E>("with_slice")?;
         let storage = self.storage()?;
-        Ok(f(storage.host()?.as_slice::<E>()))
+        Ok(f(self.host_data("with_slice", &storage)?.as_slice::<E>()))
     }
 
     /// Calls `f` on the raw bytes of the realized elements in row-major
     /// order (native endianness; bools one byte each), without copying.
     ///
     /// # Errors
-    /// Device failures.
+    /// Device failures; [`Error::HostOutOfMemory`] if the download of a
+    /// tensor on a GPU does not fit in host memory.
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         let storage = self.storage()?;
-        Ok(f(storage.host()?.bytes()))
+        Ok(f(self.host_data("with_bytes", &storage)?.bytes()))
     }
 }
 
@@ -398,22 +487,31 @@ fn element_bytes<E: Element>(data: &[E]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
 }
 
-/// A host buffer's elements as Rust values of its own dtype `E`.
-fn host_elements<E: Element>(buf: &HostBuffer) -> Vec<E> {
+/// A host buffer's elements (of a tensor of `shape`) as Rust values of its
+/// own dtype `E`, or [`Error::HostOutOfMemory`] naming `to_vec` if they do
+/// not fit in memory.
+fn host_elements<E: Element>(buf: &HostBuffer, shape: &Shape) -> Result<Vec<E>> {
     debug_assert_eq!(E::DTYPE, buf.dtype());
+    let mut out = Vec::<E>::new();
+    out.try_reserve_exact(buf.len()).map_err(|_| Error::HostOutOfMemory {
+        op: "to_vec",
+        bytes: buf.bytes().len(),
+        shape: dims(shape.dims()),
+        dtype: buf.dtype(),
+    })?;
     if E::DTYPE == DType::Bool {
-        return buf.to_vec();
+        out.extend((0..buf.len()).map(|i| E::from_scalar(buf.get(i))));
+        return Ok(out);
     }
-    let mut out = Vec::<E>::with_capacity(buf.len());
     let bytes = buf.bytes();
     // SAFETY: `E` is a numeric element type of the buffer's dtype (checked by
-    // the caller), for which every bit pattern is a valid value, and the
-    // buffer holds exactly `len` elements of its size.
+    // the caller), for which every bit pattern is a valid value, the buffer
+    // holds exactly `len` elements of its size, and `out` has room for them.
     unsafe {
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr().cast::<u8>(), bytes.len());
         out.set_len(buf.len());
     }
-    out
+    Ok(out)
 }
 
 impl fmt::Debug for Tensor {

@@ -68,7 +68,7 @@ impl Tensor {
     pub fn scalar_like<E: Element>(&self, value: E) -> Tensor {
         let s = value.to_scalar();
         let dtype = scalar_operand_dtype(self.dtype(), s);
-        Tensor::full_scalar(self.dims(), s, dtype).to(self.device())
+        Tensor::constant(self.shape().clone(), s, dtype).to(self.device())
     }
 
     /// Records a node of this tensor's shape computed elementwise from `inputs`.

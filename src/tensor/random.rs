@@ -6,7 +6,7 @@
 use super::{or_panic, Tensor};
 use crate::dtype::{DType, Element, Scalar};
 use crate::error::{Error, Result};
-use crate::shape::Shape;
+use crate::shape::{Shape, MAX_NUMEL};
 use crate::storage::HostBuffer;
 
 /// SplitMix64: a small, fast generator whose stream is fixed by its seed.
@@ -50,49 +50,109 @@ fn require_float(op: &'static str, dtype: DType) -> Result<()> {
     Ok(())
 }
 
-/// A buffer of `shape`'s size filled by `value(i)`, as a tensor.
-fn generate(shape: &[usize], dtype: DType, mut value: impl FnMut(usize) -> Scalar) -> Tensor {
-    let shape = Shape::new(shape);
-    let mut buf = HostBuffer::zeros(dtype, shape.numel());
+/// A buffer of `shape`'s size filled by `value(i)`, as a tensor; a shape no
+/// tensor can have, or a buffer that does not fit in memory, is an error
+/// naming `op`.
+fn generate(op: &'static str, shape: &[usize], dtype: DType, mut value: impl FnMut(usize) -> Scalar) -> Result<Tensor> {
+    let shape = Shape::try_new(op, shape)?;
+    let mut buf = HostBuffer::try_zeros_for(op, shape.dims(), dtype)?;
     for i in 0..buf.len() {
         buf.set(i, value(i));
     }
-    Tensor::from_buffer(buf, shape)
+    Ok(Tensor::from_buffer(buf, shape))
+}
+
+/// An [`Error::InvalidShape`] of `arange(start, end, step)` for `reason`.
+fn bad_arange(start: Scalar, end: Scalar, step: Scalar, reason: &str) -> Error {
+    Error::InvalidShape {
+        op: "arange",
+        shape: Default::default(),
+        arg: vec![],
+        reason: format!("start {start}, end {end}, step {step}: {reason}"),
+    }
+}
+
+/// The length of `arange(start, end, step)` (whose dtype is not bool), or
+/// an error naming the arguments: a step of zero, an argument that is not
+/// finite, or more elements than a tensor can hold.
+fn arange_len(start: Scalar, end: Scalar, step: Scalar) -> Result<usize> {
+    let bad = |reason: &str| bad_arange(start, end, step, reason);
+    let too_long = |count: String| {
+        bad(&format!(
+            "{count} elements are more than a tensor can hold ({MAX_NUMEL})"
+        ))
+    };
+    match (start, end, step) {
+        (Scalar::Int(s, _), Scalar::Int(e, _), Scalar::Int(st, _)) => {
+            if st == 0 {
+                return Err(bad("the step must not be zero"));
+            }
+            // Every operand has at most 64 bits, so this is exact in i128.
+            let count = ((e - s + st - st.signum()) / st).max(0);
+            usize::try_from(count)
+                .ok()
+                .filter(|&n| n <= MAX_NUMEL)
+                .ok_or_else(|| too_long(count.to_string()))
+        }
+        _ => {
+            let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
+            if !(s.is_finite() && e.is_finite()) {
+                return Err(bad("the start and the end must be finite"));
+            }
+            if st == 0.0 || !st.is_finite() {
+                return Err(bad("the step must be finite and not zero"));
+            }
+            // Infinite (and so too long) when `e - s` overflows.
+            let count = ((e - s) / st).ceil().max(0.0);
+            if count >= MAX_NUMEL as f64 {
+                return Err(too_long(format!("{count:e}")));
+            }
+            Ok(count as usize)
+        }
+    }
 }
 
 impl Tensor {
     /// Values uniform in `[0, 1)`, the same for the same `seed`.
     ///
     /// # Panics
-    /// If `dtype` is not a float dtype.
+    /// On misuse, with the message of the error [`Tensor::try_rand`] returns.
     #[track_caller]
     pub fn rand(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
         or_panic(Tensor::try_rand(shape, dtype, seed))
     }
 
-    /// [`Tensor::rand`], returning [`Error::UnsupportedDType`] instead of panicking.
+    /// [`Tensor::rand`], returning misuse as an `Err` instead of panicking:
+    /// [`Error::UnsupportedDType`] if `dtype` is not a float dtype,
+    /// [`Error::RankTooLarge`] or [`Error::ShapeTooLarge`] for a shape no
+    /// tensor can have, [`Error::HostOutOfMemory`] if the values do not fit
+    /// in memory.
     pub fn try_rand(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
         require_float("rand", dtype)?;
         let mut rng = SplitMix64(seed);
         let bits = significand_bits(dtype);
-        Ok(generate(shape, dtype, |_| Scalar::Float(rng.uniform(bits), DType::F64)))
+        generate("rand", shape, dtype, |_| Scalar::Float(rng.uniform(bits), DType::F64))
     }
 
     /// Standard normal values (Box-Muller), the same for the same `seed`.
     ///
     /// # Panics
-    /// If `dtype` is not a float dtype.
+    /// On misuse, with the message of the error [`Tensor::try_randn`] returns.
     #[track_caller]
     pub fn randn(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
         or_panic(Tensor::try_randn(shape, dtype, seed))
     }
 
-    /// [`Tensor::randn`], returning [`Error::UnsupportedDType`] instead of panicking.
+    /// [`Tensor::randn`], returning misuse as an `Err` instead of panicking:
+    /// [`Error::UnsupportedDType`] if `dtype` is not a float dtype,
+    /// [`Error::RankTooLarge`] or [`Error::ShapeTooLarge`] for a shape no
+    /// tensor can have, [`Error::HostOutOfMemory`] if the values do not fit
+    /// in memory.
     pub fn try_randn(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
         require_float("randn", dtype)?;
         let mut rng = SplitMix64(seed);
         let mut spare = None;
-        Ok(generate(shape, dtype, |_| {
+        generate("randn", shape, dtype, |_| {
             let z = spare.take().unwrap_or_else(|| {
                 let u1 = 1.0 - rng.uniform(53);
                 let u2 = rng.uniform(53);
@@ -102,7 +162,7 @@ impl Tensor {
                 r * t.cos()
             });
             Scalar::Float(z, DType::F64)
-        }))
+        })
     }
 
     /// The values `start, start + step, ...` below `end` (above it for a
@@ -114,13 +174,19 @@ impl Tensor {
     /// ```
     ///
     /// # Panics
-    /// If `step` is zero or not finite, or `E` is `bool`.
+    /// If `step` is zero, an argument is not finite, the values are more
+    /// than a tensor can hold or do not fit in memory, or `E` is `bool`.
     #[track_caller]
     pub fn arange<E: Element>(start: E, end: E, step: E) -> Tensor {
         or_panic(Tensor::try_arange(start, end, step))
     }
 
-    /// [`Tensor::arange`], returning misuse as an `Err` instead of panicking.
+    /// [`Tensor::arange`], returning misuse as an `Err` instead of
+    /// panicking: [`Error::UnsupportedDType`] for bool,
+    /// [`Error::InvalidShape`] naming the arguments for a step of zero, an
+    /// argument that is not finite (NaN or infinite) or more values than a
+    /// tensor can hold ([`crate::shape::MAX_NUMEL`]), and
+    /// [`Error::HostOutOfMemory`] if they do not fit in memory.
     pub fn try_arange<E: Element>(start: E, end: E, step: E) -> Result<Tensor> {
         let dtype = E::DTYPE;
         if dtype == DType::Bool {
@@ -131,31 +197,11 @@ impl Tensor {
             });
         }
         let (s, e, st) = (start.to_scalar(), end.to_scalar(), step.to_scalar());
-        let bad_step = |reason: &str| Error::InvalidShape {
-            op: "arange",
-            shape: Default::default(),
-            arg: vec![],
-            reason: format!("step {st} {reason}"),
-        };
-        let len = match (s, e, st) {
-            (Scalar::Int(s, _), Scalar::Int(e, _), Scalar::Int(st, _)) => {
-                if st == 0 {
-                    return Err(bad_step("must not be zero"));
-                }
-                ((e - s + st - st.signum()) / st).max(0) as usize
-            }
-            _ => {
-                let (s, e, st) = (s.to_f64(), e.to_f64(), st.to_f64());
-                if st == 0.0 || !st.is_finite() {
-                    return Err(bad_step("must be finite and not zero"));
-                }
-                ((e - s) / st).ceil().max(0.0) as usize
-            }
-        };
-        Ok(generate(&[len], dtype, |i| match (s, st) {
+        let len = arange_len(s, e, st)?;
+        generate("arange", &[len], dtype, |i| match (s, st) {
             (Scalar::Int(s, d), Scalar::Int(st, _)) => Scalar::Int(s + st * i as i128, d),
             _ => Scalar::Float(s.to_f64() + st.to_f64() * i as f64, DType::F64),
-        }))
+        })
     }
 }
 

@@ -23,7 +23,13 @@ fn invalid(op: &'static str, shape: &Shape, arg: Vec<isize>, reason: String) -> 
 
 /// A list of extents or indices as an error argument.
 fn arg(xs: &[usize]) -> Vec<isize> {
-    xs.iter().map(|&x| x as isize).collect()
+    xs.iter().map(|&x| signed(x)).collect()
+}
+
+/// An extent or index as an `isize`, saturating: anything above
+/// `isize::MAX` is out of range for every axis anyway.
+fn signed(x: usize) -> isize {
+    isize::try_from(x).unwrap_or(isize::MAX)
 }
 
 impl Tensor {
@@ -53,7 +59,7 @@ impl Tensor {
         let x = if lifted.len() == rank {
             self.clone()
         } else {
-            self.view(Op::Reshape, Shape::new(&lifted))
+            self.view(Op::Reshape, Shape::try_new(op, &lifted)?)
         };
         Ok(if lifted == target {
             x
@@ -86,7 +92,7 @@ impl Tensor {
     fallible! {
         /// The same elements in row-major order, in `shape` (same element count).
         pub fn reshape / try_reshape(&self, shape: &[usize]) -> Tensor {
-            let new = Shape::new(shape);
+            let new = Shape::try_new("reshape", shape)?;
             if new.numel() != self.numel() {
                 let reason = format!("{} elements cannot be viewed as {}", self.numel(), new.numel());
                 return Err(invalid("reshape", self.shape(), arg(shape), reason));
@@ -110,7 +116,7 @@ impl Tensor {
                 return Ok(self.clone());
             }
             let shape: Vec<usize> = perm.iter().map(|&p| self.dims()[p]).collect();
-            Ok(self.view(Op::Permute(perm.iter().copied().collect::<Axes>()), Shape::new(&shape)))
+            Ok(self.view(Op::Permute(perm.iter().copied().collect::<Axes>()), Shape::try_new("permute", &shape)?))
         }
         /// Axes `a` and `b` swapped (negative axes count from the end).
         pub fn transpose / try_transpose(&self, a: isize, b: isize) -> Tensor {
@@ -121,11 +127,11 @@ impl Tensor {
         }
         /// This tensor repeated along size-1 axes (and new leading axes) to `shape`, by NumPy rules.
         pub fn broadcast_to / try_broadcast_to(&self, shape: &[usize]) -> Tensor {
-            self.broadcast_as("broadcast_to", &Shape::new(shape))
+            self.broadcast_as("broadcast_to", &Shape::try_new("broadcast_to", shape)?)
         }
         /// The same as [`Tensor::broadcast_to`].
         pub fn expand / try_expand(&self, shape: &[usize]) -> Tensor {
-            self.broadcast_as("expand", &Shape::new(shape))
+            self.broadcast_as("expand", &Shape::try_new("expand", shape)?)
         }
         /// Indices `start, start + step, ...` below `end` of `axis`. Requires
         /// `0 <= start <= end <= len` and `step >= 1`: negative or
@@ -143,13 +149,15 @@ impl Tensor {
             let mut shape = self.dims().to_vec();
             shape[ax] = ((end - start) as usize).div_ceil(step as usize);
             let op = Op::Slice { axis: ax, start: start as usize, step: step as usize };
-            Ok(self.view(op, Shape::new(&shape)))
+            Ok(self.view(op, Shape::try_new("slice", &shape)?))
         }
-        /// `len` indices of `axis` from `start`.
+        /// `len` indices of `axis` from `start` (which must end within the axis).
         pub fn narrow / try_narrow(&self, axis: isize, start: usize, len: usize) -> Tensor {
-            self.try_slice(axis, start as isize, (start + len) as isize, 1).map_err(|e| match e {
+            // Bounds past `isize::MAX` saturate, and so fail the slice's check.
+            let end = signed(start.saturating_add(len));
+            self.try_slice(axis, signed(start), end, 1).map_err(|e| match e {
                 Error::InvalidShape { shape, reason, .. } => Error::InvalidShape {
-                    op: "narrow", shape, arg: vec![axis, start as isize, len as isize], reason,
+                    op: "narrow", shape, arg: vec![axis, signed(start), signed(len)], reason,
                 },
                 e => e,
             })
@@ -170,7 +178,7 @@ impl Tensor {
             let ax = self.insertion_axis("unsqueeze", axis)?;
             let mut shape = self.dims().to_vec();
             shape.insert(ax, 1);
-            self.try_reshape(&shape)
+            self.try_reshape(Shape::try_new("unsqueeze", &shape)?.dims())
         }
     }
 }

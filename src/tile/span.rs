@@ -13,7 +13,6 @@ use super::atomic::AtomicBits;
 use super::element::TileElement;
 use super::shape::for_each_index;
 use crate::error::{dims, Dims, Error, Result};
-use crate::shape::Shape;
 use smallvec::SmallVec;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -62,7 +61,7 @@ impl SpanLayout {
                 op,
                 extents: dims(extents),
                 strides: strides.to_vec(),
-                needed: (high + 1) as usize,
+                needed: usize::try_from(high + 1).unwrap_or(usize::MAX),
                 len,
             });
         }
@@ -71,7 +70,16 @@ impl SpanLayout {
 
     /// The row-major layout of `extents` at offset 0.
     pub fn contiguous(op: &'static str, len: usize, extents: &[usize]) -> Result<Self> {
-        Self::new(op, len, 0, extents, &Shape::new(extents).contiguous_strides())
+        // A stride that saturates belongs to extents with more elements than
+        // any memory holds, which `new` reports (or to an empty span, whose
+        // strides are never used).
+        let mut strides: SmallVec<[isize; 6]> = SmallVec::from_elem(0, extents.len());
+        let mut acc = 1isize;
+        for (s, &e) in strides.iter_mut().zip(extents).rev() {
+            *s = acc;
+            acc = acc.saturating_mul(isize::try_from(e).unwrap_or(isize::MAX));
+        }
+        Self::new(op, len, 0, extents, &strides)
     }
 
     /// The extents, outermost first.

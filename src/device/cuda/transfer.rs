@@ -181,7 +181,9 @@ impl DeviceBuffer {
     }
 
     /// Copies the buffer to the host on `stream`, after all queued work that
-    /// used it on any stream. Blocks until the data arrived.
+    /// used it on any stream. Blocks until the data arrived. A host buffer
+    /// the allocator refuses is [`crate::Error::HostOutOfMemory`] (naming
+    /// `download`), before anything is copied.
     pub fn to_host_on(&self, stream: &Stream) -> Result<HostBuffer> {
         let device = self.device().clone();
         device.bind()?;
@@ -189,7 +191,7 @@ impl DeviceBuffer {
             device.join_streams(stream, other)?;
         }
         let src = self.ptr_on(stream);
-        let mut host = HostBuffer::zeros(self.dtype(), self.len());
+        let mut host = HostBuffer::try_zeros_for("download", &[self.len()], self.dtype())?;
         let out = host.bytes_mut();
         let chunks: Vec<(usize, usize)> = (0..out.len())
             .step_by(STAGING_CHUNK_BYTES)

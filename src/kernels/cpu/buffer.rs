@@ -100,19 +100,30 @@ pub(crate) enum Buf {
 }
 
 impl Buf {
-    /// A tile of `len` elements of `dtype`, all bits zero.
-    pub fn zeros(dtype: DType, len: usize) -> Buf {
-        match dtype {
-            DType::Bool => Buf::Bool(Slab::new(vec![0; len])),
-            DType::U8 => Buf::U8(Slab::new(vec![0; len])),
-            DType::I32 => Buf::I32(Slab::new(vec![0; len])),
-            DType::I64 => Buf::I64(Slab::new(vec![0; len])),
-            DType::U32 => Buf::U32(Slab::new(vec![0; len])),
-            DType::F16 => Buf::F16(Slab::new(vec![f16::ZERO; len])),
-            DType::BF16 => Buf::BF16(Slab::new(vec![bf16::ZERO; len])),
-            DType::F32 => Buf::F32(Slab::new(vec![0.0; len])),
-            DType::F64 => Buf::F64(Slab::new(vec![0.0; len])),
+    /// A tile of `len` elements of `dtype`, all bits zero, or
+    /// [`Error::HostOutOfMemory`] (naming `execute`) if the allocator
+    /// refuses it.
+    pub fn try_zeros(dtype: DType, len: usize) -> Result<Buf> {
+        fn zeroed<T: bytemuck::Zeroable>(dtype: DType, len: usize) -> Result<Slab<T>> {
+            let v = bytemuck::allocation::try_zeroed_vec(len).map_err(|()| Error::HostOutOfMemory {
+                op: "execute",
+                bytes: len.saturating_mul(dtype.size_in_bytes()),
+                shape: vec![len],
+                dtype,
+            })?;
+            Ok(Slab::new(v))
         }
+        Ok(match dtype {
+            DType::Bool => Buf::Bool(zeroed(dtype, len)?),
+            DType::U8 => Buf::U8(zeroed(dtype, len)?),
+            DType::I32 => Buf::I32(zeroed(dtype, len)?),
+            DType::I64 => Buf::I64(zeroed(dtype, len)?),
+            DType::U32 => Buf::U32(zeroed(dtype, len)?),
+            DType::F16 => Buf::F16(zeroed(dtype, len)?),
+            DType::BF16 => Buf::BF16(zeroed(dtype, len)?),
+            DType::F32 => Buf::F32(zeroed(dtype, len)?),
+            DType::F64 => Buf::F64(zeroed(dtype, len)?),
+        })
     }
 
     /// An empty placeholder, left in a slot while its buffer is borrowed out.
@@ -264,8 +275,9 @@ impl Buf {
     /// Every instruction that writes a tile writes all of it (see the
     /// module docs), so no value reads what a tile held before. Debug
     /// builds fill every such tile with all-one bits (NaN, -1; bools read
-    /// as true) so that a read before the first write shows.
-    pub fn scratch(dtype: DType, len: usize) -> Buf {
+    /// as true) so that a read before the first write shows. A new buffer
+    /// the allocator refuses is [`Error::HostOutOfMemory`].
+    pub fn scratch(dtype: DType, len: usize) -> Result<Buf> {
         // While the thread's locals are being destroyed there are no spares.
         let spare = SPARES
             .try_with(|s| {
@@ -280,11 +292,14 @@ impl Buf {
             })
             .ok()
             .flatten();
-        let mut b = spare.unwrap_or_else(|| Buf::zeros(dtype, len));
+        let mut b = match spare {
+            Some(b) => b,
+            None => Buf::try_zeros(dtype, len)?,
+        };
         if cfg!(debug_assertions) {
             b.fill(ScalarBits { bytes: [!0; 8] });
         }
-        b
+        Ok(b)
     }
 
     /// Keeps the buffer's own vector for a later frame on this thread

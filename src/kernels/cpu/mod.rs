@@ -321,13 +321,13 @@ impl<'p> Context<'p> {
         }
         let threads = rayon::current_num_threads() as u64;
         if threads <= 1 || points == 1 || points.saturating_mul(self.work_per_point) < SERIAL_WORK {
-            self.run_points(&mut Frame::new(self), 0, points)?;
+            self.run_points(&mut Frame::new(self)?, 0, points)?;
         } else {
             let chunks = points.min(threads * CHUNKS_PER_THREAD);
             let bound = |c: u64| (c as u128 * points as u128 / chunks as u128) as u64;
             (0..chunks).into_par_iter().try_for_each_init(
                 || Frame::new(self),
-                |frame, c| self.run_points(frame, bound(c), bound(c + 1)),
+                |frame, c| self.run_points(frame.as_mut().map_err(|e| e.clone())?, bound(c), bound(c + 1)),
             )?;
         }
         self.run_last_points(points)
@@ -348,7 +348,7 @@ impl<'p> Context<'p> {
                 grid.len()
             ))
         })?;
-        let mut frame = Frame::new(self);
+        let mut frame = Frame::new(self)?;
         for group in 0..points / extent {
             let mut rest = group;
             for k in (0..grid.len()).rev() {
@@ -588,27 +588,27 @@ impl Drop for Frame {
 }
 
 impl Frame {
-    fn new(context: &Context<'_>) -> Frame {
+    fn new(context: &Context<'_>) -> Result<Frame> {
         let program = context.program;
         let mut values: Vec<Buf> = program
             .values
             .iter()
             .map(|t| Buf::scratch(t.dtype, t.numel() as usize))
-            .collect();
+            .collect::<Result<_>>()?;
         for &(v, bits) in &context.consts {
             values[v].fill(bits);
         }
-        Frame {
+        Ok(Frame {
             values,
             forms: context.forms.clone(),
             accs: program
                 .accs
                 .iter()
                 .map(|a| Buf::scratch(a.ty.dtype, a.ty.numel() as usize))
-                .collect(),
+                .collect::<Result<_>>()?,
             grid: vec![0; program.grid.len()],
             loops: vec![0; program.loops as usize],
-        }
+        })
     }
 
     /// The value of one index expression at the current grid point and loop

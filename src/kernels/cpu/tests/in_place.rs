@@ -88,7 +88,7 @@ fn tiles_are_reused_on_their_thread_and_poisoned_in_debug() {
     std::thread::spawn(move || {
         let poisoned = |b: &Buf| typed::<f32>(b).unwrap().iter().all(|v| v.to_bits() == u32::MAX);
         let zero = |b: &Buf| typed::<f32>(b).unwrap().iter().all(|&v| v == 0.0);
-        let fresh = Buf::scratch(DType::F32, 1000);
+        let fresh = Buf::scratch(DType::F32, 1000).unwrap();
         assert!(if cfg!(debug_assertions) {
             poisoned(&fresh)
         } else {
@@ -97,24 +97,30 @@ fn tiles_are_reused_on_their_thread_and_poisoned_in_debug() {
         let at = ptr(&fresh);
         fresh.recycle();
         // Another dtype or length does not take it.
-        let (_other, _wider) = (Buf::scratch(DType::F32, 999), Buf::scratch(DType::F64, 1000));
+        let (_other, _wider) = (
+            Buf::scratch(DType::F32, 999).unwrap(),
+            Buf::scratch(DType::F64, 1000).unwrap(),
+        );
         assert_eq!(Buf::spares(), (1, 4000), "another dtype or length took the spare");
-        let reused = Buf::scratch(DType::F32, 1000);
+        let reused = Buf::scratch(DType::F32, 1000).unwrap();
         assert_eq!(ptr(&reused), at, "the spare is taken");
         if cfg!(debug_assertions) {
             assert!(poisoned(&reused));
         }
         // Taken once: the next one is new.
-        let next = Buf::scratch(DType::F32, 1000);
+        let next = Buf::scratch(DType::F32, 1000).unwrap();
         assert_ne!(ptr(&next), at);
         // Over 2 MiB of spares, the oldest go: three of 1 MiB keep the last one.
-        let big: Vec<Buf> = (0..3).map(|_| Buf::scratch(DType::F32, 1 << 18)).collect();
+        let big: Vec<Buf> = (0..3).map(|_| Buf::scratch(DType::F32, 1 << 18).unwrap()).collect();
         let ptrs: Vec<_> = big.iter().map(ptr).collect();
         for b in big {
             b.recycle();
         }
         assert_eq!(Buf::spares(), (2, 2 << 20));
-        let (a, b) = (Buf::scratch(DType::F32, 1 << 18), Buf::scratch(DType::F32, 1 << 18));
+        let (a, b) = (
+            Buf::scratch(DType::F32, 1 << 18).unwrap(),
+            Buf::scratch(DType::F32, 1 << 18).unwrap(),
+        );
         assert_eq!(Buf::spares(), (0, 0), "the oldest was dropped");
         assert_eq!(
             (ptr(&a), ptr(&b)),
