@@ -308,6 +308,9 @@ impl Error {
             | SpanOutOfMemory { op: o, .. }
             | IncompatiblePadding { op: o, .. }
             | InvalidOrdering { op: o, .. }
+            | RankTooLarge { op: o, .. }
+            | ShapeTooLarge { op: o, .. }
+            | HostOutOfMemory { op: o, .. }
             | DeviceMismatch { op: o, .. } => *o = op,
             InvalidProgram { .. }
             | KernelArguments { .. }
