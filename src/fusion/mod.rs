@@ -46,7 +46,10 @@
 //! - **Materialisation.** A node used by kernels of other groups is stored
 //!   once by the group it belongs to, unless it is cheap: an elementwise op
 //!   whose operands are data or constants is recomputed by every group that
-//!   uses it. `Full` constants are always `Const` instructions, never buffers.
+//!   uses it. `Full` constants are never buffers: each is a scalar argument
+//!   of the kernels that read it ([`Inst::Scalar`](crate::kernels::ir::Inst::Scalar)),
+//!   its value given at launch, so a new value reuses the plan and the
+//!   compiled module.
 //! - **Arg reductions** are kernels of their own: the max (min) first, then
 //!   the first index that holds it or holds NaN.
 //!
