@@ -381,7 +381,7 @@ fn shapes_too_large_for_memory_are_refused_by_every_constructor() {
     );
     assert_eq!(
         err_of(Tensor::try_from_slice(&[1i32, 2, 3, 4], &[(1 << 62) + 1, 4])),
-        too_large("from_vec", "[4611686018427387905, 4]")
+        too_large("from_slice", "[4611686018427387905, 4]")
     );
     assert_eq!(err_of(Tensor::try_zeros(&square, DType::F32)), too_large("zeros", sq));
     assert_eq!(err_of(Tensor::try_ones(&square, DType::U8)), too_large("ones", sq));

@@ -37,19 +37,27 @@ impl Tensor {
         f(&x).map(|y| y.cast_to(out)).map_err(|e| e.with_op(op))
     }
 
-    /// The maximum over `axes` (kept), with infinite maxima replaced by 0 so
-    /// that subtracting it never makes NaN from infinities. Over an empty
-    /// axis it is 0 (nothing is selected, and nothing is shifted by it), so
-    /// a softmax along an empty axis is empty and a `logsumexp` over one is
-    /// `-inf`, as in PyTorch.
-    fn finite_max(&self, op: &'static str, axes: &[isize]) -> Result<Tensor> {
+    /// The maximum over `axes` (kept), the shift of the softmax family, with
+    /// `-inf` maxima (and `+inf` ones too when `shift_positive` is false)
+    /// replaced by 0 so that subtracting it makes no NaN from them. Over an
+    /// empty axis it is 0 (nothing is selected, and nothing is shifted by
+    /// it), so a softmax along an empty axis is empty and a `logsumexp` over
+    /// one is `-inf`, as in PyTorch. As in PyTorch too, a row of softmax or
+    /// log_softmax holding `+inf` is NaN (it is shifted by `+inf`), a row of
+    /// only `-inf` is NaN (0 / 0), and the logsumexp of a row holding `+inf`
+    /// is `+inf`.
+    fn finite_max(&self, op: &'static str, axes: &[isize], shift_positive: bool) -> Result<Tensor> {
         let resolved = self.reduced_axes(op, axes)?;
         if resolved.iter().any(|&a| self.dims()[a] == 0) {
             let zeros = Tensor::zeros(&self.kept_dims(&resolved), self.dtype());
             return Ok(zeros.to(self.device()));
         }
         let m = self.try_max(axes, true)?;
-        let inf = m.abs().try_eq(&m.scalar_like(f64::INFINITY))?;
+        let inf = if shift_positive {
+            m.try_eq(&m.scalar_like(f64::NEG_INFINITY))?
+        } else {
+            m.abs().try_eq(&m.scalar_like(f64::INFINITY))?
+        };
         Tensor::try_where(&inf, &m.scalar_like(0.0), &m)
     }
 
@@ -114,7 +122,7 @@ impl Tensor {
         /// and bools are refused.
         pub fn softmax / try_softmax(&self, axis: isize) -> Tensor {
             self.composed("softmax", self.dtype(), |x| {
-                let m = x.finite_max("softmax", &[axis])?;
+                let m = x.finite_max("softmax", &[axis], true)?;
                 let e = x.try_sub(&m)?.exp();
                 e.try_div(&e.try_sum(&[axis], true)?)
             })
@@ -125,7 +133,7 @@ impl Tensor {
         /// (see the module docs); integers and bools are refused.
         pub fn log_softmax / try_log_softmax(&self, axis: isize) -> Tensor {
             self.composed("log_softmax", self.dtype(), |x| {
-                let d = x.try_sub(&x.finite_max("log_softmax", &[axis])?)?;
+                let d = x.try_sub(&x.finite_max("log_softmax", &[axis], true)?)?;
                 d.try_sub(&d.exp().try_sum(&[axis], true)?.log())
             })
         }
@@ -135,7 +143,7 @@ impl Tensor {
         /// the module docs); integers and bools are refused.
         pub fn logsumexp / try_logsumexp(&self, axes: &[isize], keepdim: bool) -> Tensor {
             self.composed("logsumexp", self.dtype(), |x| {
-                let m = x.finite_max("logsumexp", axes)?;
+                let m = x.finite_max("logsumexp", axes, false)?;
                 let s = x.try_sub(&m)?.exp().try_sum(axes, true)?.log().try_add(&m)?;
                 if keepdim { Ok(s) } else { s.drop_axes("logsumexp", axes) }
             })

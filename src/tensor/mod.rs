@@ -140,7 +140,7 @@ impl Tensor {
     /// On misuse, with the message of the error [`Tensor::try_from_vec`] returns.
     #[track_caller]
     pub fn from_vec<E: Element>(data: Vec<E>, shape: &[usize]) -> Tensor {
-        or_panic(Tensor::try_from_slice(&data, shape))
+        or_panic(Tensor::try_from_vec(data, shape))
     }
 
     /// [`Tensor::from_vec`], returning misuse as an `Err` instead of
@@ -149,7 +149,7 @@ impl Tensor {
     /// [`Error::ShapeTooLarge`] for a shape no tensor can have, and
     /// [`Error::HostOutOfMemory`] if the copy does not fit in memory.
     pub fn try_from_vec<E: Element>(data: Vec<E>, shape: &[usize]) -> Result<Tensor> {
-        Tensor::try_from_slice(&data, shape)
+        Tensor::copied_from("from_vec", &data, shape)
     }
 
     /// A tensor of `shape` holding a copy of `data` in row-major order, on the CPU.
@@ -162,17 +162,22 @@ impl Tensor {
     }
 
     /// [`Tensor::from_slice`], returning misuse as an `Err` instead of
-    /// panicking (the errors of [`Tensor::try_from_vec`]).
+    /// panicking (the errors of [`Tensor::try_from_vec`], naming `from_slice`).
     pub fn try_from_slice<E: Element>(data: &[E], shape: &[usize]) -> Result<Tensor> {
-        let shape = Shape::try_new("from_vec", shape)?;
+        Tensor::copied_from("from_slice", data, shape)
+    }
+
+    /// A tensor holding a copy of `data` in `shape`, its errors naming `op`.
+    fn copied_from<E: Element>(op: &'static str, data: &[E], shape: &[usize]) -> Result<Tensor> {
+        let shape = Shape::try_new(op, shape)?;
         if data.len() != shape.numel() {
             return Err(Error::LengthMismatch {
-                op: "from_vec",
+                op,
                 len: data.len(),
                 shape: dims(shape.dims()),
             });
         }
-        let mut buf = HostBuffer::try_zeros_for("from_vec", shape.dims(), E::DTYPE)?;
+        let mut buf = HostBuffer::try_zeros_for(op, shape.dims(), E::DTYPE)?;
         buf.bytes_mut().copy_from_slice(element_bytes(data));
         Ok(Tensor::from_buffer(buf, shape))
     }
@@ -439,6 +444,7 @@ impl Tensor {
     /// [`Error::InvalidShape`] if the tensor has another number of elements;
     /// as [`Tensor::to_vec`] otherwise.
     pub fn to_scalar<E: Element>(&self) -> Result<E> {
+        self.check_element::<E>("to_scalar")?;
         if self.numel() != 1 {
             return Err(Error::InvalidShape {
                 op: "to_scalar",

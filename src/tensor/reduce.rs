@@ -79,6 +79,20 @@ impl Tensor {
             .collect()
     }
 
+    /// The row-major index of the first element `op` selects, over all
+    /// elements; an empty tensor is misuse, reported with its own shape.
+    fn arg_all(&self, name: &'static str, op: ReduceOp) -> Result<Tensor> {
+        if self.numel() == 0 {
+            return Err(Error::InvalidShape {
+                op: name,
+                shape: dims(self.dims()),
+                arg: vec![],
+                reason: "the tensor is empty, so there is nothing to select".into(),
+            });
+        }
+        self.try_flatten()?.reduce(name, op, &[0], false)
+    }
+
     /// Records `op` over `axes`, then drops the reduced axes unless `keepdim`.
     fn reduce(&self, name: &'static str, op: ReduceOp, axes: &[isize], keepdim: bool) -> Result<Tensor> {
         let axes = self.reduced_axes(name, axes)?;
@@ -206,7 +220,7 @@ impl Tensor {
         }
         /// The row-major index (i64) of the first maximum of all elements.
         pub fn argmax_all / try_argmax_all(&self) -> Tensor {
-            self.try_flatten()?.reduce("argmax", ReduceOp::ArgMax, &[0], false)
+            self.arg_all("argmax", ReduceOp::ArgMax)
         }
         /// The index (i64) of the first minimum along `axis`; NaN counts as the minimum.
         pub fn argmin / try_argmin(&self, axis: isize, keepdim: bool) -> Tensor {
@@ -214,7 +228,7 @@ impl Tensor {
         }
         /// The row-major index (i64) of the first minimum of all elements.
         pub fn argmin_all / try_argmin_all(&self) -> Tensor {
-            self.try_flatten()?.reduce("argmin", ReduceOp::ArgMin, &[0], false)
+            self.arg_all("argmin", ReduceOp::ArgMin)
         }
         /// The mean over `axes`: the sum times `1 / n`, computed in f32 for
         /// f16 and bf16 (in the input's dtype for f32 and f64) and rounded

@@ -159,7 +159,7 @@ impl Tensor {
                 Error::InvalidShape { shape, reason, .. } => Error::InvalidShape {
                     op: "narrow", shape, arg: vec![axis, signed(start), signed(len)], reason,
                 },
-                e => e,
+                e => e.with_op("narrow"),
             })
         }
         /// This tensor without `axis`, which must have length 1.
