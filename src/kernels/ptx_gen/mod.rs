@@ -221,7 +221,7 @@ pub fn choose_version(program: &str, target: &Target, needs: (u32, u32)) -> Resu
 }
 
 /// The launch word of a scalar argument of dtype `dtype`: `value`
-/// converted to `dtype` (as [`Scalar::cast`] converts), its bytes in the low
+/// converted to `dtype` (as [`Scalar::cast`](crate::dtype::Scalar::cast) converts), its bytes in the low
 /// end of the `u64` the generated kernel's `.param .u64` holds, the rest
 /// zero (bools are 0 or 1).
 pub fn scalar_argument_word(value: crate::dtype::Scalar, dtype: crate::dtype::DType) -> u64 {
