@@ -180,3 +180,46 @@ fn the_printed_program_names_scalar_arguments_not_values() {
     assert!(a.contains("s0: f32") && a.contains("= scalar s0"), "{a}");
     assert_eq!(program(&a), program(&b));
 }
+
+#[test]
+fn a_hand_written_program_takes_its_scalars_at_launch_and_checks_their_count() {
+    use tilefuse::graph::BinaryOp;
+    use tilefuse::kernels::cpu::{execute, execute_with_scalars, Arg};
+    use tilefuse::kernels::ir::{Access, Builder, IndexExpr};
+    use tilefuse::storage::HostBuffer;
+    use tilefuse::tile::Padding;
+    use tilefuse::{Error, Scalar};
+    let mut b = Builder::new("scale", &[2]);
+    let x = b.param("x", DType::F32, 8, Access::Read);
+    let y = b.param("y", DType::F32, 8, Access::Write);
+    let (vx, vy) = (
+        b.view_contiguous(x, &[8], &[4], Padding::Zero),
+        b.view_contiguous(y, &[8], &[4], Padding::Zero),
+    );
+    let k = b.scalar_param(DType::F32);
+    let t = b.load(vx, &[IndexExpr::grid(0)], false);
+    let s = b.scalar(k, &[4]);
+    let p = b.binary(BinaryOp::Mul, t, s);
+    b.store(vy, &[IndexExpr::grid(0)], p, false);
+    let program = b.finish().unwrap();
+    assert!(program.to_string().contains("s0: f32"), "{program}");
+    let xs = HostBuffer::from_elements(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+    for k in [0.5f64, -3.0] {
+        let mut out = HostBuffer::zeros(DType::F32, 8);
+        // An f64 value is converted to the argument's f32.
+        execute_with_scalars(
+            &program,
+            &mut [Arg::Read(&xs), Arg::Write(&mut out)],
+            &[Scalar::Float(k, DType::F64)],
+        )
+        .unwrap();
+        let want: Vec<f32> = (1..=8).map(|i| i as f32 * k as f32).collect();
+        assert_eq!(out.to_vec::<f32>(), want);
+    }
+    let mut out = HostBuffer::zeros(DType::F32, 8);
+    let err = execute(&program, &mut [Arg::Read(&xs), Arg::Write(&mut out)]).unwrap_err();
+    assert!(
+        matches!(&err, Error::KernelArguments { reason, .. } if reason == "0 scalar arguments given for 1 scalar parameters"),
+        "{err}"
+    );
+}

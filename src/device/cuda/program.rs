@@ -863,16 +863,7 @@ fn check_args(program: &Program, args: &[(DType, usize)]) -> Result<()> {
 /// argument's dtype, its bytes in the low end of a `u64` (as the generated
 /// kernel reads them).
 fn scalar_words(program: &Program, scalars: &[Scalar]) -> Result<SmallVec<[u64; 4]>> {
-    if scalars.len() != program.scalars.len() {
-        return Err(Error::KernelArguments {
-            program: program.name.clone(),
-            reason: format!(
-                "{} scalar arguments given for {} scalar parameters",
-                scalars.len(),
-                program.scalars.len()
-            ),
-        });
-    }
+    program.check_scalar_count(scalars.len())?;
     Ok(program
         .scalars
         .iter()

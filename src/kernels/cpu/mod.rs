@@ -144,16 +144,7 @@ pub fn execute_with_scalars(program: &Program, args: &mut [Arg<'_>], scalars: &[
 /// exists, and that plain stores of different grid points do not overlap.
 fn run_verified(program: &Program, args: &mut [Arg<'_>], scalars: &[Scalar]) -> Result<()> {
     let mems = bind_args(program, args)?;
-    if scalars.len() != program.scalars.len() {
-        return Err(Error::KernelArguments {
-            program: program.name.clone(),
-            reason: format!(
-                "{} scalar arguments given for {} scalar parameters",
-                scalars.len(),
-                program.scalars.len()
-            ),
-        });
-    }
+    program.check_scalar_count(scalars.len())?;
     let context = Context::new(program, &mems, scalars).map_err(|e| name_program(e, &program.name))?;
     context.run().map_err(|e| name_program(e, &program.name))
 }

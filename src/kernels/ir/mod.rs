@@ -574,6 +574,22 @@ pub struct Program {
 }
 
 impl Program {
+    /// Checks that a launch gives `given` values for the program's scalar
+    /// arguments ([`Program::scalars`]): [`Error::KernelArguments`](crate::Error::KernelArguments)
+    /// if not.
+    pub fn check_scalar_count(&self, given: usize) -> crate::error::Result<()> {
+        if given == self.scalars.len() {
+            return Ok(());
+        }
+        Err(crate::error::Error::KernelArguments {
+            program: self.name.clone(),
+            reason: format!(
+                "{given} scalar arguments given for {} scalar parameters",
+                self.scalars.len()
+            ),
+        })
+    }
+
     /// Whether the program adds floats atomically (an [`Inst::Atomic`] with
     /// [`AtomicOp::Add`] or [`AtomicOp::Sub`] on a float parameter): such a result depends on
     /// the order the updates land in, which varies from launch to launch.
