@@ -276,7 +276,10 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         if !root.join("src").is_dir() {
             // The test binary runs on a machine without the sources.
-            println!("the_sources_read_only_listed_settings: skipped, no sources at {}", root.display());
+            println!(
+                "the_sources_read_only_listed_settings: skipped, no sources at {}",
+                root.display()
+            );
             return;
         }
         let mut files = vec![];

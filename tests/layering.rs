@@ -374,7 +374,7 @@ fn paths(rest: &str) -> Vec<Vec<String>> {
             return items
                 .into_iter()
                 .filter(|item| !item.trim().is_empty())
-                .flat_map(|item| paths(item))
+                .flat_map(paths)
                 .map(|p| prefix.iter().cloned().chain(p).collect())
                 .collect();
         }
