@@ -166,7 +166,7 @@ pub enum Error {
         /// The operation that was called.
         op: &'static str,
         /// The padding given.
-        padding: crate::tile::Padding,
+        padding: crate::ops::Padding,
         /// The element type of the view.
         element: &'static str,
         /// The extents of the tensor span.

@@ -15,6 +15,7 @@ pub mod error;
 pub mod fusion;
 pub mod graph;
 pub mod kernels;
+pub mod ops;
 pub mod runtime;
 pub mod settings;
 pub mod shape;

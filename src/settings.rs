@@ -274,6 +274,14 @@ mod tests {
         // Every `"TILEFUSE_..."` string in the sources, tests, examples and
         // benches names a listed setting.
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        if !root.join("src").is_dir() {
+            // The test binary runs on a machine without the sources.
+            println!(
+                "the_sources_read_only_listed_settings: skipped, no sources at {}",
+                root.display()
+            );
+            return;
+        }
         let mut files = vec![];
         let mut dirs: Vec<_> = ["src", "tests", "examples", "benches"]
             .iter()

@@ -229,7 +229,10 @@ fn explain_names_kernels_and_draws_clusters() {
 fn snapshot(name: &str, g: &Subgraph) {
     let p = planned(g);
     let text: String = p.kernels.iter().map(|k| format!("{}\n", k.program)).collect();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/snapshots/{name}.ir"));
+    let Some(dir) = common::snapshot_dir(&format!("snapshot {name}")) else {
+        return;
+    };
+    let path = dir.join(format!("{name}.ir"));
     if std::env::var_os("TILEFUSE_BLESS").is_some() {
         std::fs::write(&path, &text).unwrap();
         return;

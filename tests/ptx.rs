@@ -83,7 +83,10 @@ fn reference_example_is_64_threads_with_three_16_byte_loads_and_stores() {
     assert_eq!(count_instructions(&m, "st.global.v4"), 3, "{}", m.text);
     assert!(m.mapping.contains("64 threads x 3 repeats x atom 4"), "{}", m.mapping);
     assert!(m.text.contains("// mapping: "));
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/add_one.ptx");
+    let Some(dir) = common::snapshot_dir("the add_one.ptx snapshot") else {
+        return;
+    };
+    let path = dir.join("add_one.ptx");
     if std::env::var("TILEFUSE_BLESS").is_ok_and(|v| v == "1") {
         std::fs::write(&path, &m.text).unwrap();
     }

@@ -305,7 +305,9 @@ fn write_section(path: &Path, heading: &str, body: &str) -> std::io::Result<()> 
 #[test]
 fn suite_ptx_matches_snapshots() {
     let target = tilefuse::kernels::ptx_gen::Target::for_driver(90, 13000);
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    let Some(dir) = common::snapshot_dir("suite_ptx_matches_snapshots") else {
+        return;
+    };
     let bless = std::env::var("TILEFUSE_BLESS").is_ok_and(|v| v == "1");
     for (name, graph) in suite()
         .into_iter()

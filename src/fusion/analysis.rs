@@ -8,7 +8,8 @@
 //! output that is a view of data or of a constant.
 
 use super::layout::{squeeze, Layout};
-use crate::graph::{Op, ReduceOp, Subgraph};
+use crate::graph::{Op, Subgraph};
+use crate::ops::ReduceOp;
 
 /// How a chain of views relates a node to the computed node below it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -227,7 +227,8 @@ pub(crate) fn get_or_insert(
 mod tests {
     use super::*;
     use crate::dtype::{DType, Scalar};
-    use crate::graph::{BinaryOp, ReduceOp, SubNode, UnaryOp};
+    use crate::graph::SubNode;
+    use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
     use crate::shape::Shape;
     use crate::storage::{HostBuffer, Storage};
 

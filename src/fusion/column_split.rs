@@ -31,9 +31,9 @@ use super::reduction::{acc_dtype, acc_op, effective, identity, tile_op};
 use super::tiling::Axis;
 use super::Target;
 use crate::dtype::{DType, Scalar};
-use crate::graph::{BinaryOp, Op, ReduceOp};
+use crate::graph::Op;
 use crate::kernels::ir::{Access, Builder, IndexExpr, ValueType};
-use crate::tile::Padding;
+use crate::ops::{BinaryOp, Padding, ReduceOp};
 use std::collections::HashMap;
 
 /// Elements of one tile of the partial kernel.

@@ -10,11 +10,11 @@ use super::tiling::Axis;
 use super::Target;
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
-use crate::graph::{BinaryOp, Op, ReduceOp};
+use crate::graph::Op;
 use crate::kernels::ir::{
     AccId, AtomicOp, Builder, IndexExpr, LoopId, ScalarId, ScalarKey, TileReduce, ValueId, ValueType, ViewId,
 };
-use crate::tile::ThreadScope;
+use crate::ops::{BinaryOp, ReduceOp, ThreadScope};
 use std::collections::HashMap;
 
 /// The values visible in the current scope.

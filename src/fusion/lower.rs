@@ -25,9 +25,9 @@ use super::tiling::{choose_tiles, coalesce, Axis};
 use super::FusionOptions;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
-use crate::graph::{BinaryOp, Op, ReduceOp, Subgraph, UnaryOp};
+use crate::graph::{Op, Subgraph};
 use crate::kernels::ir::{Access, Builder, ParamId, Program, ScalarId, ViewId};
-use crate::tile::Padding;
+use crate::ops::{BinaryOp, Padding, ReduceOp, UnaryOp};
 use std::collections::HashMap;
 
 /// What lowering needs to know beyond the group.

@@ -2,8 +2,8 @@
 //! tile and accumulator ops each reduction uses.
 
 use crate::dtype::{DType, Scalar};
-use crate::graph::{BinaryOp, ReduceOp};
 use crate::kernels::ir::TileReduce;
+use crate::ops::{BinaryOp, ReduceOp};
 
 /// The dtype a reduction of a node of `dtype` accumulates in.
 pub(crate) fn acc_dtype(dtype: DType) -> DType {

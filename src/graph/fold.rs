@@ -38,7 +38,7 @@ pub(crate) fn fold(op: &Op, inputs: &[Scalar], dtype: DType) -> Option<Scalar> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::op::{BinaryOp, UnaryOp};
+    use crate::ops::{BinaryOp, UnaryOp};
 
     fn f(x: f64) -> Scalar {
         Scalar::Float(x, DType::F32)

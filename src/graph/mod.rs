@@ -9,7 +9,8 @@ pub mod reference;
 pub mod store;
 pub mod subgraph;
 
-pub use op::{Axes, BinaryOp, Op, ReduceOp, UnaryOp};
+pub use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
+pub use op::{Axes, Op};
 pub use petgraph::stable_graph::NodeIndex;
 pub(crate) use store::with_graph;
 pub use store::{extract, live_nodes, Graph, Node};

@@ -1,183 +1,18 @@
 //! The operations a graph node can hold.
 //!
-//! This is the vocabulary shared by the tensor front end, the graph passes,
-//! the reference evaluator and fusion. Every node also carries its output
+//! [`Op`] is what the tensor front end records and the graph passes, the
+//! reference evaluator and fusion read; its elementwise and reduction ops
+//! ([`UnaryOp`], [`BinaryOp`], [`ReduceOp`]) are the shared vocabulary of
+//! [`crate::ops`], which the kernel IR uses too. Every node also carries its output
 //! shape and dtype; ops whose meaning depends on them (reshape, expand, cast,
 //! full) read them from the node rather than repeating them here.
 
 use crate::dtype::Scalar;
+use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
 use crate::storage::Storage;
 use smallvec::SmallVec;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-
-/// Elementwise ops of one operand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum UnaryOp {
-    /// `-x`.
-    Neg,
-    /// `|x|`.
-    Abs,
-    /// `e^x`.
-    Exp,
-    /// `2^x`.
-    Exp2,
-    /// Natural logarithm.
-    Log,
-    /// Base-2 logarithm.
-    Log2,
-    /// Square root.
-    Sqrt,
-    /// `1 / sqrt(x)`.
-    Rsqrt,
-    /// `1 / x`.
-    Recip,
-    /// Sine.
-    Sin,
-    /// Cosine.
-    Cos,
-    /// Hyperbolic tangent.
-    Tanh,
-    /// `1 / (1 + e^-x)`.
-    Sigmoid,
-    /// `max(x, 0)`.
-    Relu,
-    /// GELU, tanh approximation: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
-    GeluTanh,
-    /// GELU, exact: `0.5 x (1 + erf(x / sqrt 2))`.
-    GeluErf,
-    /// `x * sigmoid(x)`.
-    Silu,
-    /// Round toward negative infinity.
-    Floor,
-    /// Round toward positive infinity.
-    Ceil,
-    /// Round half to even.
-    Round,
-    /// -1, 0 or 1 (NaN stays NaN).
-    Sign,
-    /// Bitwise not on integers, logical not on bools.
-    Not,
-}
-
-/// Elementwise ops of two operands (already broadcast to the node's shape).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BinaryOp {
-    /// `a + b`.
-    Add,
-    /// `a - b`.
-    Sub,
-    /// `a * b`.
-    Mul,
-    /// `a / b` (integer division truncates toward zero; division by zero gives 0).
-    Div,
-    /// `a ^ b` for floats.
-    Pow,
-    /// The larger, NaN if either is NaN.
-    Maximum,
-    /// The smaller, NaN if either is NaN.
-    Minimum,
-    /// `a == b`, to bool.
-    Eq,
-    /// `a != b`, to bool.
-    Ne,
-    /// `a < b`, to bool.
-    Lt,
-    /// `a <= b`, to bool.
-    Le,
-    /// `a > b`, to bool.
-    Gt,
-    /// `a >= b`, to bool.
-    Ge,
-    /// Bitwise and (logical and on bools).
-    BitAnd,
-    /// Bitwise or (logical or on bools).
-    BitOr,
-    /// Bitwise xor (logical xor on bools).
-    BitXor,
-}
-
-impl UnaryOp {
-    /// The lower-case name used in messages (`gelu_tanh`).
-    pub fn name(self) -> &'static str {
-        use UnaryOp::*;
-        match self {
-            Neg => "neg",
-            Abs => "abs",
-            Exp => "exp",
-            Exp2 => "exp2",
-            Log => "log",
-            Log2 => "log2",
-            Sqrt => "sqrt",
-            Rsqrt => "rsqrt",
-            Recip => "recip",
-            Sin => "sin",
-            Cos => "cos",
-            Tanh => "tanh",
-            Sigmoid => "sigmoid",
-            Relu => "relu",
-            GeluTanh => "gelu_tanh",
-            GeluErf => "gelu_erf",
-            Silu => "silu",
-            Floor => "floor",
-            Ceil => "ceil",
-            Round => "round",
-            Sign => "sign",
-            Not => "not",
-        }
-    }
-}
-
-impl BinaryOp {
-    /// The lower-case name used in messages (`bitand`).
-    pub fn name(self) -> &'static str {
-        use BinaryOp::*;
-        match self {
-            Add => "add",
-            Sub => "sub",
-            Mul => "mul",
-            Div => "div",
-            Pow => "pow",
-            Maximum => "maximum",
-            Minimum => "minimum",
-            Eq => "eq",
-            Ne => "ne",
-            Lt => "lt",
-            Le => "le",
-            Gt => "gt",
-            Ge => "ge",
-            BitAnd => "bitand",
-            BitOr => "bitor",
-            BitXor => "bitxor",
-        }
-    }
-
-    /// Whether the op yields bool whatever its operands.
-    pub fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
-        )
-    }
-}
-
-/// Reductions over a set of axes. The node keeps each reduced axis with
-/// length 1; dropping it is a separate reshape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReduceOp {
-    /// Sum (floats accumulate in at least f32; integers in i64 then wrap).
-    Sum,
-    /// Maximum, NaN-propagating.
-    Max,
-    /// Minimum, NaN-propagating.
-    Min,
-    /// Product.
-    Prod,
-    /// Index (i64) of the first maximum along a single axis; NaN counts as the maximum.
-    ArgMax,
-    /// Index (i64) of the first minimum along a single axis; NaN counts as the minimum.
-    ArgMin,
-}
 
 /// Axis lists inside ops.
 pub type Axes = SmallVec<[usize; 6]>;

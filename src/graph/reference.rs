@@ -74,10 +74,11 @@ mod reduce;
 #[cfg(test)]
 mod tests;
 
-use super::op::{Op, ReduceOp};
+use super::op::Op;
 use super::subgraph::{SubNode, Subgraph};
 use crate::dtype::{DType, Scalar};
 use crate::error::{dims, Error, Result};
+use crate::ops::ReduceOp;
 use crate::shape::Shape;
 use crate::storage::{HostBuffer, Storage};
 use elementwise::{binary, select, unary};

@@ -345,7 +345,7 @@ impl Graph {
 mod tests {
     use super::*;
     use crate::dtype::Scalar;
-    use crate::graph::op::BinaryOp;
+    use crate::ops::BinaryOp;
     use crate::storage::HostBuffer;
 
     fn data(g: &mut Graph, len: usize) -> NodeIndex {
@@ -378,7 +378,7 @@ mod tests {
         let mut g = Graph::default();
         let a = data(&mut g, 3);
         let b = data(&mut g, 3);
-        let neg = Op::Unary(crate::graph::op::UnaryOp::Neg);
+        let neg = Op::Unary(crate::ops::UnaryOp::Neg);
         // List `b` under the hash of `-a`, as a collision would.
         let hash = key_hash(&neg, &[a], &Shape::new(&[3]), DType::F32);
         g.cse.entry(hash).or_default().push(b);

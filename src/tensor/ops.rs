@@ -22,7 +22,8 @@
 use super::{fallible, or_panic, Tensor};
 use crate::dtype::{DType, Element, Scalar};
 use crate::error::{dims, Error, Result};
-use crate::graph::{BinaryOp, Op, UnaryOp};
+use crate::graph::Op;
+use crate::ops::{BinaryOp, UnaryOp};
 use crate::shape::Shape;
 use std::borrow::Cow;
 use std::ops;

@@ -27,7 +27,8 @@
 use super::{fallible, Tensor};
 use crate::dtype::DType;
 use crate::error::{dims, Error, Result};
-use crate::graph::{Axes, Op, ReduceOp};
+use crate::graph::{Axes, Op};
+use crate::ops::ReduceOp;
 use crate::shape::Shape;
 
 /// The dtype the float statistics of a `d` tensor (`mean`, `var`, and the

@@ -40,14 +40,14 @@
 //! # Ok::<(), tilefuse::Error>(())
 //! ```
 
-use super::element::{AtomicSupport, TileElement, Wide};
-use super::padding::{MemoryOrder, Padding, ThreadScope};
+use super::element::{TileElement, Wide};
 use super::partition::PartitionView;
 use super::shape::{PartitionIndex, TileShape};
 use super::span::TensorSpanMut;
 use super::value::Tile;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
+use crate::ops::{AtomicOp, AtomicSupport, MemoryOrder, Padding, ThreadScope};
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// The unsigned integers `u8` to `u64` as the bits of an element, with the
@@ -122,58 +122,6 @@ macro_rules! atomic_bits {
     )*};
 }
 atomic_bits!(u8 => AtomicU8, u16 => AtomicU16, u32 => AtomicU32, u64 => AtomicU64);
-
-/// A read-modify-write atomic update of a partition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AtomicOp {
-    /// Bitwise AND.
-    And,
-    /// Bitwise OR.
-    Or,
-    /// Bitwise XOR.
-    Xor,
-    /// Maximum.
-    Max,
-    /// Minimum.
-    Min,
-    /// Addition.
-    Add,
-    /// Subtraction (memory minus operand).
-    Sub,
-}
-
-impl AtomicOp {
-    /// The name of the view's method for this update, masked or not
-    /// (`PartitionView::atomic_add_masked`).
-    pub fn method_name(self, masked: bool) -> &'static str {
-        use AtomicOp::*;
-        match (self, masked) {
-            (And, false) => "PartitionView::atomic_and",
-            (And, true) => "PartitionView::atomic_and_masked",
-            (Or, false) => "PartitionView::atomic_or",
-            (Or, true) => "PartitionView::atomic_or_masked",
-            (Xor, false) => "PartitionView::atomic_xor",
-            (Xor, true) => "PartitionView::atomic_xor_masked",
-            (Max, false) => "PartitionView::atomic_max",
-            (Max, true) => "PartitionView::atomic_max_masked",
-            (Min, false) => "PartitionView::atomic_min",
-            (Min, true) => "PartitionView::atomic_min_masked",
-            (Add, false) => "PartitionView::atomic_add",
-            (Add, true) => "PartitionView::atomic_add_masked",
-            (Sub, false) => "PartitionView::atomic_sub",
-            (Sub, true) => "PartitionView::atomic_sub_masked",
-        }
-    }
-
-    /// Whether elements of kind `support` allow this update.
-    fn supported(self, support: AtomicSupport) -> bool {
-        match support {
-            AtomicSupport::Integer => true,
-            AtomicSupport::Float => matches!(self, AtomicOp::Add | AtomicOp::Sub),
-            AtomicSupport::None => false,
-        }
-    }
-}
 
 mod sealed {
     pub trait Sealed {}

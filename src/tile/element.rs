@@ -27,7 +27,7 @@
 //! out-of-range value undefined). Any non-zero value, NaN included, is `true`.
 
 use super::atomic::AtomicBits;
-use super::padding::Padding;
+use crate::ops::{AtomicSupport, Padding};
 use half::{bf16, f16};
 use std::fmt;
 
@@ -46,18 +46,6 @@ pub enum Wide {
     Int(i128),
     /// A floating-point value of any width.
     Float(f64),
-}
-
-/// Which read-modify-write atomics an element type supports.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AtomicSupport {
-    /// None.
-    None,
-    /// `and`, `or`, `xor`, `max`, `min`, `add` and `sub` (32- and 64-bit integers).
-    Integer,
-    /// `add` and `sub` only (floating point).
-    Float,
 }
 
 /// A scalar type a tile can hold: `bool`, `i8`, `i16`, `i32`, `i64`, `u8`,

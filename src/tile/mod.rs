@@ -8,6 +8,9 @@
 //! - [`PartitionView`]: a span divided into tiles, with loads, stores, masked
 //!   forms at ragged edges, and atomics (module [`atomic`]).
 //!
+//! [`Padding`], [`MemoryOrder`], [`ThreadScope`] and [`AtomicOp`] are the
+//! crate's shared vocabulary, defined in [`crate::ops`] and re-exported here.
+//!
 //! Where the reference says "undefined behavior", these types return an
 //! [`Error`](crate::Error) instead; the list is in [`PartitionView`]'s module
 //! docs.
@@ -34,16 +37,15 @@
 
 pub mod atomic;
 mod element;
-mod padding;
 mod partition;
 mod shape;
 mod span;
 mod tile_ops;
 mod value;
 
-pub use atomic::{AtomicArith, AtomicInteger, AtomicOp};
+pub use crate::ops::{AtomicOp, MemoryOrder, Padding, ThreadScope};
+pub use atomic::{AtomicArith, AtomicInteger};
 pub use element::{Bitwise, Numeric, TileElement};
-pub use padding::{MemoryOrder, Padding, ThreadScope};
 pub use partition::PartitionView;
 pub use shape::{PartitionIndex, ReduceAxis, Singleton, TileShape, S0, S1, S2, S3, S4, S5};
 pub use span::{SpanLayout, TensorSpan, TensorSpanLike, TensorSpanMut};

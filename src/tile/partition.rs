@@ -25,11 +25,11 @@
 //!    (see [`super::atomic`]).
 
 use super::element::TileElement;
-use super::padding::Padding;
 use super::shape::{for_each_index, PartitionIndex, TileShape};
 use super::span::{TensorSpanLike, TensorSpanMut};
 use super::value::Tile;
 use crate::error::{dims, Dims, Error, Result};
+use crate::ops::Padding;
 use smallvec::SmallVec;
 use std::sync::atomic::Ordering;
 

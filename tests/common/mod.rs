@@ -14,6 +14,19 @@ use tilefuse::{DType, Scalar, Shape};
 
 pub mod fuzzgen;
 
+/// The snapshot directory, `tests/snapshots` under `CARGO_MANIFEST_DIR`, or
+/// `None` after printing a line that `test` is skipped when it does not
+/// exist (the test binary runs on a machine without the sources).
+pub fn snapshot_dir(test: &str) -> Option<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        println!("{test}: skipped, no snapshots at {}", dir.display());
+        None
+    }
+}
+
 /// A subgraph under construction.
 #[derive(Default)]
 pub struct G {

@@ -945,7 +945,7 @@ fn fill(ptr: u64, len: usize, value: Fill, stream: &Stream) -> Result<()> {
 mod tests {
     use super::*;
     use crate::kernels::ir::{Access, Builder, IndexExpr};
-    use crate::tile::Padding;
+    use crate::ops::Padding;
 
     fn copy_program() -> Program {
         let mut b = Builder::new("copy", &[2]);
@@ -1102,8 +1102,8 @@ mod tests {
     #[test]
     #[ignore = "needs a CUDA GPU"]
     fn f64_math_matches_its_cpu_model_bit_for_bit() {
-        use crate::graph::{BinaryOp, UnaryOp};
         use crate::kernels::ptx_gen::math64::{self, tests::Cpu64};
+        use crate::ops::{BinaryOp, UnaryOp};
         type F = fn(&mut Cpu64, &f64) -> f64;
         let device = CudaDevice::open(0).unwrap();
         let xs = f64_samples();

@@ -4,7 +4,7 @@
 use super::{erf, kind, Input, Kind, Values};
 use crate::dtype::{round_to, wrap_int, DType};
 use crate::error::{Error, Result};
-use crate::graph::op::{BinaryOp, UnaryOp};
+use crate::ops::{BinaryOp, UnaryOp};
 use std::cmp::Ordering;
 
 /// `a` where `cond` holds, else `b`.

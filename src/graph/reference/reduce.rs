@@ -5,8 +5,8 @@ use super::elementwise::{nan_max, nan_min};
 use super::{kind, reduce_name, row_major_strides, strided_offsets, Input, Kind, Values};
 use crate::dtype::{round_to, wrap_int, DType};
 use crate::error::{dims, Error, Result};
-use crate::graph::op::ReduceOp;
 use crate::graph::subgraph::SubNode;
+use crate::ops::ReduceOp;
 
 pub(super) fn reduce(node: &SubNode, op: ReduceOp, axes: &[usize], input: &Input) -> Result<Values> {
     let name = reduce_name(op);

@@ -9,8 +9,8 @@
 //! and the store finds its data already in place. This saves the copy out of
 //! the tile, and the tile's own buffer never enters the cache.
 
-use crate::graph::BinaryOp;
 use crate::kernels::ir::{Inst, PartitionIndex, Program, ValueId, ViewId};
+use crate::ops::BinaryOp;
 
 /// The store a value is forwarded to.
 #[derive(Debug, Clone)]

@@ -13,7 +13,7 @@ use super::buffer::{malformed, typed, typed_mut, unsupported, Bits, BitsMut, Buf
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::graph::reference::erf::gelu_erf;
-use crate::graph::{BinaryOp, UnaryOp};
+use crate::ops::{BinaryOp, UnaryOp};
 use half::{bf16, f16};
 
 /// The arithmetic element types (every dtype but bool, f16 and bf16).

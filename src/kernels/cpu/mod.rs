@@ -473,7 +473,7 @@ impl<'p> Context<'p> {
                     shape_ops::reduce(*op, dtype(src), shape(src), *axis as usize, d, &v[src.index()])
                 })?,
                 Inst::AccUpdate { acc, op, src } => {
-                    use crate::graph::BinaryOp::{Add, Maximum, Minimum, Mul};
+                    use crate::ops::BinaryOp::{Add, Maximum, Minimum, Mul};
                     if !matches!(op, Add | Mul | Maximum | Minimum) {
                         return Err(malformed(format!("accumulator update with {op:?}")));
                     }

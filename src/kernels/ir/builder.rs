@@ -13,8 +13,7 @@ use super::{
 };
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
-use crate::graph::{BinaryOp, UnaryOp};
-use crate::tile::{Padding, ThreadScope};
+use crate::ops::{BinaryOp, Padding, ThreadScope, UnaryOp};
 
 /// Builds a [`Program`] instruction by instruction.
 ///

@@ -28,11 +28,10 @@
 //! **Invariant:** `kernels::ir` knows nothing of petgraph, cudarc or threads.
 
 use crate::dtype::{DType, Scalar};
-use crate::graph::{BinaryOp, UnaryOp};
 /// Read-modify-write operations of an atomic partition update (always
 /// relaxed order): the host tile API's own set.
-pub use crate::tile::AtomicOp;
-use crate::tile::{Padding, ThreadScope};
+pub use crate::ops::AtomicOp;
+use crate::ops::{BinaryOp, Padding, ThreadScope, UnaryOp};
 use smallvec::SmallVec;
 
 mod builder;

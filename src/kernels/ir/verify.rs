@@ -87,8 +87,7 @@
 use super::{print, AccId, Access, Inst, LoopId, ParamId, Program, ScalarKey, ValueId, ValueType, View};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
-use crate::graph::{BinaryOp, UnaryOp};
-use crate::tile::ThreadScope;
+use crate::ops::{BinaryOp, ThreadScope, UnaryOp};
 
 mod access;
 

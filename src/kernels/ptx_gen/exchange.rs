@@ -25,8 +25,8 @@ use super::emit::{Class, Emitter};
 use super::ops::{immediate, mov_imm};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
-use crate::graph::BinaryOp;
 use crate::kernels::ir::{TileReduce, ValueId};
+use crate::ops::BinaryOp;
 
 /// Static shared memory a block may use without opting in.
 pub(super) const SHARED_LIMIT: u32 = 48 * 1024;

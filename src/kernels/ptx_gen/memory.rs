@@ -23,7 +23,7 @@ use super::ops::{immediate, mov_imm};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::kernels::ir::{Access, AtomicOp, IndexExpr, PartitionIndex, ValueId, View, ViewId};
-use crate::tile::ThreadScope;
+use crate::ops::ThreadScope;
 
 /// Most bytes of staged tiles per block (`TILEFUSE_GPU_STAGE`); static
 /// shared memory is limited to 48 KiB in all, and the exchanges need some.

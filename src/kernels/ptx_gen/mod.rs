@@ -683,9 +683,8 @@ pub(crate) fn tuning() -> &'static Tuning {
 #[cfg(test)]
 mod tuning_tests {
     use super::*;
-    use crate::graph::BinaryOp;
     use crate::kernels::ir::{Access, Builder, IndexExpr, TileReduce, ValueType};
-    use crate::tile::Padding;
+    use crate::ops::{BinaryOp, Padding};
     use crate::{DType, Scalar};
 
     /// Sums 5 tiles of each row in a loop (a trip count no unroll divides).
@@ -774,7 +773,7 @@ mod tuning_tests {
         let idx = [IndexExpr::grid(0), IndexExpr::constant(0)];
         let t = b.load(vx, &idx, false);
         let s = b.reduce(TileReduce::Sum, t, 1);
-        let r = b.unary(crate::graph::UnaryOp::Rsqrt, s);
+        let r = b.unary(crate::ops::UnaryOp::Rsqrt, s);
         let r = b.broadcast(r, &[1, 1024]);
         let q = b.binary(BinaryOp::Mul, t, r);
         b.store(vy, &idx, q, false);
@@ -814,7 +813,7 @@ mod tuning_tests {
         let ta = b.load(views[0], &idx, false);
         let tb = b.load(views[1], &idx, false);
         let p = b.binary(BinaryOp::Mul, ta, tb);
-        let t = b.unary(crate::graph::UnaryOp::Tanh, p);
+        let t = b.unary(crate::ops::UnaryOp::Tanh, p);
         b.store(views[2], &idx, t, false);
         let ew = b.finish().unwrap();
         let tuned = gen(&ew, Tuning::default());
@@ -1287,7 +1286,7 @@ mod tuning_tests {
     /// [`centred`] with `y = exp(-exp(|sin(tanh((x - m) / q)|))`: five
     /// unary operations.
     fn five_unary() -> Program {
-        use crate::graph::UnaryOp;
+        use crate::ops::UnaryOp;
         let mut p = centred(DType::F32, 4096, true);
         let Some(Inst::Store { src, .. }) = p.body.pop() else {
             panic!("the program ends with its store")

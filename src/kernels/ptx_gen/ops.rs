@@ -5,8 +5,8 @@ use super::math::{self, IeeeOps, MathOps};
 use super::math64::{self, MathOps64};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
-use crate::graph::{BinaryOp, UnaryOp};
 use crate::kernels::ir::{AccId, MathMode, ScalarId, ValueId};
+use crate::ops::{BinaryOp, UnaryOp};
 
 /// The immediate operand for `s` as a value of `d` (floats by their bits).
 pub(super) fn immediate(s: Scalar, d: DType) -> std::result::Result<String, String> {

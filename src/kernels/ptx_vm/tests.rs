@@ -345,9 +345,8 @@ fn output_on_model(module: &crate::kernels::ptx_gen::PtxModule, inputs: &[&[u8]]
 /// `y = (a + b) * a` (or `y = a + b` for integers) over `n` elements in
 /// tiles of `tile`, the tail masked.
 fn elementwise(dtype: crate::DType, n: u64, tile: u32, mul: bool) -> crate::kernels::ir::Program {
-    use crate::graph::BinaryOp;
     use crate::kernels::ir::{Access, Builder, IndexExpr};
-    use crate::tile::Padding;
+    use crate::ops::{BinaryOp, Padding};
     let mut b = Builder::new(format!("ew_{dtype}"), &[n.div_ceil(u64::from(tile))]);
     let pa = b.param("a", dtype, n, Access::Read);
     let pb = b.param("b", dtype, n, Access::Read);
@@ -424,9 +423,8 @@ fn row_reduction(
     cols: u64,
     tc: u32,
 ) -> crate::kernels::ir::Program {
-    use crate::graph::BinaryOp;
     use crate::kernels::ir::{Access, Builder, IndexExpr, TileReduce, ValueType};
-    use crate::tile::Padding;
+    use crate::ops::{BinaryOp, Padding};
     use crate::Scalar;
     let mut b = Builder::new(format!("rows_{op:?}_{dtype}"), &[rows]);
     let x = b.param("x", dtype, rows * cols, Access::Read);
@@ -519,12 +517,11 @@ fn assembled_row_reductions_run_on_the_cpu_model_like_the_executor() {
 /// shared memory with `cp.async`.
 #[test]
 fn an_assembled_staged_row_kernel_runs_on_the_cpu_model_like_the_executor() {
-    use crate::graph::BinaryOp;
     use crate::kernels::cpu::{execute, Arg};
     use crate::kernels::ir::{Access, Builder, IndexExpr, TileReduce};
     use crate::kernels::ptx_gen::{generate, generate_quick};
+    use crate::ops::{BinaryOp, Padding};
     use crate::storage::HostBuffer;
-    use crate::tile::Padding;
     use crate::DType;
     let (rows, cols) = (6u64, 4096u64);
     let mut b = Builder::new("minus_row_max", &[rows]);
@@ -565,8 +562,8 @@ fn bf16_rounding_without_the_bf16_conversion_matches_the_executor() {
     use crate::kernels::cpu::{execute, Arg};
     use crate::kernels::ir::{Access, Builder, IndexExpr};
     use crate::kernels::ptx_gen::{generate, generate_quick};
+    use crate::ops::Padding;
     use crate::storage::HostBuffer;
-    use crate::tile::Padding;
     use crate::DType;
     let mut bits: Vec<u32> = vec![
         0x3F80_8000, // a tie, rounds to even (down)

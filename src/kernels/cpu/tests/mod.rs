@@ -8,10 +8,9 @@ mod programs;
 use super::{execute, run_verified, Arg};
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
-use crate::graph::{BinaryOp, UnaryOp};
 use crate::kernels::ir::*;
+use crate::ops::{BinaryOp, Padding, ThreadScope, UnaryOp};
 use crate::storage::HostBuffer;
-use crate::tile::{Padding, ThreadScope};
 
 /// Grid coordinate `axis` as a partition index term.
 pub(super) fn g(axis: u8) -> IndexExpr {

@@ -4,10 +4,9 @@
 use super::super::{verify, Access, Builder, IndexExpr, Program, TileReduce, ValueType};
 use super::rejections::reject;
 use crate::dtype::{DType, Scalar};
-use crate::graph::BinaryOp;
 use crate::kernels::cpu::{execute, Arg};
+use crate::ops::{BinaryOp, Padding};
 use crate::storage::HostBuffer;
-use crate::tile::Padding;
 
 /// Column sums of `x: f32[4, 24]` over a grid [4 row parts, 3 column
 /// tiles]: each point copies its tile of `x` into the partials, and the last

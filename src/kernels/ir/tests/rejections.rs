@@ -6,8 +6,7 @@ use super::super::{verify, Access, AtomicOp, Builder, IndexExpr, Inst, Program, 
 use super::snapshots::{add_one, chain, column_sum, row_sum, softmax_rows};
 use crate::dtype::{DType, Scalar};
 use crate::error::Error;
-use crate::graph::{BinaryOp, UnaryOp};
-use crate::tile::{Padding, ThreadScope};
+use crate::ops::{BinaryOp, Padding, ThreadScope, UnaryOp};
 
 /// Asserts that `program` was rejected with a reason containing `needle`.
 #[track_caller]

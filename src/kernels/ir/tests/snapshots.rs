@@ -3,8 +3,7 @@
 
 use super::super::{Access, AtomicOp, Builder, IndexExpr, MathMode, Program, TileReduce, ValueType};
 use crate::dtype::{DType, Scalar};
-use crate::graph::{BinaryOp, UnaryOp};
-use crate::tile::{Padding, ThreadScope};
+use crate::ops::{BinaryOp, Padding, ThreadScope, UnaryOp};
 
 /// Asserts that `program` built and verified, and prints as `expect`
 /// (leading newline and trailing spaces of the raw string ignored).
