@@ -436,13 +436,13 @@ fn write_json(path: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhea
 /// Writes the PTX of every kernel of the GPU suite for sm_90 into `dir`.
 fn dump_ptx(args: &Args, dir: &str) -> Result<()> {
     use tilefuse::fusion::{plan, FusionOptions};
-    use tilefuse::kernels::ptx_gen::{generate, generate_quick, Target};
+    use tilefuse::kernels::ptx_gen::{generate, generate_quick, PtxTarget};
     // Creates `dir` too.
     std::fs::create_dir_all(format!("{dir}/quick")).map_err(|e| Error::InvalidProgram {
         program: "throughput".into(),
         reason: format!("could not create {dir}/quick: {e}"),
     })?;
-    let target = Target::for_driver(90, 13000);
+    let target = PtxTarget::for_driver(90, 13000);
     for p in gpu_pipelines(args) {
         let y = p.build(&p.host_inputs(1));
         for k in &plan(&y.subgraph(), &FusionOptions::gpu())?.kernels {

@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tilefuse::device::cuda::{
-    launch, probe, BufferId, CudaDevice, DeviceBuffer, Event, Kernel, ScheduledLaunch, Scheduler, Stream,
+    launch, probe, BufferId, CudaDevice, DeviceBuffer, Event, LoadedFunction, ScheduledLaunch, Scheduler, Stream,
     STAGING_CHUNK_BYTES, STREAM_COUNT,
 };
 use tilefuse::storage::HostBuffer;
@@ -81,16 +81,16 @@ fn device() -> (MutexGuard<'static, ()>, Arc<CudaDevice>) {
     (guard, CudaDevice::open(0).expect("a CUDA device"))
 }
 
-fn add_one(device: &CudaDevice) -> Kernel {
+fn add_one(device: &CudaDevice) -> LoadedFunction {
     device.load(ADD_ONE_PTX, "add_one", "add_one").expect("add_one loads")
 }
 
-fn spin(device: &CudaDevice) -> Kernel {
+fn spin(device: &CudaDevice) -> LoadedFunction {
     device.load(SPIN_PTX, "spin", "spin").expect("spin loads")
 }
 
 /// Queues `add_one` over all of `x` on `stream`.
-fn launch_add_one(kernel: &Kernel, x: &DeviceBuffer, stream: &Stream) {
+fn launch_add_one(kernel: &LoadedFunction, x: &DeviceBuffer, stream: &Stream) {
     let n = x.len();
     let grid = (n.div_ceil(256).max(1) as u32, 1, 1);
     // SAFETY: add_one takes a pointer to `n` f32 values and `n`; `x` holds them
@@ -99,7 +99,7 @@ fn launch_add_one(kernel: &Kernel, x: &DeviceBuffer, stream: &Stream) {
 }
 
 /// Queues `spin` for `ns` nanoseconds on `stream`, writing its times to `out`.
-fn launch_spin(kernel: &Kernel, out: &DeviceBuffer, ns: u64, stream: &Stream) {
+fn launch_spin(kernel: &LoadedFunction, out: &DeviceBuffer, ns: u64, stream: &Stream) {
     assert!(out.dtype() == DType::I64 && out.len() >= 2);
     // SAFETY: spin writes two u64 values at its pointer, which `out` holds.
     unsafe { launch(kernel, (1, 1, 1), (1, 1, 1), 0, stream, &[out.ptr_on(stream), ns]) }.expect("launch spin");

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tilefuse::graph::{BinaryOp, UnaryOp};
 use tilefuse::kernels::ir::{Access, AtomicOp, Builder, IndexExpr, MathMode, Program, TileReduce, ValueId, ValueType};
 use tilefuse::kernels::ptx_gen::ptxas::{assemble, ptxas_for_tests};
-use tilefuse::kernels::ptx_gen::{generate, PtxModule, Target};
+use tilefuse::kernels::ptx_gen::{generate, PtxModule, PtxTarget};
 use tilefuse::tile::{Padding, ThreadScope};
 use tilefuse::{DType, Error, Scalar};
 
@@ -34,7 +34,7 @@ fn try_check(program: &Program) -> Result<PtxModule, Error> {
     let tool = ptxas();
     let mut last = None;
     for sm in SMS {
-        let module = generate(program, &Target::for_driver(sm, 13000))?;
+        let module = generate(program, &PtxTarget::for_driver(sm, 13000))?;
         if let Some(tool) = &tool {
             let kernels = assemble(tool, &module.text, sm)
                 .unwrap_or_else(|e| panic!("{} (sm_{sm}) failed to assemble:\n{e}\n{}", program.name, module.text));
@@ -301,12 +301,12 @@ fn column_sums_with_every_atomic_op_and_dtype() {
     check(&column_atomic(Add, DType::F16));
     // bf16 atomic add exists on sm_90 only.
     let p = column_atomic(Add, DType::BF16);
-    let m = generate(&p, &Target::for_driver(90, 13000)).unwrap();
+    let m = generate(&p, &PtxTarget::for_driver(90, 13000)).unwrap();
     assert!(m.text.contains("red.relaxed.gpu.global.add.noftz.bf16"));
     if let Some(tool) = ptxas() {
         assemble(&tool, &m.text, 90).unwrap();
     }
-    let e = generate(&p, &Target::for_driver(80, 13000)).unwrap_err();
+    let e = generate(&p, &PtxTarget::for_driver(80, 13000)).unwrap_err();
     assert!(matches!(e, Error::UnsupportedDType { dtype: DType::BF16, .. }), "{e}");
 }
 
@@ -385,13 +385,13 @@ fn grids_past_two_to_the_31_blocks_use_ctaid_y() {
 #[test]
 fn version_is_the_targets_minimum_capped_by_the_driver() {
     let p = add_one();
-    let m = generate(&p, &Target::for_driver(80, 12000)).unwrap();
+    let m = generate(&p, &PtxTarget::for_driver(80, 12000)).unwrap();
     assert!(m.text.contains(".version 7.0\n"));
-    let m = generate(&p, &Target::for_driver(90, 12080)).unwrap();
+    let m = generate(&p, &PtxTarget::for_driver(90, 12080)).unwrap();
     assert!(m.text.contains(".version 7.8\n"));
-    assert_eq!(Target::for_driver(90, 13000).ptx_version, (9, 0));
-    assert_eq!(Target::for_driver(90, 12080).ptx_version, (8, 7));
-    let old = Target {
+    assert_eq!(PtxTarget::for_driver(90, 13000).ptx_version, (9, 0));
+    assert_eq!(PtxTarget::for_driver(90, 12080).ptx_version, (8, 7));
+    let old = PtxTarget {
         sm: 90,
         ptx_version: (7, 4),
     };

@@ -17,7 +17,7 @@ mod common;
 use common::fuzzgen;
 use common::ptx_check::{spilling, summary, Modules};
 use std::time::Instant;
-use tilefuse::fusion::{plan, FusionOptions, Target};
+use tilefuse::fusion::{plan, FusionOptions, TileTarget};
 use tilefuse::kernels::ptx_gen::ptxas::ptxas_for_tests;
 use tilefuse::kernels::ptx_vm;
 
@@ -27,7 +27,7 @@ fn gpu_options(seed: u64) -> Vec<FusionOptions> {
     let gpu = FusionOptions::gpu();
     let fuzz = fuzzgen::options(seed);
     let fuzz = FusionOptions {
-        target: Target::Gpu,
+        target: TileTarget::Gpu,
         max_row_tile: fuzz.max_row_tile.min(gpu.max_row_tile),
         ..fuzz
     };
@@ -153,7 +153,7 @@ fn integer_programs_of_the_fuzzer_run_on_the_interpreter_model_like_the_executor
     use tilefuse::kernels::ptx_vm::emulate::{self, Memory};
     use tilefuse::storage::HostBuffer;
     use tilefuse::{DType, Scalar};
-    let target = tilefuse::kernels::ptx_gen::Target::for_driver(90, 13000);
+    let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
     let (mut ran, mut not_modelled, mut skipped) = (0, std::collections::BTreeMap::<String, usize>::new(), 0);
     // Enough modules to cover the generator's shapes, few enough for a
     // debug build.

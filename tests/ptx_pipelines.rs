@@ -76,7 +76,7 @@ fn suite_reductions_are_one_kernel_each() {
 /// per-element `div.rn`.
 #[test]
 fn suite_kernels_keep_their_fast_shapes() {
-    let target = tilefuse::kernels::ptx_gen::Target::for_driver(90, 13000);
+    let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
     for (name, g) in suite() {
         let p = plan(&g, &FusionOptions::gpu()).unwrap();
         for k in &p.kernels {
@@ -304,7 +304,7 @@ fn write_section(path: &Path, heading: &str, body: &str) -> std::io::Result<()> 
 /// `tests/snapshots/*.ptx`; `TILEFUSE_BLESS=1` rewrites them. Needs no ptxas.
 #[test]
 fn suite_ptx_matches_snapshots() {
-    let target = tilefuse::kernels::ptx_gen::Target::for_driver(90, 13000);
+    let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
     let Some(dir) = common::snapshot_dir("suite_ptx_matches_snapshots") else {
         return;
     };
@@ -343,9 +343,9 @@ fn suite_ptx_matches_snapshots() {
 /// quick text on it.
 #[test]
 fn suite_kernels_run_on_the_interpreter() {
-    use tilefuse::kernels::ptx_gen::{generate, generate_quick, Target};
+    use tilefuse::kernels::ptx_gen::{generate, generate_quick, PtxTarget};
     use tilefuse::kernels::ptx_vm;
-    let target = Target::for_driver(90, 13000);
+    let target = PtxTarget::for_driver(90, 13000);
     let defaults = tilefuse::settings::active_library().is_empty();
     for (name, g) in suite() {
         let p = plan(&g, &FusionOptions::gpu()).unwrap();

@@ -29,7 +29,7 @@ use super::lower::{declare, declare_scalars, last_point_counter, single_reduce, 
 use super::plan::{BufferDecl, BufferRef};
 use super::reduction::{acc_dtype, acc_op, effective, identity, tile_op};
 use super::tiling::Axis;
-use super::Target;
+use super::TileTarget;
 use crate::dtype::{DType, Scalar};
 use crate::graph::Op;
 use crate::kernels::ir::{Access, Builder, IndexExpr, ValueType};
@@ -66,7 +66,7 @@ pub(crate) struct ColumnSplit {
 /// dtype it accumulates in, of at least a million elements, with too few
 /// column tiles to fill the device.
 pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &[Axis]) -> Option<ColumnSplit> {
-    if cx.opts.target != Target::Gpu || group.shape.broadcast {
+    if cx.opts.target != TileTarget::Gpu || group.shape.broadcast {
         return None;
     }
     let [rows, cols] = axes else { return None };

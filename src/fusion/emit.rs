@@ -7,7 +7,7 @@ use super::group::{Group, Space};
 use super::lower::{in_group, internal, use_space, Ctx};
 use super::reduction::{acc_dtype, acc_op, effective, identity, tile_op};
 use super::tiling::Axis;
-use super::Target;
+use super::TileTarget;
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::graph::Op;
@@ -199,7 +199,7 @@ impl<'a> Lowerer<'a> {
         // whole tiles, updated elementwise in registers, and reduced across
         // the block once after the loops; elsewhere each tile is reduced
         // before it is accumulated.
-        let wide = self.cx.opts.target == Target::Gpu;
+        let wide = self.cx.opts.target == TileTarget::Gpu;
         let acc_space = if wide { Space::Full } else { Space::Reduced };
         let mut accs: HashMap<usize, AccId> = HashMap::new();
         for &n in &nodes {

@@ -187,7 +187,7 @@ pub(crate) fn lower(
     // bytes a thread and made a 10 000-line module.
     let heavy = |n: usize| transcendental(n) && cx.g.nodes[n].dtype == DType::F64;
     let budget = match cx.opts.target {
-        super::Target::Gpu if !reduces => {
+        super::TileTarget::Gpu if !reduces => {
             let bytes_scaled = cx.opts.tile_elements() as u64 * 4 / narrowest.clamp(1, 4);
             if group.nodes.iter().any(|&n| transcendental(n)) {
                 (bytes_scaled / 4).max(1)
@@ -195,7 +195,7 @@ pub(crate) fn lower(
                 bytes_scaled
             }
         }
-        super::Target::Gpu if group.nodes.iter().any(|&n| heavy(n)) => (cx.opts.tile_elements() as u64 / 4).max(1),
+        super::TileTarget::Gpu if group.nodes.iter().any(|&n| heavy(n)) => (cx.opts.tile_elements() as u64 / 4).max(1),
         _ => cx.opts.tile_elements() as u64,
     };
     choose_tiles(&mut axes, budget, gs.broadcast);

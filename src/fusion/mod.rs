@@ -77,7 +77,7 @@ mod tiling;
 pub use cache::{cache_stats, CacheStats};
 pub(crate) use cache::{lookup as cached_plan, GraphKey, KeyWriter};
 pub use explain::explain;
-pub use plan::{BufferDecl, BufferKind, BufferRef, Kernel, Plan};
+pub use plan::{BufferDecl, BufferKind, BufferRef, Plan, PlannedKernel};
 
 use crate::error::{Error, Result};
 use crate::graph::{Op, Subgraph};
@@ -88,7 +88,7 @@ use std::sync::Arc;
 
 /// The machine a plan's kernels are tiled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Target {
+pub enum TileTarget {
     /// The CPU executor: tiles of about 8K elements.
     #[default]
     Cpu,
@@ -100,7 +100,7 @@ pub enum Target {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FusionOptions {
     /// The machine tiles are sized for.
-    pub target: Target,
+    pub target: TileTarget,
     /// Whether results must not depend on scheduling (default true).
     pub deterministic: bool,
     /// How transcendentals are computed.
@@ -114,7 +114,7 @@ impl FusionOptions {
     /// Options for the CPU executor.
     pub fn cpu() -> FusionOptions {
         FusionOptions {
-            target: Target::Cpu,
+            target: TileTarget::Cpu,
             deterministic: true,
             math: MathMode::Precise,
             max_row_tile: 16384,
@@ -124,7 +124,7 @@ impl FusionOptions {
     /// Options for a CUDA GPU.
     pub fn gpu() -> FusionOptions {
         FusionOptions {
-            target: Target::Gpu,
+            target: TileTarget::Gpu,
             deterministic: true,
             math: gpu_tuning().math,
             max_row_tile: 8192,
@@ -134,16 +134,16 @@ impl FusionOptions {
     /// The number of elements a tile aims at (rows of row kernels may exceed it).
     pub fn tile_elements(&self) -> usize {
         match self.target {
-            Target::Cpu => 8192,
-            Target::Gpu => gpu_tuning().tile_elements,
+            TileTarget::Cpu => 8192,
+            TileTarget::Gpu => gpu_tuning().tile_elements,
         }
     }
 
     /// The number of grid points a reduction split across the grid aims at.
     pub fn split_parts(&self) -> u64 {
         match self.target {
-            Target::Cpu => 16,
-            Target::Gpu => gpu_tuning().split_parts,
+            TileTarget::Cpu => 16,
+            TileTarget::Gpu => gpu_tuning().split_parts,
         }
     }
 
@@ -282,7 +282,7 @@ fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
             buffer: &buffer,
         };
         for (program, args, fulls) in lower::lower(&cx, grp, &stores, &name, &mut buffers)? {
-            kernels.push(Kernel {
+            kernels.push(PlannedKernel {
                 program: Arc::new(program),
                 args,
                 scalars: fulls.iter().map(|n| full_position[n]).collect(),

@@ -55,7 +55,7 @@ pub enum BufferRef {
 
 /// One kernel launch of a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kernel {
+pub struct PlannedKernel {
     /// The tile program.
     pub program: Arc<Program>,
     /// The buffer bound to each parameter of the program, in parameter order.
@@ -81,7 +81,7 @@ pub struct Plan {
     /// The intermediate and output buffers the kernels write.
     pub buffers: Vec<BufferDecl>,
     /// The kernels; each runs after the kernels that write what it reads.
-    pub kernels: Vec<Kernel>,
+    pub kernels: Vec<PlannedKernel>,
     /// The buffer holding each requested output, in request order.
     pub outputs: Vec<BufferRef>,
 }

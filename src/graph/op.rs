@@ -15,7 +15,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 /// Axis lists inside ops.
-pub type Axes = SmallVec<[usize; 6]>;
+pub type Axes = SmallVec<[usize; crate::shape::MAX_RANK]>;
 
 /// One node's operation.
 #[derive(Debug, Clone)]

@@ -365,7 +365,7 @@ fn plan_counters(
             continue;
         };
         let users = plan.kernels.iter().zip(&schedule.launches);
-        let uses_it = |k: &crate::fusion::Kernel| k.args.contains(&BufferRef::Temp(t));
+        let uses_it = |k: &crate::fusion::PlannedKernel| k.args.contains(&BufferRef::Temp(t));
         if let Some((k, _)) = users.filter(|(k, _)| uses_it(k)).find(|(_, l)| l.stream != stream) {
             return Err(bad_plan(
                 &k.program.name,

@@ -163,7 +163,7 @@ pub(crate) fn realize(outputs: &[&Tensor]) -> Result<RealizeStats> {
 }
 
 /// The device a realization runs on, opened once for the whole realization.
-enum Target {
+enum Backend {
     /// The CPU executor.
     Cpu,
     /// A CUDA device.
@@ -171,20 +171,20 @@ enum Target {
     Cuda(Arc<crate::device::cuda::CudaDevice>, usize),
 }
 
-impl Target {
+impl Backend {
     /// The device as the tensors name it.
     fn device(&self) -> Device {
         match self {
-            Target::Cpu => Device::Cpu,
+            Backend::Cpu => Device::Cpu,
             #[cfg(feature = "cuda")]
-            Target::Cuda(_, ordinal) => Device::Cuda(*ordinal),
+            Backend::Cuda(_, ordinal) => Device::Cuda(*ordinal),
         }
     }
 }
 
 /// The one device of all outputs, opened; fails for outputs on different
 /// devices and for a device this build or machine cannot run on.
-fn open_device(outputs: &[&Tensor]) -> Result<Target> {
+fn open_device(outputs: &[&Tensor]) -> Result<Backend> {
     let device = outputs.first().map_or(Device::Cpu, |t| t.device());
     if let Some(other) = outputs.iter().find(|t| t.device() != device) {
         return Err(Error::DeviceMismatch {
@@ -194,21 +194,21 @@ fn open_device(outputs: &[&Tensor]) -> Result<Target> {
         });
     }
     match device {
-        Device::Cpu => Ok(Target::Cpu),
+        Device::Cpu => Ok(Backend::Cpu),
         #[cfg(feature = "cuda")]
-        Device::Cuda(ordinal) => Ok(Target::Cuda(crate::device::cuda::CudaDevice::open(ordinal)?, ordinal)),
+        Device::Cuda(ordinal) => Ok(Backend::Cuda(crate::device::cuda::CudaDevice::open(ordinal)?, ordinal)),
         // Without the feature, opening a CUDA device fails and says why.
         #[cfg(not(feature = "cuda"))]
-        Device::Cuda(ordinal) => Device::cuda(ordinal).map(|_| Target::Cpu),
+        Device::Cuda(ordinal) => Device::cuda(ordinal).map(|_| Backend::Cpu),
     }
 }
 
 /// Uploads the data of outputs that are handled as living on a GPU but hold
 /// host data (a [`Tensor::to`] of host data), so that realizing such a
 /// tensor leaves it resident on its device, as for a computed one.
-fn make_resident(outputs: &[&Tensor], target: &Target, stats: &mut RealizeStats) -> Result<()> {
+fn make_resident(outputs: &[&Tensor], target: &Backend, stats: &mut RealizeStats) -> Result<()> {
     #[cfg(feature = "cuda")]
-    if let Target::Cuda(device, _) = target {
+    if let Backend::Cuda(device, _) = target {
         let host: Vec<Arc<Storage>> = graph::with_graph(|g| {
             outputs
                 .iter()
@@ -339,7 +339,7 @@ pub(super) fn full_values(sub: &Subgraph) -> Scalars {
 
 /// The values of `kernel`'s scalar arguments, taken from the constants of
 /// the subgraph its plan runs on.
-pub(super) fn kernel_scalars(kernel: &fusion::Kernel, scalars: &[Scalar]) -> Result<SmallVec<[Scalar; 4]>> {
+pub(super) fn kernel_scalars(kernel: &fusion::PlannedKernel, scalars: &[Scalar]) -> Result<SmallVec<[Scalar; 4]>> {
     kernel
         .scalars
         .iter()
@@ -367,12 +367,12 @@ fn run(
     plan: &Arc<Plan>,
     leaves: &[Arc<Storage>],
     scalars: &[Scalar],
-    target: &Target,
+    target: &Backend,
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
     match target {
-        Target::Cpu => {
+        Backend::Cpu => {
             let buffers = host::run_leaves(plan, leaves, scalars)?;
             let ran = Instant::now();
             stats.launch_time = ran - since;
@@ -380,7 +380,7 @@ fn run(
             Ok((buffers.into_iter().map(|b| Arc::new(Storage::Host(b))).collect(), ran))
         }
         #[cfg(feature = "cuda")]
-        Target::Cuda(device, _) => cuda::run(plan, leaves, scalars, device, stats, since),
+        Backend::Cuda(device, _) => cuda::run(plan, leaves, scalars, device, stats, since),
     }
 }
 

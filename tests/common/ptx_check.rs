@@ -14,17 +14,17 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use tilefuse::kernels::ir::Program;
 use tilefuse::kernels::ptx_gen::ptxas::{assemble, KernelResources};
-use tilefuse::kernels::ptx_gen::{generate, PtxModule, Target};
+use tilefuse::kernels::ptx_gen::{generate, PtxModule, PtxTarget};
 use tilefuse::Error;
 
 /// The targets every program is generated for: sm_75 (no `cp.async`, no
 /// bf16 conversion, no `.NaN` min/max) and sm_80 under a CUDA 12.0 driver
 /// (the oldest the crate binds), and sm_90 under CUDA 13.0.
-pub fn targets() -> [Target; 3] {
+pub fn targets() -> [PtxTarget; 3] {
     [
-        Target::for_driver(75, 12000),
-        Target::for_driver(80, 12000),
-        Target::for_driver(90, 13000),
+        PtxTarget::for_driver(75, 12000),
+        PtxTarget::for_driver(80, 12000),
+        PtxTarget::for_driver(90, 13000),
     ]
 }
 

@@ -7,7 +7,7 @@
 //! wait for their quick module, as without it. `TILEFUSE_GPU_INTERPRETER=core`
 //! loads only the module of the core forms (for measuring it).
 
-use super::module::Kernel;
+use super::module::LoadedFunction;
 use super::CudaDevice;
 use crate::error::{Error, Result};
 use crate::kernels::ptx_vm;
@@ -26,9 +26,9 @@ struct State {
     phase: Phase,
     /// The module of the core forms, once loaded (and when the full one is
     /// not loaded at once instead).
-    core: Option<(Kernel, Duration)>,
+    core: Option<(LoadedFunction, Duration)>,
     /// The module of all forms, once loaded.
-    full: Option<(Kernel, Duration)>,
+    full: Option<(LoadedFunction, Duration)>,
     /// Why the module of all forms did not load, when the core one did.
     full_error: Option<Error>,
 }
@@ -152,7 +152,7 @@ impl CudaDevice {
         true
     }
 
-    fn load_interpreter(&self, forms: usize) -> Result<Kernel> {
+    fn load_interpreter(&self, forms: usize) -> Result<LoadedFunction> {
         self.bind()?;
         let text = ptx_vm::interpreter(&self.target(), forms)?;
         let name = if forms < ptx_vm::forms().len() {
@@ -167,7 +167,7 @@ impl CudaDevice {
         Ok(kernel)
     }
 
-    fn interpreter_loaded(&self, full: bool, last: bool, outcome: Result<(Kernel, Duration)>) {
+    fn interpreter_loaded(&self, full: bool, last: bool, outcome: Result<(LoadedFunction, Duration)>) {
         let mut state = self.interpreter.state.lock().unwrap_or_else(PoisonError::into_inner);
         match outcome {
             Ok(loaded) => {
@@ -193,7 +193,7 @@ impl CudaDevice {
     /// The interpreter kernel that runs code using forms up to `max_form`,
     /// when one is loaded (never waits): the full module, or before it the
     /// core one for code within the core forms.
-    pub(crate) fn interpreter_for(&self, max_form: u32) -> Option<Kernel> {
+    pub(crate) fn interpreter_for(&self, max_form: u32) -> Option<LoadedFunction> {
         let state = self.interpreter.state.lock().unwrap_or_else(PoisonError::into_inner);
         match (&state.full, &state.core) {
             (Some((full, _)), _) => Some(full.clone()),
@@ -219,7 +219,7 @@ impl CudaDevice {
         loop {
             match &state.phase {
                 Phase::Done => {
-                    let time = |m: &Option<(Kernel, Duration)>| m.as_ref().map(|(_, t)| *t);
+                    let time = |m: &Option<(LoadedFunction, Duration)>| m.as_ref().map(|(_, t)| *t);
                     let (core, full) = (time(&state.core), time(&state.full));
                     return Ok(InterpreterLoad {
                         core: core.or(full).unwrap_or_default(),

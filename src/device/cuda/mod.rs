@@ -8,7 +8,7 @@
 //! | file | what it owns |
 //! | --- | --- |
 //! | `context.rs` | [`CudaDevice`]: one context per device, cached per ordinal; [`probe`], [`DeviceInfo`]; the driver check |
-//! | `module.rs` | [`Kernel`]: PTX compiled by the driver's linker (`cuLinkAddData`/`cuLinkComplete`) with the JIT's error log and loaded as a cubin, cached per (PTX, entry) |
+//! | `module.rs` | [`LoadedFunction`]: PTX compiled by the driver's linker (`cuLinkAddData`/`cuLinkComplete`) with the JIT's error log and loaded as a cubin, cached per (PTX, entry) |
 //! | `program.rs` | [`CompiledProgram`]: tile programs compiled per device (cached per program), argument checks, initial fills, launch; [`run_program`] |
 //! | `interpreter.rs` | the PTX interpreter ([`crate::kernels::ptx_vm`]) loaded per device in the background; [`CudaDevice::wait_interpreter`] |
 //! | `memory.rs` | [`DeviceBuffer`] and the caching allocator behind it; [`MemoryStats`] |
@@ -54,7 +54,7 @@ pub use context::{device_count, probe, probe_ordinal, CudaDevice, DeviceInfo, MI
 pub use interpreter::InterpreterLoad;
 pub use measure::StreamHold;
 pub use memory::{size_class, DeviceBuffer, MemoryStats};
-pub use module::{Kernel, ModuleStats};
+pub use module::{LoadedFunction, ModuleStats};
 pub use program::{run_program, run_program_with_scalars, CompiledProgram};
 pub use schedule::{BufferId, LaunchPlan, PlannedLaunch, ScheduledLaunch, Scheduler};
 pub use stream::{launch, Event, Stream, STREAM_COUNT};

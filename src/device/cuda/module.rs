@@ -41,7 +41,7 @@ impl Drop for Module {
     fn drop(&mut self) {
         if self.ctx.bind_to_thread().is_ok() {
             // SAFETY: the module was loaded by `load_module` and no function of
-            // it is used after the last `Kernel` holding it is gone.
+            // it is used after the last `LoadedFunction` holding it is gone.
             let _ = unsafe { result::module::unload(self.raw) };
         }
     }
@@ -50,7 +50,7 @@ impl Drop for Module {
 /// A kernel entry of a loaded PTX module, ready for [`launch`](super::launch).
 /// Cheap to clone.
 #[derive(Clone)]
-pub struct Kernel {
+pub struct LoadedFunction {
     function: sys::CUfunction,
     module: Arc<Module>,
     name: String,
@@ -60,17 +60,21 @@ pub struct Kernel {
 
 // SAFETY: a function handle is usable from any thread with its context
 // current; `launch` binds it.
-unsafe impl Send for Kernel {}
+unsafe impl Send for LoadedFunction {}
 // SAFETY: as for `Send`; the handle is never mutated.
-unsafe impl Sync for Kernel {}
+unsafe impl Sync for LoadedFunction {}
 
-impl std::fmt::Debug for Kernel {
+impl std::fmt::Debug for LoadedFunction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Kernel({} `{}` on cuda:{})", self.name, self.entry, self.ordinal)
+        write!(
+            f,
+            "LoadedFunction({} `{}` on cuda:{})",
+            self.name, self.entry, self.ordinal
+        )
     }
 }
 
-impl Kernel {
+impl LoadedFunction {
     /// The program name given at load, used in error messages.
     pub fn name(&self) -> &str {
         &self.name
@@ -152,7 +156,7 @@ pub struct ModuleStats {
 #[derive(Default)]
 struct CacheState {
     modules: HashMap<u64, Vec<Arc<Module>>>,
-    kernels: HashMap<(u64, String), Vec<Kernel>>,
+    kernels: HashMap<(u64, String), Vec<LoadedFunction>>,
     stats: ModuleStats,
 }
 
@@ -184,13 +188,13 @@ impl CudaDevice {
     ///
     /// The JIT runs at the driver's default optimization level, or at
     /// `TILEFUSE_JIT_O` (0 to 4) when that is set.
-    pub fn load(&self, ptx: &str, entry: &str, name: &str) -> Result<Kernel> {
+    pub fn load(&self, ptx: &str, entry: &str, name: &str) -> Result<LoadedFunction> {
         self.load_at(ptx, entry, name, jit_level())
     }
 
     /// [`load`](Self::load) at JIT optimization level `level` (0 to 4;
     /// `None`: the driver's default). Modules are cached per (text, level).
-    pub fn load_at(&self, ptx: &str, entry: &str, name: &str, level: Option<u32>) -> Result<Kernel> {
+    pub fn load_at(&self, ptx: &str, entry: &str, name: &str, level: Option<u32>) -> Result<LoadedFunction> {
         if let Some(l) = level.filter(|&l| l > 4) {
             return Err(Error::PtxLoad {
                 program: name.to_string(),
@@ -254,7 +258,7 @@ impl CudaDevice {
             }
         };
         let function = get_function(&module, entry, name)?;
-        let kernel = Kernel {
+        let kernel = LoadedFunction {
             function,
             module,
             name: name.to_string(),

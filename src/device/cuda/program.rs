@@ -7,13 +7,13 @@
 //! sees already encodes the target.
 
 use super::memory::DeviceBuffer;
-use super::module::Kernel;
+use super::module::LoadedFunction;
 use super::stream::{launch, Stream};
 use super::{driver_error, CudaDevice};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::kernels::ir::Program;
-use crate::kernels::ptx_gen::{generate, generate_quick, scalar_argument_word, PtxModule, Target};
+use crate::kernels::ptx_gen::{generate, generate_quick, scalar_argument_word, PtxModule, PtxTarget};
 use crate::kernels::ptx_vm;
 use crate::storage::HostBuffer;
 use cudarc::driver::{result, sys};
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 /// A generated module with its loaded kernel.
 struct Loaded {
     module: PtxModule,
-    kernel: Kernel,
+    kernel: LoadedFunction,
 }
 
 /// A program's PTX assembled for the device's interpreter (see
@@ -39,7 +39,7 @@ struct Interpreted {
     /// Recorded after the code's upload.
     copied: super::stream::Event,
     /// The interpreter.
-    kernel: Kernel,
+    kernel: LoadedFunction,
 }
 
 /// What a program's launches use before its tuned module is ready.
@@ -215,7 +215,7 @@ impl CompiledProgram {
 
     /// The loaded kernel launches use now: the interpreter's while the
     /// program runs there.
-    pub fn kernel(&self) -> &Kernel {
+    pub fn kernel(&self) -> &LoadedFunction {
         match self.current() {
             Current::Jit(l) => &l.kernel,
             Current::Interpreted(i) => &i.kernel,
@@ -438,9 +438,9 @@ impl QuickTier {
 impl CudaDevice {
     /// The target PTX is generated for on this device: its compute
     /// capability under its driver.
-    pub fn target(&self) -> Target {
+    pub fn target(&self) -> PtxTarget {
         let (major, minor) = self.info().compute_capability;
-        Target::for_driver(major * 10 + minor, self.info().driver_version.max(0) as u32)
+        PtxTarget::for_driver(major * 10 + minor, self.info().driver_version.max(0) as u32)
     }
 
     /// `program` compiled for this device: generated and loaded on first

@@ -1,7 +1,7 @@
 //! Streams, events and kernel launch.
 
 use super::driver_error;
-use super::module::Kernel;
+use super::module::LoadedFunction;
 use super::CudaDevice;
 use crate::error::{Error, Result};
 use cudarc::driver::{result, sys, CudaContext};
@@ -246,7 +246,7 @@ impl Drop for EventPool {
 /// stays alive, and is not used elsewhere in a conflicting way, until the
 /// kernel completes. Nothing here can check what the kernel does with them.
 pub unsafe fn launch(
-    kernel: &Kernel,
+    kernel: &LoadedFunction,
     grid: (u32, u32, u32),
     block: (u32, u32, u32),
     shared_bytes: u32,

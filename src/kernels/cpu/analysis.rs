@@ -9,7 +9,7 @@
 //! and the store finds its data already in place. This saves the copy out of
 //! the tile, and the tile's own buffer never enters the cache.
 
-use crate::kernels::ir::{Inst, PartitionIndex, Program, ValueId, ViewId};
+use crate::kernels::ir::{Inst, PartitionExprs, Program, ValueId, ViewId};
 use crate::ops::BinaryOp;
 
 /// The store a value is forwarded to.
@@ -18,7 +18,7 @@ pub(crate) struct Forward {
     /// The view stored to.
     pub view: ViewId,
     /// The stored partition.
-    pub index: PartitionIndex,
+    pub index: PartitionExprs,
     /// Whether the store is masked.
     pub masked: bool,
 }

@@ -20,8 +20,7 @@ use bytemuck::Pod;
 use half::{bf16, f16};
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU16, AtomicU32, AtomicU64, Ordering::Relaxed};
 
-/// The most axes a view may have.
-const MAX_RANK: usize = 6;
+use crate::shape::MAX_RANK;
 
 /// A parameter's memory as the worker threads share it.
 ///

@@ -84,7 +84,7 @@ mod tests;
 
 use crate::dtype::Scalar;
 use crate::error::{Error, Result};
-use crate::kernels::ir::{verify, IndexExpr, Inst, PartitionIndex, Program, ValueId};
+use crate::kernels::ir::{verify, IndexExpr, Inst, PartitionExprs, Program, ValueId};
 use crate::storage::HostBuffer;
 use analysis::Form;
 use buffer::{malformed, typed_mut, Buf, ScalarBits};
@@ -615,7 +615,7 @@ impl Frame {
         v
     }
 
-    fn partition(&self, index: &PartitionIndex) -> crate::kernels::ir::Dims<u64> {
+    fn partition(&self, index: &PartitionExprs) -> crate::kernels::ir::Dims<u64> {
         index.iter().map(|e| self.eval(e)).collect()
     }
 

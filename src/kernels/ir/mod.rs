@@ -44,7 +44,7 @@ pub use builder::Builder;
 pub use verify::verify;
 
 /// Extents, strides or indices of up to six axes without allocating.
-pub type Dims<T> = SmallVec<[T; 6]>;
+pub type Dims<T> = SmallVec<[T; crate::shape::MAX_RANK]>;
 
 macro_rules! entity {
     ($($(#[$m:meta])* $name:ident, $prefix:literal;)*) => {$(
@@ -237,7 +237,7 @@ impl IndexExpr {
 }
 
 /// A partition index: one expression per view axis.
-pub type PartitionIndex = Dims<IndexExpr>;
+pub type PartitionExprs = Dims<IndexExpr>;
 
 /// The static type of a tile value.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -309,7 +309,7 @@ pub enum Inst {
         /// The view loaded from.
         view: ViewId,
         /// The partition.
-        index: PartitionIndex,
+        index: PartitionExprs,
         /// Whether out-of-bounds elements take the view's padding.
         masked: bool,
     },
@@ -319,7 +319,7 @@ pub enum Inst {
         /// The view stored to.
         view: ViewId,
         /// The partition.
-        index: PartitionIndex,
+        index: PartitionExprs,
         /// The stored tile.
         src: ValueId,
         /// Whether out-of-bounds elements are skipped.
@@ -332,7 +332,7 @@ pub enum Inst {
         /// The view.
         view: ViewId,
         /// The partition.
-        index: PartitionIndex,
+        index: PartitionExprs,
     },
     /// A tile filled with one value (of `dst`'s dtype).
     Const {
@@ -454,7 +454,7 @@ pub enum Inst {
         /// The view updated.
         view: ViewId,
         /// The partition.
-        index: PartitionIndex,
+        index: PartitionExprs,
         /// The operand tile.
         src: ValueId,
         /// Whether out-of-bounds elements are skipped.

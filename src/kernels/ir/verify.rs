@@ -93,8 +93,8 @@ mod access;
 
 use access::atomic_accepts;
 
-/// The largest rank of a tile, view or value.
-const MAX_RANK: usize = 6;
+/// The largest rank of a tile, view or value: a tensor's.
+use crate::shape::MAX_RANK;
 
 /// Checks every invariant listed in the module docs.
 pub fn verify(program: &Program) -> Result<()> {

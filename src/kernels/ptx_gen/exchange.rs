@@ -21,7 +21,7 @@
 //!   and elementwise results of such values, are *uniform*, and a broadcast
 //!   of a uniform value copies its register with no exchange.
 
-use super::emit::{Class, Emitter};
+use super::emitter::{Class, Emitter};
 use super::ops::{immediate, mov_imm};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};

@@ -12,7 +12,7 @@
 //! `memory`). The result does not depend on which block is last: the body
 //! reads every block's stores in a fixed order.
 
-use super::emit::{Class, Emitter};
+use super::emitter::{Class, Emitter};
 use crate::error::Result;
 use crate::kernels::ir::{Inst, ParamId};
 

@@ -18,11 +18,11 @@
 //! the reduction's barriers. Masked tiles, tiles not in 16-byte pieces and
 //! tiles past `STAGE_LIMIT` stay in registers.
 
-use super::emit::{Class, Emitter};
+use super::emitter::{Class, Emitter};
 use super::ops::{immediate, mov_imm};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
-use crate::kernels::ir::{Access, AtomicOp, IndexExpr, PartitionIndex, ValueId, View, ViewId};
+use crate::kernels::ir::{Access, AtomicOp, IndexExpr, PartitionExprs, ValueId, View, ViewId};
 use crate::ops::ThreadScope;
 
 /// Most bytes of staged tiles per block (`TILEFUSE_GPU_STAGE`); static
@@ -82,7 +82,7 @@ fn guard(p: &Option<String>) -> String {
 }
 
 impl Emitter<'_> {
-    fn site(&mut self, v: &View, index: &PartitionIndex) -> Result<Site> {
+    fn site(&mut self, v: &View, index: &PartitionExprs) -> Result<Site> {
         if index.len() != v.tile.len() {
             return Err(self.invalid(format!(
                 "partition index of rank {} for a view of rank {}",
@@ -261,7 +261,7 @@ impl Emitter<'_> {
     }
 
     /// Loads `dst` from partition `index` of `view`.
-    pub fn load(&mut self, dst: ValueId, view: ViewId, index: &PartitionIndex, masked: bool) -> Result<()> {
+    pub fn load(&mut self, dst: ValueId, view: ViewId, index: &PartitionExprs, masked: bool) -> Result<()> {
         let v = self.view(view)?;
         let param = &self.prog.params[v.param.index()];
         let d = param.dtype;
@@ -504,7 +504,7 @@ impl Emitter<'_> {
     }
 
     /// Stores `src` to partition `index` of `view`.
-    pub fn store(&mut self, view: ViewId, index: &PartitionIndex, src: ValueId, masked: bool) -> Result<()> {
+    pub fn store(&mut self, view: ViewId, index: &PartitionExprs, src: ValueId, masked: bool) -> Result<()> {
         let v = self.view(view)?;
         let d = self.prog.params[v.param.index()].dtype;
         let regs = self.val(src)?;
@@ -596,7 +596,7 @@ impl Emitter<'_> {
     }
 
     /// `dst = which elements of partition `index` of `view` are in bounds`.
-    pub fn in_bounds(&mut self, dst: ValueId, view: ViewId, index: &PartitionIndex) -> Result<()> {
+    pub fn in_bounds(&mut self, dst: ValueId, view: ViewId, index: &PartitionExprs) -> Result<()> {
         let v = self.view(view)?;
         let l = self.layout(&v.tile);
         let site = self.site(v, index)?;
@@ -652,7 +652,7 @@ impl Emitter<'_> {
         &mut self,
         op: AtomicOp,
         view: ViewId,
-        index: &PartitionIndex,
+        index: &PartitionExprs,
         src: ValueId,
         masked: bool,
         scope: ThreadScope,

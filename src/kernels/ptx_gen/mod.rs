@@ -1,6 +1,6 @@
 //! PTX generation: one tile program to one PTX module, as text.
 //!
-//! [`generate`] lowers a [`Program`] for a [`Target`]: one CTA per grid point
+//! [`generate`] lowers a [`Program`] for a [`PtxTarget`]: one CTA per grid point
 //! (the N-d grid flattened into `%ctaid.x`, spilling into `%ctaid.y` past
 //! 2³¹ − 1 blocks, and decomposed by div/mod in 64 bits), each tile spread
 //! over the block's threads as `(group, repeat, atom)` (see `layout`), each
@@ -10,7 +10,7 @@
 //! # Example
 //!
 //! ```
-//! use tilefuse::kernels::ptx_gen::{generate, Target};
+//! use tilefuse::kernels::ptx_gen::{generate, PtxTarget};
 //! # use tilefuse::kernels::ir::*;
 //! # use tilefuse::{DType, Scalar};
 //! # use smallvec::smallvec;
@@ -27,7 +27,7 @@
 //! #         Inst::Binary { dst: ValueId(2), op: tilefuse::graph::BinaryOp::Add, lhs: ValueId(0), rhs: ValueId(1) },
 //! #         Inst::Store { view: ViewId(1), index: smallvec![IndexExpr::constant(0)], src: ValueId(2), masked: false },
 //! #     ], math: MathMode::Precise };
-//! let module = generate(&program, &Target::for_driver(90, 13000))?;
+//! let module = generate(&program, &PtxTarget::for_driver(90, 13000))?;
 //! assert!(module.text.contains(".target sm_90"));
 //! assert_eq!(module.block_threads, 32);
 //! # Ok::<(), tilefuse::Error>(())
@@ -116,7 +116,7 @@
 //! of `e^{−|z|}` last, so tiny and subnormal results are rounded once
 //! (within 2 ulp of 60-digit values in the tests).
 
-mod emit;
+mod emitter;
 mod exchange;
 mod last_point;
 mod layout;
@@ -130,21 +130,21 @@ mod reload;
 
 use crate::error::{Error, Result};
 use crate::kernels::ir::{Access, Inst, Program};
-use emit::Emitter;
+use emitter::Emitter;
 
 /// The GPU and driver a module is generated for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Target {
+pub struct PtxTarget {
     /// The compute capability as `major * 10 + minor` (80, 90, ...).
     pub sm: u32,
     /// The newest PTX ISA version the driver accepts.
     pub ptx_version: (u32, u32),
 }
 
-impl Target {
+impl PtxTarget {
     /// The target for compute capability `sm` under a driver reporting
     /// `driver_version` (`cuDriverGetVersion`: 12080 for CUDA 12.8).
-    pub fn for_driver(sm: u32, driver_version: u32) -> Target {
+    pub fn for_driver(sm: u32, driver_version: u32) -> PtxTarget {
         let (major, minor) = (driver_version / 1000, (driver_version % 1000) / 10);
         let ptx_version = match major {
             0..=10 => (6, 4),
@@ -157,7 +157,7 @@ impl Target {
             },
             _ => (9, minor),
         };
-        Target { sm, ptx_version }
+        PtxTarget { sm, ptx_version }
     }
 
     /// The oldest PTX ISA version that can target `sm_<sm>`.
@@ -206,7 +206,7 @@ impl PtxModule {
 
 /// The `.version` to write: the target's minimum raised to what the program
 /// needs, or an error when that is above what the driver accepts.
-pub fn choose_version(program: &str, target: &Target, needs: (u32, u32)) -> Result<(u32, u32)> {
+pub fn choose_version(program: &str, target: &PtxTarget, needs: (u32, u32)) -> Result<(u32, u32)> {
     let v = target.min_version().max(needs);
     if v > target.ptx_version {
         return Err(Error::InvalidProgram {
@@ -233,7 +233,7 @@ pub fn scalar_argument_word(value: crate::dtype::Scalar, dtype: crate::dtype::DT
 }
 
 /// Lowers `program` (which must pass the verifier) to a PTX module for `target`.
-pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
+pub fn generate(program: &Program, target: &PtxTarget) -> Result<PtxModule> {
     generate_with(program, target, tuning())
 }
 
@@ -251,7 +251,7 @@ pub fn generate(program: &Program, target: &Target) -> Result<PtxModule> {
 /// `TILEFUSE_GPU_CHAINED_ROWS` in the README), which only the tuned module
 /// measures, so the PTX interpreter (`ptx_vm`) can run it for first calls
 /// under those settings too.
-pub fn generate_quick(program: &Program, target: &Target) -> Result<PtxModule> {
+pub fn generate_quick(program: &Program, target: &PtxTarget) -> Result<PtxModule> {
     generate_with(program, target, &quick_tuning(tuning()))
 }
 
@@ -274,7 +274,7 @@ fn quick_tuning(base: &Tuning) -> Tuning {
 /// tiles take at most `STAGE_LIMIT` of it and an exchange at most the
 /// whole, so a kernel with both may need more; it is generated again
 /// without staging, its tiles kept in registers.
-pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning) -> Result<PtxModule> {
+pub(crate) fn generate_with(program: &Program, target: &PtxTarget, tuning: &Tuning) -> Result<PtxModule> {
     // `cp.async` needs sm_80: before it, a staged tile goes to shared
     // memory through registers.
     let through_registers;
@@ -299,7 +299,7 @@ pub(crate) fn generate_with(program: &Program, target: &Target, tuning: &Tuning)
 }
 
 /// [`generate_with`], as the tuning says.
-fn generate_once(program: &Program, target: &Target, tuning: &Tuning) -> Result<PtxModule> {
+fn generate_once(program: &Program, target: &PtxTarget, tuning: &Tuning) -> Result<PtxModule> {
     crate::kernels::ir::verify(program)?;
     let mut reloaded = if tuning.reload || tuning.stage {
         reload::reload_after_reductions(program)
@@ -720,7 +720,7 @@ mod tuning_tests {
     /// where it is available.
     fn gen(program: &Program, tuning: Tuning) -> PtxModule {
         static PTXAS: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
-        let m = generate_with(program, &Target::for_driver(90, 13000), &tuning).unwrap();
+        let m = generate_with(program, &PtxTarget::for_driver(90, 13000), &tuning).unwrap();
         if let Some(tool) = PTXAS.get_or_init(|| super::ptxas::ptxas_for_tests("ptx_gen::tuning_tests")) {
             super::ptxas::assemble(tool, &m.text, 90).unwrap_or_else(|e| panic!("{e}\n{}", m.text));
         }
@@ -753,7 +753,7 @@ mod tuning_tests {
 
     #[test]
     fn the_quick_tier_keeps_loops_rolled_and_changes_nothing_else() {
-        let target = Target::for_driver(90, 13000);
+        let target = PtxTarget::for_driver(90, 13000);
         let looped = row_sum();
         let quick = generate_quick(&looped, &target).unwrap();
         let tuned = generate(&looped, &target).unwrap();
@@ -831,7 +831,7 @@ mod tuning_tests {
         assert_eq!(count(&tuned.text, "ex2.approx"), 4, "{}", tuned.text);
         assert_eq!(count(&quick.text, "ex2.approx"), 1, "{}", quick.text);
         assert_eq!(
-            generate_quick(&ew, &Target::for_driver(90, 13000)).unwrap().text,
+            generate_quick(&ew, &PtxTarget::for_driver(90, 13000)).unwrap().text,
             quick.text
         );
         // A reduction keeps its mapping: spreading it differently would
@@ -1133,7 +1133,7 @@ mod tuning_tests {
         // Not on a target without cache hints: sm_75, or sm_80 under a
         // driver whose PTX ISA is older than 7.4, where the default staging
         // policy is left out too.
-        let old = generate_with(&program, &Target::for_driver(75, 13000), &unstaged).unwrap();
+        let old = generate_with(&program, &PtxTarget::for_driver(75, 13000), &unstaged).unwrap();
         assert_eq!(count(&old.text, "cache_hint"), 0, "{}", old.text);
         let all = Tuning {
             store_evict: Some("evict_first"),
@@ -1141,10 +1141,10 @@ mod tuning_tests {
             ..Tuning::default()
         };
         for tuning in [all.clone(), unstaged.clone()] {
-            let old = generate_with(&program, &Target::for_driver(80, 11020), &tuning).unwrap();
+            let old = generate_with(&program, &PtxTarget::for_driver(80, 11020), &tuning).unwrap();
             assert_eq!(count(&old.text, "createpolicy"), 0, "{}", old.text);
             assert_eq!(count(&old.text, "cache_hint"), 0, "{}", old.text);
-            let new = generate_with(&program, &Target::for_driver(80, 11040), &tuning).unwrap();
+            let new = generate_with(&program, &PtxTarget::for_driver(80, 11040), &tuning).unwrap();
             assert!(count(&new.text, "createpolicy") > 0, "{}", new.text);
         }
         // The quick tier carries neither setting (the PTX interpreter has

@@ -1,6 +1,6 @@
 //! Elementwise lowering: the table from IR op and dtype to PTX instructions.
 
-use super::emit::{Class, Emitter};
+use super::emitter::{Class, Emitter};
 use super::math::{self, IeeeOps, MathOps};
 use super::math64::{self, MathOps64};
 use crate::dtype::{DType, Scalar};

@@ -3,7 +3,7 @@
 //! with its operands as 32-bit words, registers are given slots in shared
 //! memory by their live ranges, and immediates become uniform constants.
 
-use super::parse::{parse, Arg, Base, Imm, Inst, Kernel, Line, Width};
+use super::parse::{parse, Arg, Base, Imm, Inst, Line, ParsedKernel, Width};
 use super::{form_index, Code, Unsupported, ARGS, CONST_FLAG, HEADER_WORDS, INST_WORDS, MAGIC};
 use std::collections::HashMap;
 
@@ -104,7 +104,7 @@ fn imm_width(op: &str, pos: usize) -> Option<Width> {
 }
 
 struct Assembler<'a> {
-    kernel: Kernel<'a>,
+    kernel: ParsedKernel<'a>,
     regs: Regs,
     out: Vec<VInst>,
     labels: HashMap<String, u32>,

@@ -2,7 +2,7 @@
 
 use super::{ARGS, INST_WORDS};
 use crate::error::Result;
-use crate::kernels::ptx_gen::{choose_version, Target};
+use crate::kernels::ptx_gen::{choose_version, PtxTarget};
 use std::fmt::Write;
 
 /// The interpreter's entry point.
@@ -251,7 +251,7 @@ fn min_sm(form: &str) -> u32 {
 /// others trap, so it runs code whose `max_form` is below `forms`.
 ///
 /// [`core_forms`]: super::core_forms
-pub fn interpreter(target: &Target, forms: usize) -> Result<String> {
+pub fn interpreter(target: &PtxTarget, forms: usize) -> Result<String> {
     let limit = forms;
     let version = choose_version("ptx interpreter", target, (7, 8))?;
     let mut cases = String::new();

@@ -82,7 +82,7 @@ pub(crate) enum Line<'a> {
 
 /// The parsed kernel.
 #[derive(Debug, Default)]
-pub(crate) struct Kernel<'a> {
+pub(crate) struct ParsedKernel<'a> {
     /// Parameter names, in order.
     pub params: Vec<&'a str>,
     /// Register prefix (`%rd`) to width.
@@ -95,7 +95,7 @@ pub(crate) struct Kernel<'a> {
     pub body: Vec<Line<'a>>,
 }
 
-impl Kernel<'_> {
+impl ParsedKernel<'_> {
     /// The width of register `name`, or `None` when it is not a declared
     /// register (a special register such as `%tid.x`).
     pub(crate) fn width(&self, name: &str) -> Option<Width> {
@@ -112,8 +112,8 @@ fn unsupported(what: impl Into<String>) -> Unsupported {
 }
 
 /// Parses one kernel of `ptx_gen`'s output.
-pub(crate) fn parse(text: &str) -> Result<Kernel<'_>, Unsupported> {
-    let mut kernel = Kernel::default();
+pub(crate) fn parse(text: &str) -> Result<ParsedKernel<'_>, Unsupported> {
+    let mut kernel = ParsedKernel::default();
     let mut entries = 0;
     let mut in_params = false;
     for raw in text.lines() {

@@ -1,6 +1,6 @@
 use super::parse::{parse, Arg, Base, Imm, Line, Width};
 use super::*;
-use crate::kernels::ptx_gen::Target;
+use crate::kernels::ptx_gen::PtxTarget;
 
 const SMALL: &str = "\
 .version 7.8
@@ -185,7 +185,7 @@ fn too_much_shared_memory_is_reported() {
 
 #[test]
 fn the_interpreter_has_a_case_per_form() {
-    let text = interpreter(&Target::for_driver(90, 13000), forms().len()).unwrap();
+    let text = interpreter(&PtxTarget::for_driver(90, 13000), forms().len()).unwrap();
     assert!(text.contains(".target sm_90"));
     for (i, form) in forms().iter().enumerate() {
         assert!(text.contains(&format!("$vm_c{i}: // {form}\n")), "{form}");
@@ -194,7 +194,7 @@ fn the_interpreter_has_a_case_per_form() {
     // The barrier works from divergent code.
     assert!(!text.contains("\tbar.sync"));
     // The core module has the core's cases; the other forms trap.
-    let core = interpreter(&Target::for_driver(90, 13000), core_forms()).unwrap();
+    let core = interpreter(&PtxTarget::for_driver(90, 13000), core_forms()).unwrap();
     assert!(core_forms() > INTERNAL.len() && core_forms() < forms().len());
     assert_eq!(core.matches("bra $vm_loop;").count(), core_forms());
     assert!(core.contains(&format!("$vm_c{}: //", core_forms() - 1)));
@@ -222,7 +222,7 @@ fn the_interpreter_assembles_with_ptxas_without_spilling() {
         (90, forms().len()),
         (90, core_forms()),
     ] {
-        let text = interpreter(&Target::for_driver(sm, 13000), forms).unwrap();
+        let text = interpreter(&PtxTarget::for_driver(sm, 13000), forms).unwrap();
         assert_eq!(text.contains("\tcp.async"), sm >= 80);
         let kernels = ptxas::assemble(&path, &text, sm).unwrap_or_else(|e| panic!("sm_{sm}: {e}"));
         assert_eq!(kernels.len(), 1);
@@ -370,7 +370,7 @@ fn assembled_elementwise_kernels_run_on_the_cpu_model_like_the_executor() {
     use crate::kernels::ptx_gen::{generate, generate_quick};
     use crate::storage::HostBuffer;
     use crate::DType;
-    let target = Target::for_driver(90, 13000);
+    let target = PtxTarget::for_driver(90, 13000);
     let cases = [
         (DType::F32, 1000, 256, true),
         (DType::F32, 4099, 1024, true),
@@ -462,7 +462,7 @@ fn assembled_row_reductions_run_on_the_cpu_model_like_the_executor() {
     use crate::kernels::ptx_gen::{generate, generate_quick, generate_with, Tuning};
     use crate::storage::HostBuffer;
     use crate::DType;
-    let target = Target::for_driver(90, 13000);
+    let target = PtxTarget::for_driver(90, 13000);
     let shuffles = Tuning {
         shuffle_gather: true,
         ..Tuning::default()
@@ -541,7 +541,7 @@ fn an_assembled_staged_row_kernel_runs_on_the_cpu_model_like_the_executor() {
     let xs = HostBuffer::from_elements(&(0..n).map(|i| ((i * 7919) % 30011) as i32 - 15000).collect::<Vec<_>>());
     let mut want = HostBuffer::zeros(DType::I32, n);
     execute(&program, &mut [Arg::Read(&xs), Arg::Write(&mut want)]).unwrap();
-    let target = Target::for_driver(90, 13000);
+    let target = PtxTarget::for_driver(90, 13000);
     let mut staged = 0;
     for module in [
         generate(&program, &target).unwrap(),
@@ -607,7 +607,7 @@ fn bf16_rounding_without_the_bf16_conversion_matches_the_executor() {
     let program = b.finish().unwrap();
     let mut want = HostBuffer::zeros(DType::BF16, n as usize);
     execute(&program, &mut [Arg::Read(&input), Arg::Write(&mut want)]).unwrap();
-    let target = Target::for_driver(75, 12000);
+    let target = PtxTarget::for_driver(75, 12000);
     for module in [
         generate(&program, &target).unwrap(),
         generate_quick(&program, &target).unwrap(),

@@ -2,7 +2,7 @@
 //! walk over the program's instructions.
 
 use super::layout::{layout, BlockShape, Layout};
-use super::Target;
+use super::PtxTarget;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::ir::{IndexExpr, Inst, LoopId, Program, ValueId, ValueType, View, ViewId};
@@ -67,7 +67,7 @@ impl Class {
 /// Lowering state for one program.
 pub(super) struct Emitter<'a> {
     pub prog: &'a Program,
-    pub target: &'a Target,
+    pub target: &'a PtxTarget,
     pub block: BlockShape,
     counts: HashMap<Class, u32>,
     /// Code run once at entry (per-thread and per-block constants).
@@ -130,7 +130,7 @@ pub(super) struct Emitter<'a> {
 
 impl<'a> Emitter<'a> {
     /// A fresh emitter.
-    pub fn new(prog: &'a Program, target: &'a Target, block: BlockShape, tuning: &'a super::Tuning) -> Emitter<'a> {
+    pub fn new(prog: &'a Program, target: &'a PtxTarget, block: BlockShape, tuning: &'a super::Tuning) -> Emitter<'a> {
         Emitter {
             prog,
             target,
