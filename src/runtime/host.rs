@@ -6,6 +6,7 @@ use crate::fusion::{BufferRef, Plan};
 use crate::graph::Subgraph;
 use crate::kernels::cpu::{execute_with_scalars, Arg};
 use crate::kernels::ir::Access;
+use crate::shape::Shape;
 use crate::storage::{HostBuffer, Storage};
 use std::sync::Arc;
 
@@ -13,17 +14,30 @@ use std::sync::Arc;
 /// `sub` (device data is downloaded first) and returns one row-major buffer per
 /// output of the plan.
 pub fn run_plan(plan: &Plan, sub: &Subgraph) -> Result<Vec<HostBuffer>> {
-    run_leaves(plan, &super::data_leaves(sub), &super::full_values(sub))
+    let shapes: Vec<Shape> = sub.outputs.iter().map(|&o| sub.nodes[o].shape.clone()).collect();
+    run_leaves(plan, &super::data_leaves(sub), &super::full_values(sub), &shapes)
 }
 
 /// [`run_plan`] over the storages of the data leaves and the values of the
-/// constants, in node order.
-pub(super) fn run_leaves(plan: &Plan, leaves: &[Arc<Storage>], scalars: &[Scalar]) -> Result<Vec<HostBuffer>> {
+/// constants, in node order; `shapes` are the outputs' shapes, which a
+/// buffer that does not fit in memory is reported with when it holds one.
+pub(super) fn run_leaves(
+    plan: &Plan,
+    leaves: &[Arc<Storage>],
+    scalars: &[Scalar],
+    shapes: &[Shape],
+) -> Result<Vec<HostBuffer>> {
     let inputs = leaves.iter().map(|s| s.host()).collect::<Result<Vec<_>>>()?;
     let mut temps: Vec<Option<HostBuffer>> = plan
         .buffers
         .iter()
-        .map(|b| HostBuffer::try_zeros_for("realize", &[b.len as usize], b.dtype).map(Some))
+        .enumerate()
+        .map(|(t, b)| {
+            let output = plan.outputs.iter().position(|&o| o == BufferRef::Temp(t));
+            let flat = [b.len as usize];
+            let shape = output.and_then(|i| shapes.get(i)).map_or(&flat[..], |s| s.dims());
+            HostBuffer::try_zeros_for("realize", shape, b.dtype).map(Some)
+        })
         .collect::<Result<_>>()?;
     for kernel in &plan.kernels {
         // Buffers the kernel writes are taken out of `temps` for the call, so

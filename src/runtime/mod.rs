@@ -40,6 +40,7 @@ use crate::dtype::Scalar;
 use crate::error::{Error, Result};
 use crate::fusion::{self, FusionOptions, Plan};
 use crate::graph::{self, NodeIndex, Op, Subgraph};
+use crate::shape::Shape;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 use smallvec::SmallVec;
@@ -147,12 +148,13 @@ pub(crate) fn realize(outputs: &[&Tensor]) -> Result<RealizeStats> {
     stats.collect_time = collected_at - started;
     let Collected {
         nodes,
+        shapes,
         key,
         leaves,
         scalars,
     } = collected;
     let (plan, leaves, scalars, fused) = fuse(&nodes, &key, leaves, scalars, &options, &mut stats, collected_at)?;
-    let (storages, ran) = run(&plan, &leaves, &scalars, &target, &mut stats, fused)?;
+    let (storages, ran) = run(&plan, &leaves, &scalars, &shapes, &target, &mut stats, fused)?;
     write_back(&nodes, storages);
     drop((leaves, plan));
     let written = Instant::now();
@@ -238,6 +240,8 @@ type Scalars = SmallVec<[Scalar; 4]>;
 struct Collected {
     /// The distinct output nodes that still need computing.
     nodes: Vec<NodeIndex>,
+    /// Their shapes.
+    shapes: Vec<Shape>,
     /// The plan-cache key of the subgraph they depend on.
     key: fusion::GraphKey,
     /// That subgraph's data leaves.
@@ -254,10 +258,12 @@ struct Collected {
 fn collect(outputs: &[&Tensor], options: &FusionOptions) -> Option<Collected> {
     graph::with_graph(|g| {
         let mut nodes: Vec<NodeIndex> = Vec::new();
+        let mut shapes: Vec<Shape> = Vec::new();
         for t in outputs {
             let n = t.node();
             if !matches!(g.node(n).op, Op::Data(_)) && !nodes.contains(&n) {
                 nodes.push(n);
+                shapes.push(t.shape().clone());
             }
         }
         if nodes.is_empty() {
@@ -277,6 +283,7 @@ fn collect(outputs: &[&Tensor], options: &FusionOptions) -> Option<Collected> {
         Some(Collected {
             key: key.finish(&positions, options),
             nodes,
+            shapes,
             leaves,
             scalars,
         })
@@ -361,19 +368,20 @@ pub fn fusion_options(device: Device) -> FusionOptions {
 }
 
 /// Runs the plan's kernels on `target` over the data leaves `leaves` and
-/// the constants `scalars`, timed
+/// the constants `scalars` (`shapes` are the outputs', for messages), timed
 /// from `since`; one storage per output of the plan, and when the kernels were run (CPU) or queued (GPU).
 fn run(
     plan: &Arc<Plan>,
     leaves: &[Arc<Storage>],
     scalars: &[Scalar],
+    shapes: &[Shape],
     target: &Backend,
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
     match target {
         Backend::Cpu => {
-            let buffers = host::run_leaves(plan, leaves, scalars)?;
+            let buffers = host::run_leaves(plan, leaves, scalars, shapes)?;
             let ran = Instant::now();
             stats.launch_time = ran - since;
             stats.kernels_launched = plan.kernels.len();
