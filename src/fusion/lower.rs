@@ -171,10 +171,10 @@ pub(crate) fn lower(
         .any(|&n| matches!(cx.g.nodes[n].op, Op::Reduce { .. }));
     // Transcendentals make a kernel issue-bound and hungry for registers:
     // a quarter of the tile keeps more blocks resident and shortens each
-    // block's run. On an H200, against half the tile: bias + GELU 95.4 ->
-    // 99.3 % of copy bandwidth, its bf16 form 92.7 -> 94.3 %, the chain of
-    // three 103.7 -> 104.6 % (and each one's JIT 10-25 % shorter); against
-    // the whole tile, half had taken the chain from 89.5 to 102 %.
+    // block's run. Against half the tile, the quarter made bias + GELU, its
+    // bf16 form and the chain of three faster (and each one's JIT shorter),
+    // as half had made the chain faster than the whole tile before (see
+    // `benches/NOTES.md`, v6; v5 for half against the whole tile).
     let transcendental = |n: usize| match cx.g.nodes[n].op {
         Op::Unary(u) => is_transcendental(u),
         // `pow` is a logarithm and an exponential.

@@ -10,9 +10,9 @@
 //! in the reverse order of their registration; on Linux the handler is
 //! registered after the driver was initialized and after its compiler
 //! library was loaded, so it runs before the teardown those libraries
-//! registered when they were loaded (on the H200 machines, without that
-//! order a process exiting during a background JIT died with SIGSEGV;
-//! with it, it exits cleanly).
+//! registered when they were loaded (without that order a process exiting
+//! during a background JIT died with SIGSEGV; with it, it exits cleanly:
+//! see `benches/NOTES.md`, v10).
 //!
 //! Not covered: teardown a library registers later (at its first use of a
 //! static), a load still running after [`EXIT_WAIT`], a thread's own

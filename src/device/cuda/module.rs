@@ -281,8 +281,9 @@ const WARM_UP_PTX: &str = ".version 7.8\n.target sm_52\n.address_size 64\n.visib
 
 /// Starts the driver's PTX compiler on a background thread by loading (and
 /// unloading) a trivial module. The first JIT of a process pays the
-/// compiler's start-up: on H200 machines a one-line module took 12.7–86 ms
-/// the first time and 6.9–9.6 ms again. Done while the caller is still
+/// compiler's start-up: a one-line module takes several times longer to
+/// load the first time than again (see `benches/NOTES.md`, v6). Done while
+/// the caller is still
 /// uploading inputs or recording ops, it leaves the first pipeline only its
 /// own compile. Best effort: any failure
 /// just leaves the start-up to the first real load. `TILEFUSE_JIT_WARM_UP=0`
@@ -313,14 +314,15 @@ pub(crate) fn warm_up_jit(ctx: Arc<CudaContext>) {
 /// (`None`: the driver's default), asking for the JIT's logs, and loads the
 /// cubin with `cuModuleLoadData`.
 ///
-/// The linker rather than `cuModuleLoadDataEx` on the PTX: measured on an
-/// H200, a module load that JITs holds the driver's lock for its whole
-/// compile, so every `cuLaunchKernel` of the process (a cached pipeline on
-/// another thread, or the same program's quick module) waits tens of
-/// milliseconds for a background compile, and compiles on several threads
-/// run one after another. The linker compiles outside that lock: launches
-/// go on meanwhile and compiles on several threads run at once. Loading the
-/// finished cubin takes ~0.1 ms. Both paths use the driver's JIT cache.
+/// The linker rather than `cuModuleLoadDataEx` on the PTX: a module load
+/// that JITs holds the driver's lock for its whole compile, so every
+/// `cuLaunchKernel` of the process (a cached pipeline on another thread, or
+/// the same program's quick module) waits for a background compile to
+/// finish, and compiles on several threads run one after another. The
+/// linker compiles outside that lock: launches go on meanwhile and compiles
+/// on several threads run at once (see `benches/NOTES.md`, v12). Loading
+/// the finished cubin costs little next to the compile. Both paths use the
+/// driver's JIT cache.
 /// `TILEFUSE_JIT_LINK=0` loads the PTX with `cuModuleLoadDataEx` instead,
 /// for measuring the difference.
 fn load_module(ptx: &str, name: &str, level: Option<u32>) -> Result<sys::CUmodule> {

@@ -59,9 +59,10 @@ enum Current<'a> {
 /// Get one from [`CudaDevice::compile`]; run it with
 /// [`CompiledProgram::launch`].
 ///
-/// **Two tiers.** The driver's JIT takes 10–50 ms for one of our modules at
-/// its highest optimization level, much of it spent on unrolled loops and
-/// on the IEEE slow paths of `rcp.rn`. A new program is therefore first
+/// **Two tiers.** The driver's JIT takes tens of milliseconds for one of
+/// our modules at its highest optimization level, much of it spent on
+/// unrolled loops and on the IEEE slow paths of `rcp.rn` (see
+/// `benches/NOTES.md`, v8). A new program is therefore first
 /// loaded *quickly*: its loops kept rolled (`.pragma "nounroll"`), the
 /// reciprocals of row values taken through f64, an elementwise program
 /// computed one element per thread so its per-element code is written once

@@ -481,10 +481,10 @@ pub(crate) struct Tuning {
     pub staged_resident_threads: u32,
     /// `1/x` and `1/sqrt(x)` of an f32 every thread holds through the
     /// Newton-refined f64 reciprocal, instead of `rcp.rn.f32`: both round
-    /// the same; the f64 form has no slow path for the JIT (7 ms less local
-    /// ptxas time for rmsnorm, 15–19 ms less first call for the norms on
-    /// one H200) and ran 0.3–0.4 point slower in the norms, so the quick
-    /// tier uses it and the tuned module does not, unless
+    /// the same; the f64 form has no slow path for the JIT, so the norms
+    /// compile and make their first call sooner, but they ran slower with
+    /// it (see `benches/NOTES.md`, v8), so the quick tier uses it and the
+    /// tuned module does not, unless
     /// `TILEFUSE_GPU_ROW_RCP=f64`.
     pub row_reciprocal_f64: bool,
     /// A program without reductions or loops spreads its tiles in atoms of
@@ -523,10 +523,11 @@ pub(crate) struct Tuning {
     /// cache policy over this fraction of their lines
     /// (`createpolicy.fractional`; 1.0 by default, `TILEFUSE_GPU_CP_KEEP=F`
     /// for another fraction, `0` or `off` for none), as torch.compile's norm kernels
-    /// load their input. The output's lines then leave L2 first. On an H200
-    /// rmsnorm went from 96.0 to 98.6 % of copy bandwidth with calls cycling
-    /// through three inputs (no input left in L2 by the call before), and
-    /// to 99.1 % with one.
+    /// load their input. The output's lines then leave L2 first, so the
+    /// input's lines stay for the reads that follow: the staged row kernels
+    /// ran faster with it even with calls cycling through three inputs (no
+    /// input left in L2 by the call before), and more so with one (see
+    /// `benches/NOTES.md`, v15).
     pub stage_keep: Option<f32>,
     /// An L2 eviction priority for the stores of a kernel's outputs
     /// (`TILEFUSE_GPU_ST_EVICT=first`, `normal`, `last` or `unchanged`:
@@ -552,9 +553,9 @@ pub(crate) struct Tuning {
     /// where [`chained_rows_fit_registers`], and not with `reload`. These
     /// kernels take neither `max_threads` nor `resident_threads`
     /// (`TILEFUSE_GPU_THREADS`, `TILEFUSE_GPU_RESIDENT`) nor the staged
-    /// ones. On by default: on H200s layernorm ran 0.5–0.7 µs faster (of
-    /// 129) this way and softmax 0.1–0.3 µs, while rmsnorm (one reduction)
-    /// ran 0.2–0.7 µs slower, so it stays staged.
+    /// ones. On by default: measured against staging, layernorm ran faster
+    /// this way and softmax no slower, while rmsnorm (one reduction) ran
+    /// slower, so it stays staged (see `benches/NOTES.md`, v18).
     /// `TILEFUSE_GPU_CHAINED_ROWS=staged` stages them as other row kernels.
     pub chained_rows_in_registers: bool,
     /// See `chained_rows_in_registers`: 1.0, and none in the quick tier.

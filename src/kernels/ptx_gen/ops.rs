@@ -799,7 +799,8 @@ impl Emitter<'_> {
     /// every one (boundaries have 25 significant bits, `x` and `s` 24, so
     /// `x − m·s` is 0 or at least `x·2^-49`), and f64 holds every quotient
     /// of f32s without overflow or underflow. It spares ptxas one `div.rn`
-    /// slow path per element, which on an H200 was 17 ms of softmax's JIT.
+    /// slow path per element, and such slow paths are much of what the JIT
+    /// spends its time on in softmax (see `benches/NOTES.md`, v6 and v8).
     ///
     /// The reciprocal is `rcp.approx.ftz.f64` refined by two Newton steps
     /// (`e = 1 − s·r`, `r += r·e`, each one `fma`). Each step squares the
@@ -808,8 +809,8 @@ impl Emitter<'_> {
     /// above allows for; the GPU test
     /// `division_and_reciprocals_of_a_row_value_are_correctly_rounded`
     /// checks the result bit for bit on 2^21 values of all exponents.
-    /// `rcp.rn.f64` would be exact but brings its own slow path (about 6 ms
-    /// of local ptxas time for softmax). `s` is an f32, so
+    /// `rcp.rn.f64` would be exact but brings its own slow path for ptxas
+    /// to compile (see `benches/NOTES.md`, v8). `s` is an f32, so
     /// in f64 it is never subnormal and its reciprocal is finite unless `s`
     /// is 0, ±∞ or NaN; for those the steps give NaN and the hardware
     /// reciprocal (±∞, ±0, NaN: exact) is kept.

@@ -1,9 +1,10 @@
 //! An interpreter of `ptx_gen`'s PTX that runs on the GPU, so a new program
 //! runs its first call without waiting for the driver's JIT.
 //!
-//! The driver's JIT costs 5–14 ms per module before it looks at a single
-//! instruction, and 25–50 µs per instruction after that, so a new fused
-//! kernel waits 15–40 ms for its first launch. The interpreter is one
+//! The driver's JIT costs milliseconds per module before it looks at a
+//! single instruction, and more for every instruction after that, so a new
+//! fused kernel waits tens of milliseconds for its first launch (see
+//! `benches/NOTES.md`, v16). The interpreter is one
 //! module, compiled once per device (in the background when the device
 //! opens); a new program is *assembled* for it in microseconds and runs at
 //! once, while its own module compiles.
