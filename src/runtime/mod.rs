@@ -42,7 +42,6 @@ use crate::fusion::{self, FusionOptions, Plan};
 use crate::graph::{self, NodeIndex, Op, Subgraph};
 use crate::shape::Shape;
 use crate::storage::Storage;
-use crate::tensor::Tensor;
 use smallvec::SmallVec;
 use std::cell::Cell;
 use std::sync::Arc;
@@ -129,11 +128,12 @@ pub fn last_realize_stats() -> Option<RealizeStats> {
     LAST.with(Cell::get)
 }
 
-/// Computes `outputs` that are not realized yet and stores each result in
-/// its node, which becomes `Op::Data` and lets go of its inputs.
-pub(crate) fn realize(outputs: &[&Tensor]) -> Result<RealizeStats> {
+/// Computes the graph nodes `outputs` that are not realized yet, on
+/// `device`, and stores each result in its node, which becomes `Op::Data`
+/// and lets go of its inputs.
+pub(crate) fn realize(outputs: &[NodeIndex], device: Device) -> Result<RealizeStats> {
     let started = Instant::now();
-    let target = open_device(outputs)?;
+    let target = open_device(device)?;
     let mut stats = RealizeStats {
         device: target.device(),
         ..RealizeStats::default()
@@ -184,17 +184,9 @@ impl Backend {
     }
 }
 
-/// The one device of all outputs, opened; fails for outputs on different
-/// devices and for a device this build or machine cannot run on.
-fn open_device(outputs: &[&Tensor]) -> Result<Backend> {
-    let device = outputs.first().map_or(Device::Cpu, |t| t.device());
-    if let Some(other) = outputs.iter().find(|t| t.device() != device) {
-        return Err(Error::DeviceMismatch {
-            op: "realize_all",
-            lhs: device.to_string(),
-            rhs: other.device().to_string(),
-        });
-    }
+/// `device`, opened for the whole realization; fails for a device this
+/// build or machine cannot run on.
+fn open_device(device: Device) -> Result<Backend> {
     match device {
         Device::Cpu => Ok(Backend::Cpu),
         #[cfg(feature = "cuda")]
@@ -208,13 +200,13 @@ fn open_device(outputs: &[&Tensor]) -> Result<Backend> {
 /// Uploads the data of outputs that are handled as living on a GPU but hold
 /// host data (a [`Tensor::to`] of host data), so that realizing such a
 /// tensor leaves it resident on its device, as for a computed one.
-fn make_resident(outputs: &[&Tensor], target: &Backend, stats: &mut RealizeStats) -> Result<()> {
+fn make_resident(outputs: &[NodeIndex], target: &Backend, stats: &mut RealizeStats) -> Result<()> {
     #[cfg(feature = "cuda")]
     if let Backend::Cuda(device, _) = target {
         let host: Vec<Arc<Storage>> = graph::with_graph(|g| {
             outputs
                 .iter()
-                .filter_map(|t| match &g.node(t.node()).op {
+                .filter_map(|&n| match &g.node(n).op {
                     Op::Data(s) if matches!(**s, Storage::Host(_)) => Some(s.clone()),
                     _ => None,
                 })
@@ -255,15 +247,15 @@ struct Collected {
 /// graph without detaching the subgraph (a plan-cache hit needs no more);
 /// `None` if every output is realized. Common subexpressions, constant
 /// folding and view peepholes were applied when the nodes were recorded.
-fn collect(outputs: &[&Tensor], options: &FusionOptions) -> Option<Collected> {
+fn collect(outputs: &[NodeIndex], options: &FusionOptions) -> Option<Collected> {
     graph::with_graph(|g| {
         let mut nodes: Vec<NodeIndex> = Vec::new();
         let mut shapes: Vec<Shape> = Vec::new();
-        for t in outputs {
-            let n = t.node();
-            if !matches!(g.node(n).op, Op::Data(_)) && !nodes.contains(&n) {
+        for &n in outputs {
+            let node = g.node(n);
+            if !matches!(node.op, Op::Data(_)) && !nodes.contains(&n) {
                 nodes.push(n);
-                shapes.push(t.shape().clone());
+                shapes.push(node.shape.clone());
             }
         }
         if nodes.is_empty() {
@@ -404,12 +396,18 @@ fn write_back(nodes: &[NodeIndex], storages: Vec<Arc<Storage>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::Tensor;
+
+    /// The graph nodes of `tensors`.
+    fn nodes_of(tensors: &[&Tensor]) -> Vec<NodeIndex> {
+        tensors.iter().map(|t| t.node()).collect()
+    }
 
     /// What `collect` finds for `outputs` against the detached subgraph:
     /// the same plan-cache key and the same leaves, in the same order.
     fn check_collect(outputs: &[&Tensor]) {
         for options in [FusionOptions::cpu(), FusionOptions::gpu()] {
-            let c = collect(outputs, &options).expect("something to compute");
+            let c = collect(&nodes_of(outputs), &options).expect("something to compute");
             let sub = graph::extract(&c.nodes);
             assert_eq!(c.key, fusion::GraphKey::new(&sub, &options));
             let leaves = data_leaves(&sub);
@@ -441,9 +439,10 @@ mod tests {
         let v = (&b - &a).sigmoid();
         check_collect(&[&v]);
         let opts = FusionOptions::cpu();
+        let u = (&a - &b).sigmoid();
         let (cv, cu) = (
-            collect(&[&v], &opts).unwrap(),
-            collect(&[&(&a - &b).sigmoid()], &opts).unwrap(),
+            collect(&[v.node()], &opts).unwrap(),
+            collect(&[u.node()], &opts).unwrap(),
         );
         assert_eq!(cv.key, cu.key);
         assert!(Arc::ptr_eq(&cv.leaves[0], &cu.leaves[1]) && Arc::ptr_eq(&cv.leaves[1], &cu.leaves[0]));
@@ -496,7 +495,7 @@ mod tests {
         let opts = FusionOptions::cpu();
         let x = Tensor::from_vec(vec![1.0f32, -2.0, 3.0, -4.0, 5.0, -6.0], &[2, 3]);
         let y = (&x * &x + 1.0f32).sqrt().sum(&[1], false);
-        let c = collect(&[&y], &opts).unwrap();
+        let c = collect(&[y.node()], &opts).unwrap();
         assert!(
             fusion::cached_plan(&c.key).is_some(),
             "the walk's key finds the plan the first call cached"

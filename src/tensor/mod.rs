@@ -359,7 +359,7 @@ impl Tensor {
     /// On a CUDA device this returns once the kernels are queued; the result
     /// stays in device memory, and reading it waits for them.
     pub fn realize(&self) -> Result<()> {
-        crate::runtime::realize(&[self]).map(|_| ())
+        crate::runtime::realize(&[self.node()], self.device()).map(|_| ())
     }
 
     /// [`Tensor::realize`], returning what the realization did: whether the
@@ -375,7 +375,7 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::realize`].
     pub fn realize_with_stats(&self) -> Result<crate::runtime::RealizeStats> {
-        crate::runtime::realize(&[self])
+        crate::runtime::realize(&[self.node()], self.device())
     }
 
     /// Realizes several tensors together, sharing the work they have in
@@ -386,7 +386,16 @@ impl Tensor {
     /// As [`Tensor::realize`], and [`Error::DeviceMismatch`] for tensors on
     /// different devices.
     pub fn realize_all(tensors: &[&Tensor]) -> Result<()> {
-        crate::runtime::realize(tensors).map(|_| ())
+        let device = tensors.first().map_or(Device::Cpu, |t| t.device());
+        if let Some(other) = tensors.iter().find(|t| t.device() != device) {
+            return Err(Error::DeviceMismatch {
+                op: "realize_all",
+                lhs: device.to_string(),
+                rhs: other.device().to_string(),
+            });
+        }
+        let nodes: SmallVec<[NodeIndex; 4]> = tensors.iter().map(|t| t.node()).collect();
+        crate::runtime::realize(&nodes, device).map(|_| ())
     }
 
     /// The realized storage of this tensor.
