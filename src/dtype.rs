@@ -198,6 +198,30 @@ impl Scalar {
         }
     }
 
+    /// This value converted to `dtype` (as [`Scalar::cast`] converts) and
+    /// stored as one element of it: the element's little-endian bytes in
+    /// the low end of a `u64`, the rest zero (a bool is 0 or 1). This is how
+    /// host buffers store elements, how initial fills are written, and the
+    /// launch word of a kernel's scalar argument.
+    pub fn element_bits(self, dtype: DType) -> u64 {
+        let v = self.cast(dtype);
+        let int = match v {
+            Scalar::Int(x, _) => x,
+            Scalar::Bool(b) => b as i128,
+            Scalar::Float(x, _) => x as i128,
+        };
+        match dtype {
+            DType::Bool | DType::U8 => int as u8 as u64,
+            DType::I32 => int as i32 as u32 as u64,
+            DType::U32 => int as u32 as u64,
+            DType::I64 => int as i64 as u64,
+            DType::F16 => half::f16::from_f64(v.to_f64()).to_bits() as u64,
+            DType::BF16 => half::bf16::from_f64(v.to_f64()).to_bits() as u64,
+            DType::F32 => (v.to_f64() as f32).to_bits() as u64,
+            DType::F64 => v.to_f64().to_bits(),
+        }
+    }
+
     /// Whether the value is zero (or false).
     pub fn is_zero(self) -> bool {
         self.to_f64() == 0.0

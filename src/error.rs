@@ -323,6 +323,16 @@ impl Error {
     }
 }
 
+/// Unwraps an op's result, panicking at the caller's line with the error's
+/// message: the panicking forms of the `try_` functions.
+#[track_caller]
+pub(crate) fn or_panic<T>(r: Result<T>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    }
+}
+
 /// `Result` with tilefuse's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

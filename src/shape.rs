@@ -50,7 +50,7 @@ impl Shape {
     /// elements, with the message of the error [`Shape::try_new`] returns.
     #[track_caller]
     pub fn new(dims: &[usize]) -> Shape {
-        crate::tensor::or_panic(Shape::try_new("Shape::new", dims))
+        crate::error::or_panic(Shape::try_new("Shape::new", dims))
     }
 
     /// A shape from its extents, or [`Error::RankTooLarge`] naming `op` if

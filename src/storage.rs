@@ -36,7 +36,7 @@ impl HostBuffer {
     /// [`HostBuffer::try_zeros`] returns.
     #[track_caller]
     pub fn zeros(dtype: DType, len: usize) -> HostBuffer {
-        crate::tensor::or_panic(HostBuffer::try_zeros(dtype, len))
+        crate::error::or_panic(HostBuffer::try_zeros(dtype, len))
     }
 
     /// A zero-filled buffer of `len` elements, or
@@ -178,24 +178,9 @@ impl HostBuffer {
 
     /// Sets element `i` to `v`, rounded or wrapped to the buffer's dtype.
     pub fn set(&mut self, i: usize, v: Scalar) {
-        let d = self.dtype;
-        let v = v.cast(d);
-        let int = |v: Scalar| match v {
-            Scalar::Int(x, _) => x,
-            Scalar::Bool(b) => b as i128,
-            Scalar::Float(x, _) => x as i128,
-        };
-        match d {
-            DType::Bool => self.as_mut_slice::<u8>()[i] = int(v) as u8,
-            DType::U8 => self.as_mut_slice::<u8>()[i] = int(v) as u8,
-            DType::I32 => self.as_mut_slice::<i32>()[i] = int(v) as i32,
-            DType::I64 => self.as_mut_slice::<i64>()[i] = int(v) as i64,
-            DType::U32 => self.as_mut_slice::<u32>()[i] = int(v) as u32,
-            DType::F16 => self.as_mut_slice::<half::f16>()[i] = half::f16::from_f64(v.to_f64()),
-            DType::BF16 => self.as_mut_slice::<half::bf16>()[i] = half::bf16::from_f64(v.to_f64()),
-            DType::F32 => self.as_mut_slice::<f32>()[i] = v.to_f64() as f32,
-            DType::F64 => self.as_mut_slice::<f64>()[i] = v.to_f64(),
-        }
+        let size = self.dtype.size_in_bytes();
+        let bits = v.element_bits(self.dtype).to_le_bytes();
+        self.bytes_mut()[i * size..(i + 1) * size].copy_from_slice(&bits[..size]);
     }
 
     /// The elements as Rust values of type `E`, converted from the buffer's

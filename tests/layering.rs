@@ -99,24 +99,9 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
 /// layer it uses, and why.
 const KNOWN: &[(&str, &str, &str)] = &[
     (
-        "shape.rs",
-        "tensor",
-        "`Shape::new` panics through `tensor::or_panic`, which lives in the front end",
-    ),
-    (
-        "storage.rs",
-        "tensor",
-        "`HostBuffer::zeros` panics through `tensor::or_panic`, which lives in the front end",
-    ),
-    (
         "storage.rs",
         "device",
         "`Storage::Cuda` holds a `DeviceBuffer`; a handle the back end implements replaces it",
-    ),
-    (
-        "kernels/cpu/buffer.rs",
-        "storage",
-        "the executor's buffers are `HostBuffer`s, which live in `storage.rs` beside `Storage`",
     ),
     (
         "kernels/cpu/mod.rs",
@@ -132,11 +117,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "kernels/cpu/elementwise.rs",
         "graph",
         "`gelu_erf` is the reference evaluator's own, so the two agree bit for bit",
-    ),
-    (
-        "kernels/ptx_gen/mod.rs",
-        "storage",
-        "`scalar_argument_word` converts a scalar through a one-element `HostBuffer`",
     ),
     (
         "kernels/ptx_gen/math64/tests.rs",

@@ -106,14 +106,7 @@ impl Drop for Handle {
     }
 }
 
-/// Unwraps an op's result, panicking at the caller's line with the error's message.
-#[track_caller]
-pub(crate) fn or_panic<T>(r: Result<T>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}"),
-    }
-}
+pub(crate) use crate::error::or_panic;
 
 impl Tensor {
     /// Records `op` on `inputs` and returns a handle on the node.

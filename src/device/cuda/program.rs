@@ -15,7 +15,6 @@ use crate::error::{Error, Result};
 use crate::kernels::ir::Program;
 use crate::kernels::ptx_gen::{generate, generate_quick, scalar_argument_word, PtxModule, PtxTarget};
 use crate::kernels::ptx_vm;
-use crate::storage::HostBuffer;
 use cudarc::driver::{result, sys};
 use smallvec::SmallVec;
 use std::collections::{HashMap, VecDeque};
@@ -889,16 +888,14 @@ enum Fill {
 impl Fill {
     /// `value` rounded or wrapped to `dtype`, as the host buffers store it.
     fn new(value: Scalar, dtype: DType) -> Fill {
-        let mut one = HostBuffer::zeros(dtype, 1);
-        one.set(0, value);
-        let b = one.bytes();
-        match b.len() {
-            1 => Fill::B8(b[0]),
-            2 => Fill::B16(u16::from_le_bytes([b[0], b[1]])),
-            4 => Fill::B32(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        let bits = value.element_bits(dtype);
+        match dtype.size_in_bytes() {
+            1 => Fill::B8(bits as u8),
+            2 => Fill::B16(bits as u16),
+            4 => Fill::B32(bits as u32),
             _ => Fill::B64 {
-                low: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
-                high: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+                low: bits as u32,
+                high: (bits >> 32) as u32,
             },
         }
     }
@@ -947,6 +944,7 @@ mod tests {
     use super::*;
     use crate::kernels::ir::{Access, Builder, IndexExpr};
     use crate::ops::Padding;
+    use crate::storage::HostBuffer;
 
     fn copy_program() -> Program {
         let mut b = Builder::new("copy", &[2]);

@@ -17,7 +17,6 @@
 
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
-use crate::storage::HostBuffer;
 use bytemuck::Pod;
 use half::{bf16, f16};
 use std::ops::{Deref, DerefMut};
@@ -392,11 +391,9 @@ pub(crate) struct ScalarBits {
 impl ScalarBits {
     /// `value` rounded or wrapped to `dtype` (as [`HostBuffer::set`] does).
     pub fn new(value: Scalar, dtype: DType) -> ScalarBits {
-        let mut one = HostBuffer::zeros(dtype, 1);
-        one.set(0, value);
-        let mut bytes = [0u8; 8];
-        bytes[..dtype.size_in_bytes()].copy_from_slice(one.bytes());
-        ScalarBits { bytes }
+        ScalarBits {
+            bytes: value.element_bits(dtype).to_le_bytes(),
+        }
     }
 
     /// The value as an element of type `T` (which has the dtype's size).

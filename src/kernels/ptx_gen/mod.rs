@@ -221,15 +221,11 @@ pub fn choose_version(program: &str, target: &PtxTarget, needs: (u32, u32)) -> R
 }
 
 /// The launch word of a scalar argument of dtype `dtype`: `value`
-/// converted to `dtype` (as [`Scalar::cast`](crate::dtype::Scalar::cast) converts), its bytes in the low
-/// end of the `u64` the generated kernel's `.param .u64` holds, the rest
-/// zero (bools are 0 or 1).
+/// converted to `dtype`, its bytes in the low end of the `u64` the
+/// generated kernel's `.param .u64` holds, the rest zero (bools are 0 or 1):
+/// [`Scalar::element_bits`](crate::dtype::Scalar::element_bits).
 pub fn scalar_argument_word(value: crate::dtype::Scalar, dtype: crate::dtype::DType) -> u64 {
-    let mut one = crate::storage::HostBuffer::zeros(dtype, 1);
-    one.set(0, value.cast(dtype));
-    let mut word = [0u8; 8];
-    word[..dtype.size_in_bytes()].copy_from_slice(one.bytes());
-    u64::from_le_bytes(word)
+    value.element_bits(dtype)
 }
 
 /// Lowers `program` (which must pass the verifier) to a PTX module for `target`.
