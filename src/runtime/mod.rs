@@ -11,14 +11,14 @@
 //! the results are computed. On a CUDA device the kernels are compiled
 //! (cached per device and program), queued on the device's streams, and
 //! realize returns once they are queued: the results are device storage,
-//! and reading one ([`Tensor::to_vec`] and friends) waits for the kernels
+//! and reading one ([`Tensor::to_vec`](crate::Tensor::to_vec) and friends) waits for the kernels
 //! that compute it. Device failures found while queueing come back from
 //! realize; a failure inside a kernel comes back from the read that waits.
 //!
 //! Each realization measures itself ([`RealizeStats`]): whether the plan
 //! came from the cache, the time spent fusing and compiling (the first-call
 //! latency of a new pipeline), the kernels launched and the bytes uploaded.
-//! [`Tensor::realize_with_stats`] returns them; [`last_realize_stats`] gives
+//! [`Tensor::realize_with_stats`](crate::Tensor::realize_with_stats) returns them; [`last_realize_stats`] gives
 //! those of the calling thread's last realization, including the ones
 //! `to_vec` makes. With the `cuda` feature, on request (`time_launches`)
 //! each GPU kernel launch is timed with CUDA events (`launch_times`).
