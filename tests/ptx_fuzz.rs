@@ -149,7 +149,7 @@ fn every_program_of_the_fuzzer_assembles() {
 #[test]
 fn integer_programs_of_the_fuzzer_run_on_the_interpreter_model_like_the_executor() {
     use tilefuse::kernels::cpu::{execute_with_scalars, Arg};
-    use tilefuse::kernels::ptx_gen::{generate, generate_quick, scalar_argument_word};
+    use tilefuse::kernels::ptx_gen::{generate, generate_quick};
     use tilefuse::kernels::ptx_vm::emulate::{self, Memory};
     use tilefuse::storage::HostBuffer;
     use tilefuse::{DType, Scalar};
@@ -204,7 +204,7 @@ fn integer_programs_of_the_fuzzer_run_on_the_interpreter_model_like_the_executor
                     .scalars
                     .iter()
                     .zip(&scalars)
-                    .map(|(&d, &s)| scalar_argument_word(s, d))
+                    .map(|(&d, &s)| s.element_bits(d))
                     .collect();
                 let mut want = inputs.clone();
                 let mut args: Vec<Arg<'_>> = want.iter_mut().map(Arg::Write).collect();

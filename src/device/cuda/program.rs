@@ -13,7 +13,7 @@ use super::{driver_error, CudaDevice};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::kernels::ir::Program;
-use crate::kernels::ptx_gen::{generate, generate_quick, scalar_argument_word, PtxModule, PtxTarget};
+use crate::kernels::ptx_gen::{generate, generate_quick, PtxModule, PtxTarget};
 use crate::kernels::ptx_vm;
 use cudarc::driver::{result, sys};
 use smallvec::SmallVec;
@@ -868,7 +868,7 @@ fn scalar_words(program: &Program, scalars: &[Scalar]) -> Result<SmallVec<[u64; 
         .scalars
         .iter()
         .zip(scalars)
-        .map(|(&d, &s)| scalar_argument_word(s, d))
+        .map(|(&d, &s)| s.element_bits(d))
         .collect())
 }
 

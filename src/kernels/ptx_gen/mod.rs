@@ -220,14 +220,6 @@ pub fn choose_version(program: &str, target: &PtxTarget, needs: (u32, u32)) -> R
     Ok(v)
 }
 
-/// The launch word of a scalar argument of dtype `dtype`: `value`
-/// converted to `dtype`, its bytes in the low end of the `u64` the
-/// generated kernel's `.param .u64` holds, the rest zero (bools are 0 or 1):
-/// [`Scalar::element_bits`](crate::dtype::Scalar::element_bits).
-pub fn scalar_argument_word(value: crate::dtype::Scalar, dtype: crate::dtype::DType) -> u64 {
-    value.element_bits(dtype)
-}
-
 /// Lowers `program` (which must pass the verifier) to a PTX module for `target`.
 pub fn generate(program: &Program, target: &PtxTarget) -> Result<PtxModule> {
     generate_with(program, target, tuning())

@@ -79,7 +79,7 @@ pub fn run(code: &Code, blocks: u32, mem: &mut Memory) -> Result<(), String> {
 }
 
 /// [`run`] of a kernel with scalar arguments: `scalars` holds their launch
-/// words (see [`scalar_argument_word`](crate::kernels::ptx_gen::scalar_argument_word)),
+/// words ([`Scalar::element_bits`](crate::dtype::Scalar::element_bits)),
 /// which follow the buffers' addresses among the kernel's parameters.
 pub fn run_with_scalars(code: &Code, blocks: u32, mem: &mut Memory, scalars: &[u64]) -> Result<(), String> {
     let words = &code.words;
