@@ -418,7 +418,7 @@ fn write_json(path: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhea
             ms(o.host_first_call.upload_alone)
         )
     });
-    let settings: Vec<String> = tilefuse::settings::active()
+    let settings: Vec<String> = tilefuse::config::active()
         .iter()
         .map(|(k, v)| format!("{}: {}", json_string(k), json_string(v)))
         .collect();
@@ -490,7 +490,7 @@ fn run(args: &Args) -> Result<()> {
     }
     let device = if args.cpu { Device::Cpu } else { Device::best() };
     println!("device: {}", Device::best_reason());
-    let settings: Vec<String> = tilefuse::settings::active()
+    let settings: Vec<String> = tilefuse::config::active()
         .into_iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();

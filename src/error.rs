@@ -235,6 +235,16 @@ pub enum Error {
         /// The JIT's error log.
         log: String,
     },
+    /// A [`Config`](crate::Config) field out of the range it takes.
+    #[error("config: {field} = {value} is not a value it takes ({takes})")]
+    InvalidConfig {
+        /// The field, as `group.name` (`codegen.max_threads`).
+        field: &'static str,
+        /// Its value.
+        value: String,
+        /// The values it takes.
+        takes: &'static str,
+    },
     /// A shape with more axes than a tensor can have ([`crate::MAX_RANK`]).
     #[error("{op}: shape {shape:?} has {} axes, more than the {max} a tensor can have", .shape.len())]
     RankTooLarge {
@@ -317,6 +327,7 @@ impl Error {
             | CudaUnavailable { .. }
             | Driver { .. }
             | PtxLoad { .. }
+            | InvalidConfig { .. }
             | OutOfMemory { .. } => {}
         }
         self

@@ -9,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod device;
 pub mod dtype;
 pub mod error;
@@ -17,12 +18,12 @@ pub mod graph;
 pub mod kernels;
 pub mod ops;
 pub mod runtime;
-pub mod settings;
 pub mod shape;
 pub mod storage;
 pub mod tensor;
 pub mod tile;
 
+pub use config::Config;
 pub use device::Device;
 pub use dtype::{DType, Element, Scalar};
 pub use error::{Error, Result};

@@ -337,3 +337,13 @@ pub enum AtomicSupport {
     /// `add` and `sub` only (floating point).
     Float,
 }
+
+/// How transcendental functions are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MathMode {
+    /// Correct to a few ulp of f32 (the default).
+    #[default]
+    Precise,
+    /// Hardware approximations (`ex2.approx`, `tanh.approx`, ...).
+    Fast,
+}

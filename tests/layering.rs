@@ -24,10 +24,10 @@ use std::path::{Path, PathBuf};
 /// every layer.
 const LAYERS: &[(&str, &[&str])] = &[
     // The bottom: the shared vocabulary (op enums, padding, memory order,
-    // scope), element types, settings, errors and shapes.
+    // scope), element types, the config, errors and shapes.
     ("ops", &[]),
     ("dtype", &[]),
-    ("settings", &[]),
+    ("config", &["ops", "error"]),
     ("error", &["ops", "dtype"]),
     ("shape", &["ops", "dtype", "error"]),
     // The host tile API, and host and device storage.
@@ -80,10 +80,11 @@ const LAYERS: &[(&str, &[&str])] = &[
 ];
 
 /// The layers `"bottom"` stands for.
-const BOTTOM: &[&str] = &["ops", "dtype", "settings", "error", "shape"];
+const BOTTOM: &[&str] = &["ops", "dtype", "config", "error", "shape"];
 
 /// The items of the crate root that re-export a layer's (`crate::DType`).
 const ROOT_ITEMS: &[(&str, &str)] = &[
+    ("Config", "config"),
     ("Device", "device"),
     ("DType", "dtype"),
     ("Element", "dtype"),

@@ -17,7 +17,7 @@ mod common;
 use common::fuzzgen;
 use common::ptx_check::{spilling, summary, Modules};
 use std::time::Instant;
-use tilefuse::fusion::{plan, FusionOptions, TileTarget};
+use tilefuse::fusion::{plan, FusionOptions};
 use tilefuse::kernels::ptx_gen::ptxas::ptxas_for_tests;
 use tilefuse::kernels::ptx_vm;
 
@@ -27,9 +27,9 @@ fn gpu_options(seed: u64) -> Vec<FusionOptions> {
     let gpu = FusionOptions::gpu();
     let fuzz = fuzzgen::options(seed);
     let fuzz = FusionOptions {
-        target: TileTarget::Gpu,
         max_row_tile: fuzz.max_row_tile.min(gpu.max_row_tile),
-        ..fuzz
+        deterministic: fuzz.deterministic,
+        ..gpu
     };
     if fuzz == gpu {
         vec![gpu]

@@ -338,7 +338,7 @@ fn suite_ptx_matches_snapshots() {
 /// does its tuned text where it carries no load cache policy. A load
 /// policy (the default for rows held across two reductions, as in softmax
 /// and layernorm, or `TILEFUSE_GPU_LD_KEEP`) and other library settings
-/// (`tilefuse::settings::active_library`) can give the tuned text
+/// (`tilefuse::config::active_library`) can give the tuned text
 /// instructions the interpreter has no form for; first calls then run the
 /// quick text on it.
 #[test]
@@ -346,7 +346,7 @@ fn suite_kernels_run_on_the_interpreter() {
     use tilefuse::kernels::ptx_gen::{generate, generate_quick, PtxTarget};
     use tilefuse::kernels::ptx_vm;
     let target = PtxTarget::for_driver(90, 13000);
-    let defaults = tilefuse::settings::active_library().is_empty();
+    let defaults = tilefuse::config::active_library().is_empty();
     for (name, g) in suite() {
         let p = plan(&g, &FusionOptions::gpu()).unwrap();
         for k in &p.kernels {

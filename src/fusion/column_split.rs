@@ -87,7 +87,7 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
         return None;
     }
     // Narrower column tiles until the last point of a tile reads few partials.
-    let wanted_points = cx.opts.column_split_points();
+    let wanted_points = super::COLUMN_SPLIT_POINTS;
     while col_tile > MIN_COL_TILE && wanted_points.div_ceil(cols.extent.div_ceil(col_tile)) * col_tile > LAST_POINT_READ
     {
         col_tile /= 2;

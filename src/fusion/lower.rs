@@ -188,15 +188,15 @@ pub(crate) fn lower(
     let heavy = |n: usize| transcendental(n) && cx.g.nodes[n].dtype == DType::F64;
     let budget = match cx.opts.target {
         super::TileTarget::Gpu if !reduces => {
-            let bytes_scaled = cx.opts.tile_elements() as u64 * 4 / narrowest.clamp(1, 4);
+            let bytes_scaled = cx.opts.tile_elements as u64 * 4 / narrowest.clamp(1, 4);
             if group.nodes.iter().any(|&n| transcendental(n)) {
                 (bytes_scaled / 4).max(1)
             } else {
                 bytes_scaled
             }
         }
-        super::TileTarget::Gpu if group.nodes.iter().any(|&n| heavy(n)) => (cx.opts.tile_elements() as u64 / 4).max(1),
-        _ => cx.opts.tile_elements() as u64,
+        super::TileTarget::Gpu if group.nodes.iter().any(|&n| heavy(n)) => (cx.opts.tile_elements as u64 / 4).max(1),
+        _ => cx.opts.tile_elements as u64,
     };
     choose_tiles(&mut axes, budget, gs.broadcast);
     if axes.iter().any(|a| !a.reduced && a.extent == 0) {
@@ -310,7 +310,7 @@ pub(crate) fn lower(
     // order and runs the consumers.
     if let Some(p) = partials {
         let counter = last_point_counter(&mut b, buffers, &mut args, 1);
-        let tile = (parts.next_power_of_two()).min(cx.opts.tile_elements() as u64) as u32;
+        let tile = (parts.next_power_of_two()).min(cx.opts.tile_elements as u64) as u32;
         let pv = b.view(p, &[parts], &[1], 0, &[tile], Padding::Zero);
         let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
         lw.scalars = scalars;
@@ -430,7 +430,7 @@ fn split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &[Axis]) -> Option<
     if !axis.reduced || tiles < MIN_SPLIT_TILES {
         return None;
     }
-    let target = cx.opts.split_parts();
+    let target = cx.opts.split_parts;
     let most = tiles.div_ceil(target);
     let per = (1..=most).rev().find(|d| tiles % d == 0).unwrap_or(1);
     let only_result = group.shape.space.iter().all(|(&n, &s)| s == Space::Full || n == r) && stores == [r];

@@ -79,6 +79,7 @@ pub(crate) use cache::{lookup as cached_plan, GraphKey, KeyWriter};
 pub use explain::explain;
 pub use plan::{BufferDecl, BufferKind, BufferRef, Plan, PlannedKernel};
 
+use crate::config::FusionConfig;
 use crate::error::{Error, Result};
 use crate::graph::{Op, Subgraph};
 use crate::kernels::ir::MathMode;
@@ -108,82 +109,49 @@ pub struct FusionOptions {
     /// The most elements (after padding to a power of two) a row may have
     /// to be reduced and broadcast back inside one tile.
     pub max_row_tile: usize,
+    /// The number of elements a tile aims at, a power of two (rows of row
+    /// kernels may exceed it).
+    pub tile_elements: usize,
+    /// The number of grid points a reduction split across the grid aims at.
+    pub split_parts: u64,
 }
+
+/// The grid points a column reduction split across the grid aims at
+/// (column splits are made for GPUs only).
+pub(crate) const COLUMN_SPLIT_POINTS: u64 = 512;
 
 impl FusionOptions {
     /// Options for the CPU executor.
     pub fn cpu() -> FusionOptions {
-        FusionOptions {
-            target: TileTarget::Cpu,
-            deterministic: true,
-            math: MathMode::Precise,
-            max_row_tile: 16384,
-        }
+        FusionOptions::for_target(TileTarget::Cpu, &FusionConfig::default())
     }
 
     /// Options for a CUDA GPU.
     pub fn gpu() -> FusionOptions {
+        FusionOptions::for_target(TileTarget::Gpu, &FusionConfig::default())
+    }
+
+    /// The options `config` gives for `target`: its math mode and
+    /// determinism on both, its tile sizes on the GPU (the CPU executor's
+    /// tiles are about 8K elements, and its full reductions split in 16).
+    pub fn for_target(target: TileTarget, config: &FusionConfig) -> FusionOptions {
+        let (max_row_tile, tile_elements, split_parts) = match target {
+            TileTarget::Cpu => (16384, 8192, 16),
+            TileTarget::Gpu => (
+                8192,
+                config.gpu_tile_elements.clamp(1, 1 << 40).next_power_of_two(),
+                config.gpu_split_parts.max(1),
+            ),
+        };
         FusionOptions {
-            target: TileTarget::Gpu,
-            deterministic: true,
-            math: gpu_tuning().math,
-            max_row_tile: 8192,
+            target,
+            deterministic: config.deterministic,
+            math: config.math,
+            max_row_tile,
+            tile_elements,
+            split_parts,
         }
     }
-
-    /// The number of elements a tile aims at (rows of row kernels may exceed it).
-    pub fn tile_elements(&self) -> usize {
-        match self.target {
-            TileTarget::Cpu => 8192,
-            TileTarget::Gpu => gpu_tuning().tile_elements,
-        }
-    }
-
-    /// The number of grid points a reduction split across the grid aims at.
-    pub fn split_parts(&self) -> u64 {
-        match self.target {
-            TileTarget::Cpu => 16,
-            TileTarget::Gpu => gpu_tuning().split_parts,
-        }
-    }
-
-    /// The number of grid points a column reduction split across the grid
-    /// aims at (column splits are made for GPUs only).
-    pub fn column_split_points(&self) -> u64 {
-        gpu_tuning().column_points
-    }
-}
-
-/// The GPU tiling choices, with their defaults overridable for tuning runs
-/// through `TILEFUSE_GPU_TILE` (elements per tile), `TILEFUSE_GPU_PARTS`
-/// (grid points of a split reduction), `TILEFUSE_GPU_COLUMN_POINTS` (grid
-/// points a split column reduction aims at) and `TILEFUSE_GPU_MATH=fast` (the
-/// default math mode of [`FusionOptions::gpu`]), read once per process.
-#[derive(Debug, Clone, Copy)]
-struct GpuTuning {
-    tile_elements: usize,
-    split_parts: u64,
-    column_points: u64,
-    math: MathMode,
-}
-
-fn gpu_tuning() -> GpuTuning {
-    static TUNING: std::sync::OnceLock<GpuTuning> = std::sync::OnceLock::new();
-    *TUNING.get_or_init(|| {
-        use crate::settings::{number, read};
-        GpuTuning {
-            tile_elements: number("TILEFUSE_GPU_TILE", 1..=1 << 40, |_| true)
-                .map_or(4096, |v| v.next_power_of_two() as usize),
-            split_parts: number("TILEFUSE_GPU_PARTS", 1..=u64::MAX, |_| true).unwrap_or(256),
-            column_points: number("TILEFUSE_GPU_COLUMN_POINTS", 1..=1 << 20, |_| true).unwrap_or(512),
-            math: read("TILEFUSE_GPU_MATH", |v| match v {
-                "fast" => Some(MathMode::Fast),
-                "precise" => Some(MathMode::Precise),
-                _ => None,
-            })
-            .unwrap_or(MathMode::Precise),
-        }
-    })
 }
 
 impl Default for FusionOptions {

@@ -40,6 +40,7 @@
 //! the table for dropped storages: its cost does not grow with the number of
 //! host tensors that have device copies.
 
+use crate::config::{CodegenConfig, Config, JitConfig};
 use crate::device::cuda::{
     BufferId, CompiledProgram, CudaDevice, DeviceBuffer, LaunchPlan, ScheduledLaunch, Scheduler, STREAM_COUNT,
 };
@@ -68,6 +69,8 @@ use super::{timing, RealizeStats};
 /// [`Error::PtxLoad`] with the JIT's log for a kernel the driver rejects;
 /// [`Error::OutOfMemory`] when the buffers do not fit even after every
 /// cached block and upload was freed; other device failures.
+///
+/// The kernels are compiled under [`Config::current`].
 pub fn run_plan(plan: &Plan, sub: &Subgraph, ordinal: usize) -> Result<Vec<Arc<Storage>>> {
     let device = CudaDevice::open(ordinal)?;
     run(
@@ -75,13 +78,15 @@ pub fn run_plan(plan: &Plan, sub: &Subgraph, ordinal: usize) -> Result<Vec<Arc<S
         &super::data_leaves(sub),
         &super::full_values(sub),
         &device,
+        &Config::current(),
         &mut RealizeStats::default(),
         Instant::now(),
     )
     .map(|(out, _)| out)
 }
 
-/// [`run_plan`] on an open device, adding what it did to `stats`, its
+/// [`run_plan`] on an open device, its kernels compiled under `config`
+/// (its codegen and JIT settings), adding what it did to `stats`, its
 /// phases timed from `since`; also returns when the launches were queued.
 /// Out of memory once, it frees the cached blocks and the uploads no live
 /// run holds, and tries again.
@@ -90,14 +95,15 @@ pub(super) fn run(
     leaves: &[Arc<Storage>],
     scalars: &[Scalar],
     device: &Arc<CudaDevice>,
+    config: &Config,
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
-    match run_once(plan, leaves, scalars, device, stats, since) {
+    match run_once(plan, leaves, scalars, device, config, stats, since) {
         Err(Error::OutOfMemory { .. }) => {
             evict_uploads(device.ordinal());
             device.free_cached()?;
-            run_once(plan, leaves, scalars, device, stats, Instant::now())
+            run_once(plan, leaves, scalars, device, config, stats, Instant::now())
         }
         other => other,
     }
@@ -112,12 +118,13 @@ fn run_once(
     leaves: &[Arc<Storage>],
     scalars: &[Scalar],
     device: &Arc<CudaDevice>,
+    config: &Config,
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
     // Each phase ends at one reading of the clock, where the next begins
     // (compile and inputs may run together; see `prepare_and_upload`).
-    let (prepared, inputs, uploaded) = prepare_and_upload(device, plan, leaves, stats, since)?;
+    let (prepared, inputs, uploaded) = prepare_and_upload(device, plan, leaves, config, stats, since)?;
     let Prepared {
         compiled,
         schedule,
@@ -217,6 +224,7 @@ fn prepare_and_upload(
     device: &Arc<CudaDevice>,
     plan: &Arc<Plan>,
     leaves: &[Arc<Storage>],
+    config: &Config,
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Arc<Prepared>, SmallVec<[Input; INLINE]>, Instant)> {
@@ -231,15 +239,15 @@ fn prepare_and_upload(
         }
         Ok::<_, Error>(inputs)
     };
-    let cached = cached_prepared(device, plan, leaves.len());
+    let cached = cached_prepared(device, plan, leaves.len(), config);
     let overlap = cached.is_none()
-        && plan.kernels.iter().any(|k| !device.is_compiled(&k.program))
+        && plan.kernels.iter().any(|k| !device.is_compiled(&k.program, config))
         && leaves.iter().any(|s| needs_upload(device, s));
     if overlap {
         let overlapped = std::thread::scope(|scope| {
             let compile = || {
                 let started = Instant::now();
-                let prepared = make_prepared(device, plan, leaves.len());
+                let prepared = make_prepared(device, plan, leaves.len(), config);
                 compile_failed.store(prepared.is_err(), Ordering::Relaxed);
                 (prepared, started.elapsed())
             };
@@ -259,7 +267,7 @@ fn prepare_and_upload(
     // One after the other.
     let prepared = match cached {
         Some(prepared) => prepared,
-        None => make_prepared(device, plan, leaves.len())?,
+        None => make_prepared(device, plan, leaves.len(), config)?,
     };
     let compiled_at = Instant::now();
     stats.compile_time += compiled_at - since;
@@ -284,6 +292,9 @@ fn prepare_and_upload(
 struct Prepared {
     /// The plan it was made for; a dead plan's entry is replaced.
     plan: Weak<Plan>,
+    /// The settings its kernels were compiled under.
+    codegen: CodegenConfig,
+    jit: JitConfig,
     compiled: Vec<Arc<CompiledProgram>>,
     schedule: LaunchPlan,
     first_stream: Vec<Option<usize>>,
@@ -294,9 +305,12 @@ struct Prepared {
     launch_streams: u32,
 }
 
-type PreparedTable = HashMap<(usize, usize, usize), Arc<Prepared>, foldhash::fast::FixedState>;
+/// The prepared runs of live plans, by (device, plan address, data leaves,
+/// a hash of the compile settings); an entry is used only when its settings
+/// are equal to the run's.
+type PreparedTable = HashMap<(usize, usize, usize, u64), Arc<Prepared>, foldhash::fast::FixedState>;
 
-/// The prepared runs of live plans, by (device, plan address, data leaves).
+/// The prepared runs of live plans (see [`PreparedTable`]).
 fn prepared_table() -> std::sync::MutexGuard<'static, PreparedTable> {
     static TABLE: OnceLock<Mutex<PreparedTable>> = OnceLock::new();
     TABLE
@@ -305,23 +319,37 @@ fn prepared_table() -> std::sync::MutexGuard<'static, PreparedTable> {
         .unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The prepared run of `plan` on `device` with `inputs` data leaves, when
-/// this plan (the same allocation, still alive) ran there before.
-fn cached_prepared(device: &CudaDevice, plan: &Arc<Plan>, inputs: usize) -> Option<Arc<Prepared>> {
-    let key = (device.ordinal(), Arc::as_ptr(plan) as usize, inputs);
+/// The key of the prepared run of `plan` on `device` with `inputs` data
+/// leaves under `config`.
+fn prepared_key(device: &CudaDevice, plan: &Arc<Plan>, inputs: usize, config: &Config) -> (usize, usize, usize, u64) {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = foldhash::fast::FixedState::default().build_hasher();
+    config.codegen.hash(&mut h);
+    config.jit.hash(&mut h);
+    (device.ordinal(), Arc::as_ptr(plan) as usize, inputs, h.finish())
+}
+
+/// The prepared run of `plan` on `device` with `inputs` data leaves under
+/// `config`, when this plan (the same allocation, still alive) ran there
+/// before under the same compile settings.
+fn cached_prepared(device: &CudaDevice, plan: &Arc<Plan>, inputs: usize, config: &Config) -> Option<Arc<Prepared>> {
     prepared_table()
-        .get(&key)
-        .filter(|p| p.plan.upgrade().is_some_and(|live| Arc::ptr_eq(&live, plan)))
+        .get(&prepared_key(device, plan, inputs, config))
+        .filter(|p| {
+            p.plan.upgrade().is_some_and(|live| Arc::ptr_eq(&live, plan))
+                && p.codegen == config.codegen
+                && p.jit == config.jit
+        })
         .cloned()
 }
 
 /// Compiles and schedules the run of `plan` on `device` with `inputs` data
 /// leaves, and keeps it for [`cached_prepared`] if someone else (the plan
 /// cache) holds the plan too.
-fn make_prepared(device: &Arc<CudaDevice>, plan: &Arc<Plan>, inputs: usize) -> Result<Arc<Prepared>> {
-    let key = (device.ordinal(), Arc::as_ptr(plan) as usize, inputs);
+fn make_prepared(device: &Arc<CudaDevice>, plan: &Arc<Plan>, inputs: usize, config: &Config) -> Result<Arc<Prepared>> {
+    let key = prepared_key(device, plan, inputs, config);
     let programs: Vec<&crate::kernels::ir::Program> = plan.kernels.iter().map(|k| &*k.program).collect();
-    let compiled = device.compile_all(&programs)?;
+    let compiled = device.compile_all_with(&programs, config)?;
     let schedule = Scheduler::new(STREAM_COUNT).plan(&scheduled_launches(plan, inputs))?;
     let mut first_stream: Vec<Option<usize>> = vec![None; plan.buffers.len()];
     for (kernel, step) in plan.kernels.iter().zip(&schedule.launches) {
@@ -335,6 +363,8 @@ fn make_prepared(device: &Arc<CudaDevice>, plan: &Arc<Plan>, inputs: usize) -> R
     let launch_streams = schedule.launches.iter().fold(0, |mask, l| mask | 1 << l.stream);
     let prepared = Arc::new(Prepared {
         plan: Arc::downgrade(plan),
+        codegen: config.codegen.clone(),
+        jit: config.jit,
         compiled,
         schedule,
         first_stream,

@@ -35,10 +35,11 @@ pub use host::run_plan as run_plan_on_host;
 #[cfg(feature = "cuda")]
 pub use timing::{launch_times, time_launches, LaunchTime};
 
+use crate::config::{Config, FusionConfig};
 use crate::device::Device;
 use crate::dtype::Scalar;
 use crate::error::{Error, Result};
-use crate::fusion::{self, FusionOptions, Plan};
+use crate::fusion::{self, FusionOptions, Plan, TileTarget};
 use crate::graph::{self, NodeIndex, Op, Subgraph};
 use crate::shape::Shape;
 use crate::storage::Storage;
@@ -129,16 +130,17 @@ pub fn last_realize_stats() -> Option<RealizeStats> {
 }
 
 /// Computes the graph nodes `outputs` that are not realized yet, on
-/// `device`, and stores each result in its node, which becomes `Op::Data`
-/// and lets go of its inputs.
-pub(crate) fn realize(outputs: &[NodeIndex], device: Device) -> Result<RealizeStats> {
+/// `device` under `config`, and stores each result in its node, which
+/// becomes `Op::Data` and lets go of its inputs.
+pub(crate) fn realize(outputs: &[NodeIndex], device: Device, config: &Config) -> Result<RealizeStats> {
     let started = Instant::now();
+    config.validate()?;
     let target = open_device(device)?;
     let mut stats = RealizeStats {
         device: target.device(),
         ..RealizeStats::default()
     };
-    let options = fusion_options(stats.device);
+    let options = fusion_options(stats.device, &config.fusion);
     let Some(collected) = collect(outputs, &options) else {
         make_resident(outputs, &target, &mut stats)?;
         return Ok(stats);
@@ -154,7 +156,7 @@ pub(crate) fn realize(outputs: &[NodeIndex], device: Device) -> Result<RealizeSt
         scalars,
     } = collected;
     let (plan, leaves, scalars, fused) = fuse(&nodes, &key, leaves, scalars, &options, &mut stats, collected_at)?;
-    let (storages, ran) = run(&plan, &leaves, &scalars, &shapes, &target, &mut stats, fused)?;
+    let (storages, ran) = run(&plan, &leaves, &scalars, &shapes, &target, config, &mut stats, fused)?;
     write_back(&nodes, storages);
     drop((leaves, plan));
     let written = Instant::now();
@@ -351,12 +353,14 @@ pub(super) fn kernel_scalars(kernel: &fusion::PlannedKernel, scalars: &[Scalar])
         .collect()
 }
 
-/// How graphs realized on `device` are fused.
-pub fn fusion_options(device: Device) -> FusionOptions {
-    match device {
-        Device::Cpu => FusionOptions::cpu(),
-        Device::Cuda(_) => FusionOptions::gpu(),
-    }
+/// How graphs realized on `device` under the fusion settings `config` are
+/// fused.
+pub fn fusion_options(device: Device, config: &FusionConfig) -> FusionOptions {
+    let target = match device {
+        Device::Cpu => TileTarget::Cpu,
+        Device::Cuda(_) => TileTarget::Gpu,
+    };
+    FusionOptions::for_target(target, config)
 }
 
 /// Runs the plan's kernels on `target` over the data leaves `leaves` and
@@ -368,6 +372,7 @@ fn run(
     scalars: &[Scalar],
     shapes: &[Shape],
     target: &Backend,
+    config: &Config,
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
@@ -380,7 +385,7 @@ fn run(
             Ok((buffers.into_iter().map(|b| Arc::new(Storage::Host(b))).collect(), ran))
         }
         #[cfg(feature = "cuda")]
-        Backend::Cuda(device, _) => cuda::run(plan, leaves, scalars, device, stats, since),
+        Backend::Cuda(device, _) => cuda::run(plan, leaves, scalars, device, config, stats, since),
     }
 }
 

@@ -330,7 +330,11 @@ impl Tensor {
     /// # Errors
     /// A graph fusion cannot plan.
     pub fn plan(&self) -> Result<std::sync::Arc<crate::fusion::Plan>> {
-        crate::fusion::plan(&self.subgraph(), &crate::runtime::fusion_options(self.device()))
+        let config = crate::Config::current();
+        crate::fusion::plan(
+            &self.subgraph(),
+            &crate::runtime::fusion_options(self.device(), &config.fusion),
+        )
     }
 
     /// A readable account of how this tensor would be computed: the kernels,
@@ -340,7 +344,11 @@ impl Tensor {
     /// # Errors
     /// A graph fusion cannot plan.
     pub fn explain(&self) -> Result<String> {
-        crate::fusion::explain(&self.subgraph(), &crate::runtime::fusion_options(self.device()))
+        let config = crate::Config::current();
+        crate::fusion::explain(
+            &self.subgraph(),
+            &crate::runtime::fusion_options(self.device(), &config.fusion),
+        )
     }
 
     /// Computes the value and keeps it: the node becomes data and is not
@@ -351,8 +359,32 @@ impl Tensor {
     ///
     /// On a CUDA device this returns once the kernels are queued; the result
     /// stays in device memory, and reading it waits for them.
+    ///
+    /// The realization uses [`Config::current`](crate::Config::current);
+    /// [`realize_with`](Self::realize_with) takes a config.
     pub fn realize(&self) -> Result<()> {
-        crate::runtime::realize(&[self.node()], self.device()).map(|_| ())
+        self.realize_with(&crate::Config::current())
+    }
+
+    /// [`Tensor::realize`] under `config`: its fusion settings plan the
+    /// graph, and on a GPU its codegen and JIT settings compile the kernels
+    /// (a plan or module made under another config is not reused). The
+    /// nodes this realization computes keep their data, so later reads do
+    /// not compute them again under another config.
+    ///
+    /// ```
+    /// use tilefuse::{config::MathMode, Config, Tensor};
+    /// let y = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).tanh();
+    /// y.realize_with(&Config::default().with_math(MathMode::Fast))?;
+    /// assert_eq!(y.to_vec::<f32>()?.len(), 2);
+    /// # Ok::<(), tilefuse::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a config field out of range; as
+    /// [`Tensor::realize`] otherwise.
+    pub fn realize_with(&self, config: &crate::Config) -> Result<()> {
+        crate::runtime::realize(&[self.node()], self.device(), config).map(|_| ())
     }
 
     /// [`Tensor::realize`], returning what the realization did: whether the
@@ -368,7 +400,7 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::realize`].
     pub fn realize_with_stats(&self) -> Result<crate::runtime::RealizeStats> {
-        crate::runtime::realize(&[self.node()], self.device())
+        crate::runtime::realize(&[self.node()], self.device(), &crate::Config::current())
     }
 
     /// Realizes several tensors together, sharing the work they have in
@@ -388,7 +420,7 @@ impl Tensor {
             });
         }
         let nodes: SmallVec<[NodeIndex; 4]> = tensors.iter().map(|t| t.node()).collect();
-        crate::runtime::realize(&nodes, device).map(|_| ())
+        crate::runtime::realize(&nodes, device, &crate::Config::current()).map(|_| ())
     }
 
     /// The realized storage of this tensor.

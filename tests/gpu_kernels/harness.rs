@@ -17,10 +17,10 @@ pub fn device() -> (MutexGuard<'static, ()>, Arc<CudaDevice>) {
     let device = CudaDevice::open(0).expect("these tests need a CUDA GPU");
     // New programs run first on the interpreter once it is loaded: wait, so
     // that every program's first tier is the same from test to test.
-    // (`TILEFUSE_GPU_INTERPRETER=0` runs them on the quick modules.)
+    // (A process default config without it runs them on the quick modules.)
     if let Err(e) = device.wait_interpreter() {
         assert!(
-            std::env::var("TILEFUSE_GPU_INTERPRETER").is_ok(),
+            !tilefuse::Config::process_default().jit.interpreter,
             "the PTX interpreter did not load: {e}"
         );
     }

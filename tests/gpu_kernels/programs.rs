@@ -504,7 +504,7 @@ fn the_tuned_module_replaces_the_quick_one() {
     // Under the default settings: a loop-free row kernel without row
     // reciprocals has no quick tier (the first module is the tuned one);
     // an elementwise one has, computing one element per thread.
-    if std::env::var_os("TILEFUSE_JIT_QUICK").is_none() {
+    if tilefuse::Config::process_default().jit.quick == Some(tilefuse::config::QuickTier::DEFAULT) {
         let straight = device.compile(&softmax(7, 1000, 1024)).unwrap();
         if straight.first_interpreted() {
             // With the interpreter, it first runs there all the same.

@@ -370,7 +370,6 @@ fn a_process_exits_cleanly_while_tuned_modules_load() {
             // Each child JITs its modules itself, with the quick tier on.
             .env("CUDA_CACHE_DISABLE", "1")
             .env_remove("TILEFUSE_JIT_QUICK")
-            .env_remove("TILEFUSE_JIT_WARM_UP")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()

@@ -3,9 +3,10 @@
 //! for the first launches of every new program it can run, while the
 //! program's own module compiles.
 //!
-//! `TILEFUSE_GPU_INTERPRETER=0` (or `off`) turns it off: new programs then
-//! wait for their quick module, as without it. `TILEFUSE_GPU_INTERPRETER=core`
-//! loads only the module of the core forms (for measuring it).
+//! It is loaded unless the process default config turns it off
+//! ([`JitConfig::interpreter`](crate::config::JitConfig::interpreter));
+//! a compile under a config that turns it off does not use it. Without it,
+//! new programs wait for their quick module.
 
 use super::module::LoadedFunction;
 use super::CudaDevice;
@@ -49,38 +50,18 @@ enum Phase {
 pub struct InterpreterLoad {
     /// The core module: every form of the suite's and the fuzzer's kernels.
     pub core: Duration,
-    /// The module of all forms; `None` under `TILEFUSE_GPU_INTERPRETER=core`
-    /// or when it failed to load ([`full_error`](Self::full_error)).
+    /// The module of all forms; `None` when it failed to load
+    /// ([`full_error`](Self::full_error)).
     pub full: Option<Duration>,
     /// Why the module of all forms failed to load after the core one did:
     /// programs within the core forms still run on the core module.
     pub full_error: Option<Error>,
 }
 
-/// What `TILEFUSE_GPU_INTERPRETER` asks for, read once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Setting {
-    Off,
-    CoreOnly,
-    On,
-}
-
-fn setting() -> Setting {
-    static SETTING: std::sync::OnceLock<Setting> = std::sync::OnceLock::new();
-    *SETTING.get_or_init(|| {
-        crate::settings::read("TILEFUSE_GPU_INTERPRETER", |v| match v.to_ascii_lowercase().as_str() {
-            "none" => Some(Setting::Off),
-            "core" => Some(Setting::CoreOnly),
-            v => crate::settings::parse_switch(v).map(|on| if on { Setting::On } else { Setting::Off }),
-        })
-        .unwrap_or(Setting::On)
-    })
-}
-
-/// Whether the interpreter is on: unless `TILEFUSE_GPU_INTERPRETER` is
-/// `0`, `off`, `false` or `none`.
+/// Whether the interpreter is loaded when a device opens: unless the
+/// process default config turns it off.
 pub(crate) fn enabled() -> bool {
-    setting() != Setting::Off
+    crate::Config::process_default().jit.interpreter
 }
 
 impl CudaDevice {
@@ -104,11 +85,7 @@ impl CudaDevice {
             let started = Instant::now();
             let all = ptx_vm::forms().len();
             let core = ptx_vm::core_forms();
-            let stages: &[usize] = match setting() {
-                Setting::CoreOnly => &[core],
-                _ if core < all => &[core, all],
-                _ => &[all],
-            };
+            let stages: &[usize] = if core < all { &[core, all] } else { &[all] };
             let last = stages[stages.len() - 1];
             for &forms in stages {
                 let outcome = if super::background::exiting() {
@@ -210,8 +187,8 @@ impl CudaDevice {
     /// launches on it when it can run them, instead of waiting for the
     /// driver's JIT.
     ///
-    /// Returns [`Error::CudaUnavailable`] when it is turned off
-    /// (`TILEFUSE_GPU_INTERPRETER=0`), and the load's error when no module
+    /// Returns [`Error::CudaUnavailable`] when it is turned off (by the
+    /// process default config, [`JitConfig::interpreter`](crate::config::JitConfig::interpreter)), and the load's error when no module
     /// loaded (new programs then wait for the JIT, as without it); when only
     /// the core one did, `Ok` with [`InterpreterLoad::full_error`].
     pub fn wait_interpreter(&self) -> Result<InterpreterLoad> {
@@ -230,7 +207,7 @@ impl CudaDevice {
                 Phase::Failed(e) => return Err(e.clone()),
                 Phase::Idle => {
                     return Err(Error::CudaUnavailable {
-                        reason: "the PTX interpreter is off (TILEFUSE_GPU_INTERPRETER)".into(),
+                        reason: "the PTX interpreter is off (config jit.interpreter, TILEFUSE_GPU_INTERPRETER)".into(),
                     })
                 }
                 Phase::Loading => {

@@ -186,10 +186,9 @@ impl CudaDevice {
     /// A module the JIT rejects, or one without `entry`, returns
     /// [`Error::PtxLoad`] with the JIT's own log.
     ///
-    /// The JIT runs at the driver's default optimization level, or at
-    /// `TILEFUSE_JIT_O` (0 to 4) when that is set.
+    /// The JIT runs at the driver's default optimization level.
     pub fn load(&self, ptx: &str, entry: &str, name: &str) -> Result<LoadedFunction> {
-        self.load_at(ptx, entry, name, jit_level())
+        self.load_at(ptx, entry, name, None)
     }
 
     /// [`load`](Self::load) at JIT optimization level `level` (0 to 4;
@@ -286,14 +285,11 @@ const WARM_UP_PTX: &str = ".version 7.8\n.target sm_52\n.address_size 64\n.visib
 /// the caller is still
 /// uploading inputs or recording ops, it leaves the first pipeline only its
 /// own compile. Best effort: any failure
-/// just leaves the start-up to the first real load. `TILEFUSE_JIT_WARM_UP=0`
-/// turns it off (for measuring it).
+/// just leaves the start-up to the first real load.
 pub(crate) fn warm_up_jit(ctx: Arc<CudaContext>) {
     // The start-up is the process's, not a device's: once is enough.
     static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if !crate::settings::switch("TILEFUSE_JIT_WARM_UP", true)
-        || STARTED.swap(true, std::sync::atomic::Ordering::Relaxed)
-    {
+    if STARTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
         return;
     }
     let spawned = super::background::spawn("tilefuse-jit-warm-up".into(), move || {
@@ -321,10 +317,8 @@ pub(crate) fn warm_up_jit(ctx: Arc<CudaContext>) {
 /// finish, and compiles on several threads run one after another. The
 /// linker compiles outside that lock: launches go on meanwhile and compiles
 /// on several threads run at once (see `benches/NOTES.md`, v12). Loading
-/// the finished cubin costs little next to the compile. Both paths use the
-/// driver's JIT cache.
-/// `TILEFUSE_JIT_LINK=0` loads the PTX with `cuModuleLoadDataEx` instead,
-/// for measuring the difference.
+/// the finished cubin costs little next to the compile. The linker uses the
+/// driver's JIT cache too.
 fn load_module(ptx: &str, name: &str, level: Option<u32>) -> Result<sys::CUmodule> {
     let image = CString::new(ptx).map_err(|_| Error::PtxLoad {
         program: name.to_string(),
@@ -350,34 +344,16 @@ fn load_module(ptx: &str, name: &str, level: Option<u32>) -> Result<sys::CUmodul
         level.unwrap_or(4) as usize as *mut c_void,
     ];
     let count = if level.is_some() { 5 } else { 4 };
-    let loaded = if link_jit() {
-        let mut state: sys::CUlinkState = std::ptr::null_mut();
-        // SAFETY: the option arrays have the same length, of which the first
-        // `count` are passed; each log buffer holds the number of bytes given
-        // for it, and it and `values` (where the driver writes the logs'
-        // sizes) outlive the link state, which `LinkState` destroys first.
+    let mut state: sys::CUlinkState = std::ptr::null_mut();
+    // SAFETY: the option arrays have the same length, of which the first
+    // `count` are passed; each log buffer holds the number of bytes given
+    // for it, and it and `values` (where the driver writes the logs'
+    // sizes) outlive the link state, which `LinkState` destroys first.
+    let loaded =
         match unsafe { sys::cuLinkCreate_v2(count, options.as_mut_ptr(), values.as_mut_ptr(), &mut state) }.result() {
             Err(e) => Err(("cuLinkCreate", e)),
             Ok(()) => link_and_load(&LinkState(state), &image, name),
-        }
-    } else {
-        let mut module = std::ptr::null_mut();
-        // SAFETY: `image` is a NUL-terminated PTX string; the option arrays
-        // have the same length, of which the first `count` are passed; each
-        // log buffer holds the number of bytes given for it and outlives the call.
-        unsafe {
-            sys::cuModuleLoadDataEx(
-                &mut module,
-                image.as_ptr() as *const c_void,
-                count,
-                options.as_mut_ptr(),
-                values.as_mut_ptr(),
-            )
-        }
-        .result()
-        .map(|()| module)
-        .map_err(|e| ("cuModuleLoadDataEx", e))
-    };
+        };
     loaded.map_err(|(call, e)| {
         let log = [log_text(&error_log), log_text(&info_log)]
             .into_iter()
@@ -389,13 +365,6 @@ fn load_module(ptx: &str, name: &str, level: Option<u32>) -> Result<sys::CUmodul
             log: format!("{call}: {}\n{log}", describe(e)),
         }
     })
-}
-
-/// Whether PTX is compiled through the driver's linker (see
-/// `load_module`): unless `TILEFUSE_JIT_LINK=0`, read once.
-pub(crate) fn link_jit() -> bool {
-    static LINK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *LINK.get_or_init(|| crate::settings::switch("TILEFUSE_JIT_LINK", true))
 }
 
 /// A link state, destroyed when dropped (on every path, unwinding included);
@@ -448,12 +417,6 @@ fn link_and_load(
         .result()
         .map_err(|e| ("cuModuleLoadData", e))?;
     Ok(module)
-}
-
-/// The JIT optimization level of `TILEFUSE_JIT_O` (0 to 4), read once.
-pub(crate) fn jit_level() -> Option<u32> {
-    static LEVEL: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    *LEVEL.get_or_init(|| crate::settings::number("TILEFUSE_JIT_O", 0..=4, |_| true).map(|v| v as u32))
 }
 
 /// The text of a log buffer, up to its first NUL.

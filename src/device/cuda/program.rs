@@ -3,17 +3,19 @@
 //! checked and its parameters' initial fills queued first.
 //!
 //! A device is one compute capability under one driver, so the per-device
-//! cache is keyed by the [`Program`] alone; the PTX text the module cache
-//! sees already encodes the target.
+//! cache is keyed by the [`Program`] and the settings it is compiled under
+//! (the [`CodegenConfig`] and [`JitConfig`] of a [`Config`]); the PTX text
+//! the module cache sees already encodes the target.
 
 use super::memory::DeviceBuffer;
 use super::module::LoadedFunction;
 use super::stream::{launch, Stream};
 use super::{driver_error, CudaDevice};
+use crate::config::{CodegenConfig, Config, JitConfig};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::kernels::ir::Program;
-use crate::kernels::ptx_gen::{generate, generate_quick, PtxModule, PtxTarget};
+use crate::kernels::ptx_gen::{generate_with, PtxModule, PtxTarget};
 use crate::kernels::ptx_vm;
 use cudarc::driver::{result, sys};
 use smallvec::SmallVec;
@@ -65,7 +67,7 @@ enum Current<'a> {
 /// loaded *quickly*: its loops kept rolled (`.pragma "nounroll"`), the
 /// reciprocals of row values taken through f64, an elementwise program
 /// computed one element per thread so its per-element code is written once
-/// (see [`generate_quick`](crate::kernels::ptx_gen::generate_quick)), and
+/// (see [`CodegenConfig::quick`]), and
 /// the JIT at a low optimization level, which gives the first call its
 /// result sooner from a slower kernel. The *tuned* module (default
 /// generation, the JIT's highest level) is loaded by background tuner
@@ -76,9 +78,7 @@ enum Current<'a> {
 /// saves little on straight-line code, so it is loaded tuned at once. Both
 /// tiers compute the same values: the same operations in the same order on
 /// every element, with reciprocals rounded the same.
-/// `TILEFUSE_JIT_QUICK=off` loads the tuned module at once and only;
-/// `TILEFUSE_JIT_QUICK=<level>` (0 to 3), optionally with `u` for the
-/// tuned text at that level (`1u`), sets the quick tier.
+/// [`JitConfig::quick`] sets the quick tier, or turns it off.
 ///
 /// **The interpreter.** Once the device's PTX interpreter is loaded (see
 /// [`CudaDevice::wait_interpreter`]), a new program that it can run does
@@ -346,11 +346,33 @@ impl CompiledProgram {
 /// One program's compiled form, once a compilation succeeded.
 type ProgramSlot = Arc<Mutex<Option<Arc<CompiledProgram>>>>;
 
-/// Compiled programs of one device, by program, and the tuned modules still
-/// to load.
+/// The program cache's key: a program and the settings it compiles under.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct ProgramKey {
+    program: Program,
+    codegen: CodegenConfig,
+    jit: JitConfig,
+}
+
+impl ProgramKey {
+    fn new(program: &Program, config: &Config) -> ProgramKey {
+        ProgramKey {
+            program: program.clone(),
+            codegen: config.codegen.clone(),
+            jit: config.jit,
+        }
+    }
+}
+
+/// A tuned module waiting for a tuner thread: its slot, the module, the
+/// program's name and the JIT level to load it at.
+type TuningJob = (Arc<TunedSlot>, PtxModule, String, Option<u32>);
+
+/// Compiled programs of one device, by program and settings, and the tuned
+/// modules still to load.
 #[derive(Default)]
 pub(crate) struct ProgramCache {
-    programs: Mutex<HashMap<Program, ProgramSlot>>,
+    programs: Mutex<HashMap<ProgramKey, ProgramSlot>>,
     tuner: Mutex<TunerState>,
     tuned: Condvar,
 }
@@ -358,7 +380,7 @@ pub(crate) struct ProgramCache {
 /// Programs waiting for their tuned module.
 #[derive(Default)]
 struct TunerState {
-    queue: VecDeque<(Arc<TunedSlot>, PtxModule, String)>,
+    queue: VecDeque<TuningJob>,
     /// Queued programs plus the ones being loaded.
     pending: usize,
     /// Tuner threads running.
@@ -395,46 +417,6 @@ fn cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// The quick tier: JIT level and which text; `None` when off. From `TILEFUSE_JIT_QUICK`, read once.
-fn quick_tier() -> Option<QuickTier> {
-    static TIER: OnceLock<Option<QuickTier>> = OnceLock::new();
-    *TIER.get_or_init(|| {
-        crate::settings::read("TILEFUSE_JIT_QUICK", |v| match v {
-            "off" | "none" => Some(None),
-            v => QuickTier::parse(v).map(Some),
-        })
-        .unwrap_or(Some(QuickTier::DEFAULT))
-    })
-}
-
-/// How the quick tier of a program is generated and loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct QuickTier {
-    /// The JIT optimization level.
-    level: u32,
-    /// The quick generation (`generate_quick`) rather than the tuned text.
-    quick_text: bool,
-}
-
-impl QuickTier {
-    const DEFAULT: QuickTier = QuickTier {
-        level: 1,
-        quick_text: true,
-    };
-
-    /// `<level>` (0 to 3) is the quick text at that level; `<level>u` the
-    /// tuned text at that level; `None` for anything else (`quick_tier`
-    /// takes `off` for no quick tier).
-    fn parse(v: &str) -> Option<QuickTier> {
-        let (digits, quick_text) = match v.strip_suffix('u') {
-            Some(d) => (d, false),
-            None => (v, true),
-        };
-        let level = digits.parse::<u32>().ok().filter(|&l| l <= 3)?;
-        Some(QuickTier { level, quick_text })
-    }
-}
-
 impl CudaDevice {
     /// The target PTX is generated for on this device: its compute
     /// capability under its driver.
@@ -443,15 +425,26 @@ impl CudaDevice {
         PtxTarget::for_driver(major * 10 + minor, self.info().driver_version.max(0) as u32)
     }
 
-    /// `program` compiled for this device: generated and loaded on first
-    /// use, then shared. A program the generator cannot lower returns its
-    /// error; one the driver's JIT rejects returns [`Error::PtxLoad`] with
-    /// the JIT's log.
+    /// `program` compiled for this device under [`Config::current`]; see
+    /// [`compile_with`](Self::compile_with).
+    pub fn compile(&self, program: &Program) -> Result<Arc<CompiledProgram>> {
+        self.compile_with(program, &Config::current())
+    }
+
+    /// `program` compiled for this device under the codegen and JIT
+    /// settings of `config`: generated and loaded on first use, then shared
+    /// by every compile of the same program under the same settings. A
+    /// program the generator cannot lower returns its error; one the
+    /// driver's JIT rejects returns [`Error::PtxLoad`] with the JIT's log.
     ///
     /// The first compilation queues the tuned module for a tuner thread,
     /// then loads the quick tier while the tuned one compiles (see
     /// [`CompiledProgram`]).
-    pub fn compile(&self, program: &Program) -> Result<Arc<CompiledProgram>> {
+    ///
+    /// # Errors
+    /// Also [`Error::InvalidConfig`] for a config field out of range.
+    pub fn compile_with(&self, program: &Program, config: &Config) -> Result<Arc<CompiledProgram>> {
+        config.validate()?;
         // The table is locked only to find the program's slot; the slot is
         // held through generation and the JIT, so threads asking for the same
         // program compile it once while different programs compile at once.
@@ -460,7 +453,7 @@ impl CudaDevice {
             .programs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .entry(program.clone())
+            .entry(ProgramKey::new(program, config))
             .or_default()
             .clone();
         let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
@@ -469,13 +462,14 @@ impl CudaDevice {
         }
         let started = Instant::now();
         let target = self.target();
-        let tuned_module = generate(program, &target)?;
+        let tuned_module = generate_with(program, &target, &config.codegen)?;
+        let tuned_level = config.jit.opt_level;
         // The quick tier's module, unless it would be the tuned text anyway
         // (a row kernel without loops or row reciprocals): the JIT's level
         // alone saves little there, so such a kernel is loaded tuned at once.
-        let quick = match quick_tier() {
+        let quick = match config.jit.quick {
             Some(tier) if tier.quick_text => {
-                let module = generate_quick(program, &target)?;
+                let module = generate_with(program, &target, &config.codegen.quick())?;
                 (module != tuned_module).then_some((module, tier.level))
             }
             Some(tier) => Some((tuned_module.clone(), tier.level)),
@@ -489,14 +483,14 @@ impl CudaDevice {
         // its loops rolled, needs fewer registers when the tuned one does
         // not fit.
         let mut not_interpreted = None;
-        if quick_tier().is_some() {
+        if config.jit.quick.is_some() && config.jit.interpreter {
             let texts = std::iter::once(&tuned_module).chain(quick.as_ref().map(|(m, _)| m));
             match self.interpret(texts) {
                 Ok(interpreted) => {
                     if let Some(q) = &quick {
                         *tuned.fallback.lock().unwrap_or_else(PoisonError::into_inner) = Some(q.clone());
                     }
-                    self.queue_tuning(tuned.clone(), tuned_module, program.name.clone())?;
+                    self.queue_tuning((tuned.clone(), tuned_module, program.name.clone(), tuned_level))?;
                     let compiled = Arc::new(CompiledProgram {
                         program: program.clone(),
                         tuned,
@@ -515,21 +509,9 @@ impl CudaDevice {
             Some((module, level)) => {
                 // The tuned module compiles on a tuner thread while the quick
                 // one compiles here: the driver's linker runs both at once.
-                // Module loads (`TILEFUSE_JIT_LINK=0`) run one at a time, so
-                // there the tuned one is queued after the quick one loaded.
-                let later = if super::module::link_jit() {
-                    self.queue_tuning(tuned.clone(), tuned_module, program.name.clone())?;
-                    None
-                } else {
-                    Some(tuned_module)
-                };
+                self.queue_tuning((tuned.clone(), tuned_module, program.name.clone(), tuned_level))?;
                 match self.load_at(&module.text, &module.entry, &program.name, Some(level)) {
-                    Ok(kernel) => {
-                        if let Some(m) = later {
-                            self.queue_tuning(tuned.clone(), m, program.name.clone())?;
-                        }
-                        (First::Jit(Loaded { module, kernel }), true)
-                    }
+                    Ok(kernel) => (First::Jit(Loaded { module, kernel }), true),
                     Err(e) => {
                         tuned.abandoned.store(true, std::sync::atomic::Ordering::Relaxed);
                         return Err(e);
@@ -537,7 +519,7 @@ impl CudaDevice {
                 }
             }
             None => {
-                let kernel = self.load(&tuned_module.text, &tuned_module.entry, &program.name)?;
+                let kernel = self.load_at(&tuned_module.text, &tuned_module.entry, &program.name, tuned_level)?;
                 (
                     First::Jit(Loaded {
                         module: tuned_module,
@@ -620,18 +602,25 @@ impl CudaDevice {
         })
     }
 
-    /// Every program of `programs` compiled for this device, in order, as
-    /// [`compile`](Self::compile) would give them one by one. Those not
+    /// Every program of `programs` compiled for this device under
+    /// [`Config::current`]; see [`compile_all_with`](Self::compile_all_with).
+    pub fn compile_all(&self, programs: &[&Program]) -> Result<Vec<Arc<CompiledProgram>>> {
+        self.compile_all_with(programs, &Config::current())
+    }
+
+    /// Every program of `programs` compiled for this device under `config`,
+    /// in order, as [`compile_with`](Self::compile_with) would give them
+    /// one by one. Those not
     /// compiled yet are compiled on up to one thread each (at most the
     /// machine's parallelism): the driver's linker compiles on several
     /// threads at once, so a plan of several new kernels waits about as
     /// long as for its slowest one. The first error, in program order, is
     /// returned.
-    pub fn compile_all(&self, programs: &[&Program]) -> Result<Vec<Arc<CompiledProgram>>> {
-        let missing = programs.iter().filter(|p| !self.is_compiled(p)).count();
+    pub fn compile_all_with(&self, programs: &[&Program], config: &Config) -> Result<Vec<Arc<CompiledProgram>>> {
+        let missing = programs.iter().filter(|p| !self.is_compiled(p, config)).count();
         let threads = cores().min(missing);
         if threads < 2 {
-            return programs.iter().map(|p| self.compile(p)).collect();
+            return programs.iter().map(|p| self.compile_with(p, config)).collect();
         }
         // Each worker takes the next index and keeps what it compiled.
         let next = std::sync::atomic::AtomicUsize::new(0);
@@ -640,7 +629,7 @@ impl CudaDevice {
             loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(program) = programs.get(i) else { return done };
-                done.push((i, self.compile(program)));
+                done.push((i, self.compile_with(program, config)));
             }
         };
         let mut done = std::thread::scope(|scope| {
@@ -662,8 +651,9 @@ impl CudaDevice {
     }
 
     /// The number of programs this device has compiled (or is compiling)
-    /// and keeps in its program cache: one per distinct [`Program`], which
-    /// holds no constant a user wrote (those are scalar arguments).
+    /// and keeps in its program cache: one per distinct [`Program`] (which
+    /// holds no constant a user wrote: those are scalar arguments) and
+    /// compile settings.
     pub fn compiled_programs(&self) -> usize {
         self.programs
             .programs
@@ -672,12 +662,13 @@ impl CudaDevice {
             .len()
     }
 
-    /// Whether `program` is compiled on this device already (false while
-    /// another thread compiles it).
-    pub(crate) fn is_compiled(&self, program: &Program) -> bool {
+    /// Whether `program` is compiled on this device under `config` already
+    /// (false while another thread compiles it).
+    pub(crate) fn is_compiled(&self, program: &Program, config: &Config) -> bool {
+        let key = ProgramKey::new(program, config);
         let table = self.programs.programs.lock().unwrap_or_else(PoisonError::into_inner);
         table
-            .get(program)
+            .get(&key)
             .is_some_and(|slot| slot.try_lock().is_ok_and(|compiled| compiled.is_some()))
     }
 
@@ -705,13 +696,13 @@ impl CudaDevice {
             .pending
     }
 
-    /// Queues the tuned `module` of program `name` for `slot`, starting
+    /// Queues a tuned module for its slot (see [`TuningJob`]), starting
     /// another tuner thread when the queue holds more jobs than tuner
     /// threads wait for work (up to [`max_tuners`]): the driver's linker
     /// compiles on several threads at once.
-    fn queue_tuning(&self, slot: Arc<TunedSlot>, module: PtxModule, name: String) -> Result<()> {
+    fn queue_tuning(&self, job: TuningJob) -> Result<()> {
         let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
-        state.queue.push_back((slot, module, name));
+        state.queue.push_back(job);
         state.pending += 1;
         if state.running >= max_tuners() || state.running - state.busy >= state.queue.len() {
             return Ok(());
@@ -747,7 +738,7 @@ impl CudaDevice {
     /// left keep their quick modules).
     fn run_tuner(&self) {
         loop {
-            let (slot, module, name) = {
+            let (slot, module, name, tuned_level) = {
                 let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
                 if super::background::exiting() && state.drop_queued() {
                     self.programs.tuned.notify_all();
@@ -768,12 +759,7 @@ impl CudaDevice {
             // the job still pending: `finish_compiles` would wait forever.
             let load = |module: &PtxModule, level: Option<u32>| {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    self.load_at(
-                        &module.text,
-                        &module.entry,
-                        &name,
-                        level.or_else(super::module::jit_level),
-                    )
+                    self.load_at(&module.text, &module.entry, &name, level)
                 }))
                 .unwrap_or_else(|panic| {
                     Err(Error::Driver {
@@ -785,7 +771,8 @@ impl CudaDevice {
                     })
                 })
             };
-            let loaded = (!slot.abandoned.load(std::sync::atomic::Ordering::Relaxed)).then(|| load(&module, None));
+            let loaded =
+                (!slot.abandoned.load(std::sync::atomic::Ordering::Relaxed)).then(|| load(&module, tuned_level));
             match loaded {
                 Some(Ok(kernel)) => {
                     let _ = slot.after.set(slot.started.elapsed());
@@ -943,6 +930,7 @@ fn fill(ptr: u64, len: usize, value: Fill, stream: &Stream) -> Result<()> {
 mod tests {
     use super::*;
     use crate::kernels::ir::{Access, Builder, IndexExpr};
+    use crate::kernels::ptx_gen::{generate, generate_quick};
     use crate::ops::Padding;
     use crate::storage::HostBuffer;
 
@@ -976,7 +964,9 @@ mod tests {
             tuned: Arc::new(TunedSlot::new(Instant::now())),
             compile_time: Duration::ZERO,
         });
-        device.queue_tuning(compiled.tuned.clone(), broken, name).unwrap();
+        device
+            .queue_tuning((compiled.tuned.clone(), broken, name, None))
+            .unwrap();
         device.finish_compiles();
         assert!(!compiled.is_tuned());
         assert_eq!(compiled.tuned_after(), None);
@@ -1025,7 +1015,7 @@ mod tests {
         assert!(compiled.is_interpreted());
         assert_eq!(run(), want);
         device
-            .queue_tuning(compiled.tuned.clone(), broken, p.name.clone())
+            .queue_tuning((compiled.tuned.clone(), broken, p.name.clone(), None))
             .unwrap();
         device.finish_compiles();
         assert!(!compiled.is_tuned());
@@ -1160,17 +1150,6 @@ mod tests {
         same("Pow", &got, &|i| math64::pow(&mut Cpu64, &xs[i], &bs[i]), &|i| {
             format!("({:e}, {:e})", xs[i], bs[i])
         });
-    }
-
-    #[test]
-    fn quick_tier_settings_parse() {
-        let tier = |level, quick_text| Some(QuickTier { level, quick_text });
-        assert_eq!(QuickTier::parse("1"), tier(1, true));
-        assert_eq!(QuickTier::parse("0"), tier(0, true));
-        assert_eq!(QuickTier::parse("2u"), tier(2, false));
-        for off in ["off", "", "4", "u", "1x", "-1"] {
-            assert_eq!(QuickTier::parse(off), None, "{off:?}");
-        }
     }
 
     #[test]

@@ -30,7 +30,7 @@
 use crate::dtype::{DType, Scalar};
 /// Read-modify-write operations of an atomic partition update (always
 /// relaxed order): the host tile API's own set.
-pub use crate::ops::AtomicOp;
+pub use crate::ops::{AtomicOp, MathMode};
 use crate::ops::{BinaryOp, Padding, ThreadScope, UnaryOp};
 use smallvec::SmallVec;
 
@@ -284,16 +284,6 @@ pub enum TileReduce {
     Min,
     /// Product.
     Prod,
-}
-
-/// How transcendental functions are computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum MathMode {
-    /// Correct to a few ulp of f32 (the default).
-    #[default]
-    Precise,
-    /// Hardware approximations (`ex2.approx`, `tanh.approx`, ...).
-    Fast,
 }
 
 /// One instruction. `dst` values are defined exactly once; their types are

@@ -107,12 +107,12 @@ pub(super) struct Emitter<'a> {
     /// Whether the instructions being lowered are a last point's body.
     pub in_last_point: bool,
     /// The code-generation settings (defaults, or a tuning run's).
-    pub tuning: &'a super::Tuning,
+    pub tuning: &'a super::CodegenConfig,
     /// Loads that read again what an earlier load read (`reload.rs`):
     /// issued as plain `ld.global` so ptxas does not merge them with the
     /// first.
     pub reloads: HashMap<ValueId, ValueId>,
-    /// Tiles staged through shared memory (`TILEFUSE_GPU_STAGE`): the
+    /// Tiles staged through shared memory (`CodegenConfig::stage`): the
     /// shared array holding each.
     pub staged: HashMap<ValueId, String>,
     /// `.shared` declarations of the staged tiles.
@@ -130,7 +130,12 @@ pub(super) struct Emitter<'a> {
 
 impl<'a> Emitter<'a> {
     /// A fresh emitter.
-    pub fn new(prog: &'a Program, target: &'a PtxTarget, block: BlockShape, tuning: &'a super::Tuning) -> Emitter<'a> {
+    pub fn new(
+        prog: &'a Program,
+        target: &'a PtxTarget,
+        block: BlockShape,
+        tuning: &'a super::CodegenConfig,
+    ) -> Emitter<'a> {
         Emitter {
             prog,
             target,

@@ -395,14 +395,6 @@ impl Emitter<'_> {
         let l = self.layout(&dt.shape);
         // A single output is combined by every thread, so all hold it.
         let single = dt.numel() == 1;
-        if single
-            && l.slots() == 1
-            && self.tuning.shuffle_gather
-            && (2..=32).contains(&warps)
-            && warps.is_power_of_two()
-        {
-            return self.gather_by_shuffles(dst, bin, d, warps, partials_at);
-        }
         let mut out = Vec::with_capacity(l.slots());
         for r in 0..l.repeats {
             let valid = if single { None } else { self.slot_valid(&dt.shape, r) };
@@ -425,39 +417,6 @@ impl Emitter<'_> {
         if single {
             self.uniform.insert(dst);
         }
-        Ok(())
-    }
-
-    /// [`Self::gather_partials`] of a single output under
-    /// `Tuning::shuffle_gather`: lane `i` of every warp reads partial
-    /// `i mod warps` and the warp combines them by `warps`-wide butterfly
-    /// shuffles, so every thread ends with the same value (each step
-    /// combines two lanes' values both ways, which commute) in one shared
-    /// load and `log2(warps)` steps rather than `warps` loads and
-    /// `warps - 1` steps. The combination is a tree, not warp order.
-    fn gather_by_shuffles(
-        &mut self,
-        dst: ValueId,
-        bin: BinaryOp,
-        d: DType,
-        warps: u32,
-        partials_at: u32,
-    ) -> Result<()> {
-        let (size, _) = shared_slot(d);
-        self.comment(format!("combine {warps} warp partials by shuffles"));
-        let lane = self.reg(Class::B32);
-        self.ins(format!("mov.u32 {lane}, %tid.x"));
-        self.ins(format!("and.b32 {lane}, {lane}, {}", warps - 1));
-        let at = self.shared_addr(&lane, size, partials_at);
-        let mut v = self.ld_shared(d, &None, &format!("[{at}]"), None);
-        let mut off = warps / 2;
-        while off >= 1 {
-            let other = self.shuffle(d, &v, off);
-            v = self.binary(bin, d, &v, &other)?;
-            off /= 2;
-        }
-        self.vals.insert(dst, vec![v]);
-        self.uniform.insert(dst);
         Ok(())
     }
 

@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::kernels::ir::{Access, AtomicOp, IndexExpr, PartitionExprs, ValueId, View, ViewId};
 use crate::ops::ThreadScope;
 
-/// Most bytes of staged tiles per block (`TILEFUSE_GPU_STAGE`); static
+/// Most bytes of staged tiles per block (`CodegenConfig::stage`); static
 /// shared memory is limited to 48 KiB in all, and the exchanges need some.
 const STAGE_LIMIT: u32 = 32 * 1024;
 
@@ -279,13 +279,7 @@ impl Emitter<'_> {
         // Memory the program writes is read in a last point's body through
         // L2 (`.cg`), which is coherent with the other blocks' stores; the
         // non-coherent path is only for memory no block writes.
-        // Every block reads the same addresses when no grid coordinate
-        // moves the partition (a broadcast weight vector).
-        let hints = match &self.tuning.invariant_load_hints {
-            Some(h) if index.iter().zip(&v.strides).all(|(e, &s)| e.grid.is_none() || s == 0) => h,
-            _ => &self.tuning.load_hints,
-        };
-        let read_only = format!("ld.global.nc{hints}");
+        let read_only = format!("ld.global.nc{}", self.tuning.load_hints);
         let op = match param.access {
             Access::Read if self.reloads.contains_key(&dst) => "ld.global",
             Access::Read => read_only.as_str(),
@@ -303,13 +297,7 @@ impl Emitter<'_> {
         // copied to shared memory by `cp.async`, each thread copying the
         // slots it later reads itself (so no barrier), and it and its
         // reload read the copy.
-        // With `stage_reload_global` a reload reads global memory again
-        // instead of the staged copy (a tuning variant).
-        let staged_from = self
-            .reloads
-            .get(&dst)
-            .copied()
-            .filter(|o| self.staged.contains_key(o) && !self.tuning.stage_reload_global);
+        let staged_from = self.reloads.get(&dst).copied().filter(|o| self.staged.contains_key(o));
         let stage_here = self.tuning.stage
             && staged_from.is_none()
             && param.access == Access::Read
@@ -319,7 +307,7 @@ impl Emitter<'_> {
             && self.reloads.values().any(|o| *o == dst)
             && self.staged_bytes + l.slots() as u32 * self.block.threads * esize <= STAGE_LIMIT;
         if let Some(orig) = self.reloads.get(&dst).copied() {
-            if self.tuning.stage && !self.tuning.reload && !self.tuning.stage_reload_global && staged_from.is_none() {
+            if self.tuning.stage && !self.tuning.reload && staged_from.is_none() {
                 // A reload of a tile kept in registers: the same registers.
                 let regs = self.val(orig)?;
                 self.vals.insert(dst, regs);
@@ -349,14 +337,14 @@ impl Emitter<'_> {
                 }
             };
             let bases = self.repeat_bases(view, v, &site, esize)?;
-            // An L2 evict_last policy for the copies (`TILEFUSE_GPU_CP_KEEP`):
+            // An L2 evict_last policy for the copies (`CodegenConfig::stage_keep`):
             // the qualifier and the operand it adds to each `cp.async`.
             let policy = match (
                 staged_from,
                 self.tuning.stage_copy.async_level(),
                 self.tuning.stage_keep,
             ) {
-                (None, Some(_), Some(fraction)) => self.l2_policy("evict_last", fraction),
+                (None, Some(_), Some(fraction)) => self.l2_policy("evict_last", fraction.get()),
                 _ => None,
             };
             let (cache_hint, policy_operand) = match policy {
@@ -380,8 +368,7 @@ impl Emitter<'_> {
                         // Staged by the original load.
                         (Some(_), _) => {}
                         (None, Some(level)) => self.ins(format!(
-                            "cp.async.{level}.shared.global{cache_hint}{} [{s_at}+{s_byte}], {}, 16{policy_operand}",
-                            self.tuning.stage_hints,
+                            "cp.async.{level}.shared.global{cache_hint} [{s_at}+{s_byte}], {}, 16{policy_operand}",
                             at(&addr, byte)
                         )),
                         (None, None) => {
@@ -426,9 +413,9 @@ impl Emitter<'_> {
             return Ok(());
         }
         let bases = self.repeat_bases(view, v, &site, esize)?;
-        // An L2 evict_last policy for read-only loads (`TILEFUSE_GPU_LD_KEEP`).
+        // An L2 evict_last policy for read-only loads (`CodegenConfig::load_keep`).
         let policy = match self.tuning.load_keep {
-            Some(fraction) if op == read_only => self.l2_policy("evict_last", fraction),
+            Some(fraction) if op == read_only => self.l2_policy("evict_last", fraction.get()),
             _ => None,
         };
         let hinted = format!("{op}.L2::cache_hint");
@@ -512,20 +499,10 @@ impl Emitter<'_> {
         let vector = self.vector_ok(v, l.atom, masked);
         let esize = d.size_in_bytes() as u32;
         let ce = if vector { chunk_elems(esize, l.atom) } else { 1 };
-        self.note_mapping(
-            "store",
-            view,
-            &format!("st.global{}{}{}", self.tuning.store_hints, vec_suffix(ce), mem_type(d)),
-        );
+        self.note_mapping("store", view, &format!("st.global{}{}", vec_suffix(ce), mem_type(d)));
         let site = self.site(v, index)?;
         let stride = *v.strides.last().unwrap_or(&0);
         let bases = self.repeat_bases(view, v, &site, esize)?;
-        // An L2 eviction priority for the stores (`TILEFUSE_GPU_ST_EVICT`):
-        // the qualifier and the operand it adds to each `st.global`.
-        let policy = self
-            .tuning
-            .store_evict
-            .and_then(|priority| self.l2_policy(priority, 1.0));
         for r in 0..l.repeats {
             let (addr, shift) = match &bases {
                 Some((base, shifts)) => (base.clone(), shifts[r as usize]),
@@ -537,21 +514,16 @@ impl Emitter<'_> {
                 let srcs = &regs[first..first + ce as usize];
                 let byte = shift + (c * ce) as i64 * stride * esize as i64;
                 let at = at(&addr, byte);
-                self.store_chunk(d, &masks[(c * ce) as usize], &at, srcs, policy.as_deref());
+                self.store_chunk(d, &masks[(c * ce) as usize], &at, srcs);
             }
         }
         Ok(())
     }
 
-    /// One memory instruction storing `srcs.len()` consecutive elements,
-    /// with the L2 cache policy `policy` if one is given.
-    fn store_chunk(&mut self, d: DType, p: &Option<String>, at: &str, srcs: &[String], policy: Option<&str>) {
+    /// One memory instruction storing `srcs.len()` consecutive elements.
+    fn store_chunk(&mut self, d: DType, p: &Option<String>, at: &str, srcs: &[String]) {
         let n = srcs.len() as u32;
         let g = guard(p);
-        let (hint, operand) = match policy {
-            Some(policy) => (".L2::cache_hint", format!(", {policy}")),
-            None => ("", String::new()),
-        };
         match d {
             DType::Bool => {
                 let tmps: Vec<String> = srcs
@@ -562,12 +534,7 @@ impl Emitter<'_> {
                         t
                     })
                     .collect();
-                self.ins(format!(
-                    "{g}st.global{}{hint}{}.u8 {at}, {}{operand}",
-                    self.tuning.store_hints,
-                    vec_suffix(n),
-                    reg_list(&tmps)
-                ));
+                self.ins(format!("{g}st.global{}.u8 {at}, {}", vec_suffix(n), reg_list(&tmps)));
             }
             DType::F16 | DType::BF16 if n > 1 => {
                 let words: Vec<String> = srcs
@@ -579,15 +546,13 @@ impl Emitter<'_> {
                     })
                     .collect();
                 self.ins(format!(
-                    "{g}st.global{}{hint}{}.b32 {at}, {}{operand}",
-                    self.tuning.store_hints,
+                    "{g}st.global{}.b32 {at}, {}",
                     vec_suffix(n / 2),
                     reg_list(&words)
                 ));
             }
             _ => self.ins(format!(
-                "{g}st.global{}{hint}{}{} {at}, {}{operand}",
-                self.tuning.store_hints,
+                "{g}st.global{}{} {at}, {}",
                 vec_suffix(n),
                 mem_type(d),
                 reg_list(srcs)

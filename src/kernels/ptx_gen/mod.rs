@@ -128,6 +128,7 @@ mod ops;
 pub mod ptxas;
 mod reload;
 
+pub use crate::config::{CodegenConfig, StageCopy};
 use crate::error::{Error, Result};
 use crate::kernels::ir::{Access, Inst, Program};
 use emitter::Emitter;
@@ -220,12 +221,14 @@ pub fn choose_version(program: &str, target: &PtxTarget, needs: (u32, u32)) -> R
     Ok(v)
 }
 
-/// Lowers `program` (which must pass the verifier) to a PTX module for `target`.
+/// Lowers `program` (which must pass the verifier) to a PTX module for
+/// `target`, under the default [`CodegenConfig`].
 pub fn generate(program: &Program, target: &PtxTarget) -> Result<PtxModule> {
-    generate_with(program, target, tuning())
+    generate_with(program, target, &CodegenConfig::default())
 }
 
-/// [`generate`] with every loop written once and marked `nounroll`, the
+/// [`generate`] under the quick tier's settings ([`CodegenConfig::quick`]
+/// of the default): every loop written once and marked `nounroll`, the
 /// reciprocals of row values (an f32 every thread holds) through a
 /// Newton-refined f64 reciprocal rather than `rcp.rn`, and a program
 /// without reductions or loops spread one element per thread, so its
@@ -233,41 +236,25 @@ pub fn generate(program: &Program, target: &PtxTarget) -> Result<PtxModule> {
 /// atom: a module the driver's JIT compiles faster, for a program's first
 /// call while the [`generate`]d one is loaded in the background. It
 /// computes the same values: the same operations in the same order on
-/// every element, and reciprocals rounded the same. It carries no store or
-/// load cache policy (`TILEFUSE_GPU_ST_EVICT`, `TILEFUSE_GPU_LD_KEEP`, and
-/// the load policy of rows held across two reductions, see
-/// `TILEFUSE_GPU_CHAINED_ROWS` in the README), which only the tuned module
-/// measures, so the PTX interpreter (`ptx_vm`) can run it for first calls
-/// under those settings too.
+/// every element, and reciprocals rounded the same. It carries no load
+/// cache policy besides the staging copies', which only the tuned module
+/// measures, so the PTX interpreter (`ptx_vm`) can run it.
 pub fn generate_quick(program: &Program, target: &PtxTarget) -> Result<PtxModule> {
-    generate_with(program, target, &quick_tuning(tuning()))
+    generate_with(program, target, &CodegenConfig::default().quick())
 }
 
-/// The tuning of [`generate_quick`] on top of `base`.
-fn quick_tuning(base: &Tuning) -> Tuning {
-    Tuning {
-        unroll: Some(1),
-        row_reciprocal_f64: true,
-        one_element_per_thread: true,
-        store_evict: None,
-        load_keep: None,
-        chained_rows_keep: None,
-        ..base.clone()
-    }
-}
-
-/// [`generate`] under explicit tuning settings.
+/// [`generate`] under the settings `tuning`.
 ///
 /// A block's static shared memory is limited to 48 KiB in all. Staged
 /// tiles take at most `STAGE_LIMIT` of it and an exchange at most the
 /// whole, so a kernel with both may need more; it is generated again
 /// without staging, its tiles kept in registers.
-pub(crate) fn generate_with(program: &Program, target: &PtxTarget, tuning: &Tuning) -> Result<PtxModule> {
+pub fn generate_with(program: &Program, target: &PtxTarget, tuning: &CodegenConfig) -> Result<PtxModule> {
     // `cp.async` needs sm_80: before it, a staged tile goes to shared
     // memory through registers.
     let through_registers;
     let tuning = if target.sm < 80 && tuning.stage_copy != StageCopy::Registers {
-        through_registers = Tuning {
+        through_registers = CodegenConfig {
             stage_copy: StageCopy::Registers,
             ..tuning.clone()
         };
@@ -277,7 +264,7 @@ pub(crate) fn generate_with(program: &Program, target: &PtxTarget, tuning: &Tuni
     };
     let module = generate_once(program, target, tuning)?;
     if module.shared_bytes > exchange::SHARED_LIMIT && tuning.stage {
-        let unstaged = Tuning {
+        let unstaged = CodegenConfig {
             stage: false,
             ..tuning.clone()
         };
@@ -287,7 +274,7 @@ pub(crate) fn generate_with(program: &Program, target: &PtxTarget, tuning: &Tuni
 }
 
 /// [`generate_with`], as the tuning says.
-fn generate_once(program: &Program, target: &PtxTarget, tuning: &Tuning) -> Result<PtxModule> {
+fn generate_once(program: &Program, target: &PtxTarget, tuning: &CodegenConfig) -> Result<PtxModule> {
     crate::kernels::ir::verify(program)?;
     let mut reloaded = if tuning.reload || tuning.stage {
         reload::reload_after_reductions(program)
@@ -295,7 +282,7 @@ fn generate_once(program: &Program, target: &PtxTarget, tuning: &Tuning) -> Resu
         None
     };
     // A row the default would stage, held across two or more reductions,
-    // stays in registers instead (`Tuning::chained_rows_in_registers`).
+    // stays in registers instead (`CodegenConfig::chained_rows_in_registers`).
     let chained;
     let tuning = if tuning.stage
         && !tuning.reload
@@ -304,7 +291,7 @@ fn generate_once(program: &Program, target: &PtxTarget, tuning: &Tuning) -> Resu
         && chained_rows_fit_registers(program)
     {
         reloaded = None;
-        chained = Tuning {
+        chained = CodegenConfig {
             stage: false,
             max_threads: 512,
             resident_threads: 2048,
@@ -377,10 +364,7 @@ fn generate_once(program: &Program, target: &PtxTarget, tuning: &Tuning) -> Resu
     } else {
         tuning.resident_threads
     };
-    let residency = match tuning.max_registers {
-        Some(n) => format!(".maxnreg {n}"),
-        None => format!(".minnctapersm {}", (resident / block.threads).max(1)),
-    };
+    let residency = format!(".minnctapersm {}", (resident / block.threads).max(1));
     header.push_str(&format!(
         ".visible .entry {entry}(\n{}\n)\n.maxntid {}, 1, 1\n{residency}\n",
         params.join(",\n"),
@@ -398,7 +382,7 @@ fn generate_once(program: &Program, target: &PtxTarget, tuning: &Tuning) -> Resu
 
 /// Whether `program`, whose row the default would stage (a read-only tile
 /// used again after a reduction), keeps it in registers under
-/// [`Tuning::chained_rows_in_registers`]: the kernel the measurements were
+/// [`CodegenConfig::chained_rows_in_registers`]: the kernel the measurements were
 /// of, nothing wider. Its body has:
 /// - a grid of at least 1024 rows (where residency decides the bandwidth);
 /// - two or more reductions, all of f32 tiles (an argmax's index reduction
@@ -439,239 +423,10 @@ fn chained_rows_fit_registers(program: &Program) -> bool {
     program.grid.iter().product::<u64>() >= 1024 && unary <= 4 && reductions >= 2 && rows > 0
 }
 
-/// Code-generation settings read from the environment once, for tuning runs
-/// only; the defaults are what the measurements in `benches/NOTES.md` chose.
-#[derive(Debug, Clone)]
-pub(crate) struct Tuning {
-    /// The most threads a block starts from: 256, or `TILEFUSE_GPU_THREADS`
-    /// (a power of two from 32 to 1024).
-    pub max_threads: u32,
-    /// Resident threads per SM that `.minnctapersm` asks ptxas to allow for:
-    /// 512, or `TILEFUSE_GPU_RESIDENT` (a multiple of 32 up to 2048). More
-    /// resident threads cap the registers of a thread lower.
-    pub resident_threads: u32,
-    /// `TILEFUSE_GPU_UNROLL=N` (1 to 64): every loop body is written N times
-    /// per trip and the loop marked `nounroll`. Unset, ptxas unrolls as it
-    /// likes (fully, for the suite's constant trip counts).
-    pub unroll: Option<u64>,
-    /// `TILEFUSE_GPU_RELOAD=1`: read-only tiles loaded before a reduction
-    /// are loaded again after it rather than held in registers.
-    pub reload: bool,
-    /// Row tiles held across a reduction are copied to shared memory with
-    /// `cp.async` and read from there before and after it, instead of
-    /// being held in registers (on by default; `TILEFUSE_GPU_STAGE=0`
-    /// turns it off). A tile that cannot be staged (masked, not in 16-byte
-    /// pieces, or past the shared-memory bound) stays in registers, unless
-    /// `reload` is set too.
-    pub stage: bool,
-    /// `resident_threads` of a kernel with a staged tile: 2048, or
-    /// `TILEFUSE_GPU_STAGED_RESIDENT` (a multiple of 32 up to 2048).
-    pub staged_resident_threads: u32,
-    /// `1/x` and `1/sqrt(x)` of an f32 every thread holds through the
-    /// Newton-refined f64 reciprocal, instead of `rcp.rn.f32`: both round
-    /// the same; the f64 form has no slow path for the JIT, so the norms
-    /// compile and make their first call sooner, but they ran slower with
-    /// it (see `benches/NOTES.md`, v8), so the quick tier uses it and the
-    /// tuned module does not, unless
-    /// `TILEFUSE_GPU_ROW_RCP=f64`.
-    pub row_reciprocal_f64: bool,
-    /// A program without reductions or loops spreads its tiles in atoms of
-    /// one element over up to 1024 threads (one element per thread for a
-    /// tile of up to 1024), so its per-element code is written once rather
-    /// than once per element of a 16-byte atom: a shorter module for the
-    /// JIT, at the cost of scalar memory accesses.
-    /// Its values do not change, as every element is computed alone. Off
-    /// by default; the quick tier turns it on.
-    pub one_element_per_thread: bool,
-    /// The most threads per block of a kernel with a staged tile: 512, or
-    /// `TILEFUSE_GPU_STAGED_THREADS` (a power of two from 32 to 1024).
-    pub staged_threads: u32,
-    /// Cache qualifiers of read-only loads (`TILEFUSE_GPU_LD`, e.g.
-    /// `.L1::no_allocate`) and of stores (`TILEFUSE_GPU_ST`, e.g. `.cs`),
-    /// empty by default. Only letters, digits, `.`, `:` and `_` are taken;
-    /// ptxas rejects invalid qualifiers when the module loads.
-    pub load_hints: String,
-    /// See `load_hints`.
-    pub store_hints: String,
-    /// Cache qualifiers of the read-only loads whose addresses are the same
-    /// in every block (a weight vector broadcast over the rows), in place of
-    /// `load_hints` (`TILEFUSE_GPU_LD_INVARIANT`, e.g. `.L1::evict_last`);
-    /// `None` (the default) gives them `load_hints` too. A load counts as
-    /// such when every index term with a grid coordinate moves along an
-    /// axis of stride 0. Staging copies through registers
-    /// (`TILEFUSE_GPU_CP_LEVEL=regs`) keep `load_hints`.
-    pub invariant_load_hints: Option<String>,
-    /// Qualifiers of the `cp.async` copies that stage a tile
-    /// (`TILEFUSE_GPU_CP`, e.g. `.L2::128B`), empty by default.
-    pub stage_hints: String,
-    /// How a staged tile is copied to shared memory, from
-    /// `TILEFUSE_GPU_CP_LEVEL` (`cg`, the default; `ca`; `regs`).
-    pub stage_copy: StageCopy,
-    /// The `cp.async` copies that stage a tile carry an L2 `evict_last`
-    /// cache policy over this fraction of their lines
-    /// (`createpolicy.fractional`; 1.0 by default, `TILEFUSE_GPU_CP_KEEP=F`
-    /// for another fraction, `0` or `off` for none), as torch.compile's norm kernels
-    /// load their input. The output's lines then leave L2 first, so the
-    /// input's lines stay for the reads that follow: the staged row kernels
-    /// ran faster with it even with calls cycling through three inputs (no
-    /// input left in L2 by the call before), and more so with one (see
-    /// `benches/NOTES.md`, v15).
-    pub stage_keep: Option<f32>,
-    /// An L2 eviction priority for the stores of a kernel's outputs
-    /// (`TILEFUSE_GPU_ST_EVICT=first`, `normal`, `last` or `unchanged`:
-    /// `createpolicy.fractional` over all lines, `.L2::cache_hint` on each
-    /// `st.global`; sm_80 and later), none by default.
-    pub store_evict: Option<&'static str>,
-    /// `TILEFUSE_GPU_LD_KEEP=F` (0 < F <= 1): the read-only loads that do
-    /// not stage a tile (`ld.global.nc`) carry an L2 `evict_last` policy
-    /// over this fraction of their lines, as the staging copies do by
-    /// default (`stage_keep`); none by default. sm_80 and later.
-    pub load_keep: Option<f32>,
-    /// `TILEFUSE_GPU_STAGE_RELOAD=global`: the reload of a staged tile after
-    /// a reduction reads global memory again instead of the staged copy.
-    pub stage_reload_global: bool,
-    /// `TILEFUSE_GPU_MAXNREG=N` (16 to 255): `.maxnreg N` instead of
-    /// `.minnctapersm`, a register cap of its own.
-    pub max_registers: Option<u64>,
-    /// A row kernel with two or more reductions (a layer norm, a softmax)
-    /// keeps its rows in registers instead of staging them, in blocks of
-    /// up to 512 threads with 2048 resident (32 registers), its read-only
-    /// loads carrying an L2 `evict_last` policy over `chained_rows_keep`
-    /// of their lines (unless `load_keep` sets one for every kernel); only
-    /// where [`chained_rows_fit_registers`], and not with `reload`. These
-    /// kernels take neither `max_threads` nor `resident_threads`
-    /// (`TILEFUSE_GPU_THREADS`, `TILEFUSE_GPU_RESIDENT`) nor the staged
-    /// ones. On by default: measured against staging, layernorm ran faster
-    /// this way and softmax no slower, while rmsnorm (one reduction) ran
-    /// slower, so it stays staged (see `benches/NOTES.md`, v18).
-    /// `TILEFUSE_GPU_CHAINED_ROWS=staged` stages them as other row kernels.
-    pub chained_rows_in_registers: bool,
-    /// See `chained_rows_in_registers`: 1.0, and none in the quick tier.
-    pub chained_rows_keep: Option<f32>,
-    /// `TILEFUSE_GPU_GATHER=shuffles`: a reduction to one value per block
-    /// combines its warp partials by one shared load per thread and
-    /// butterfly shuffles (`exchange.rs`, `gather_by_shuffles`) instead of
-    /// every thread loading and adding all of them in warp order: fewer
-    /// instructions per thread, a different rounding order. Off by default
-    /// (`loads`) until measured.
-    pub shuffle_gather: bool,
-}
-
-/// How a staged tile gets to shared memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StageCopy {
-    /// `cp.async.cg`: through L2 only (the default).
-    AsyncL2,
-    /// `cp.async.ca`: through L1 too.
-    AsyncL1,
-    /// `ld.global.nc` into registers, then `st.shared`.
-    Registers,
-}
-
-impl StageCopy {
-    /// The `cp.async` cache level, or `None` when the copy goes through registers.
-    pub(crate) fn async_level(self) -> Option<&'static str> {
-        match self {
-            StageCopy::AsyncL2 => Some("cg"),
-            StageCopy::AsyncL1 => Some("ca"),
-            StageCopy::Registers => None,
-        }
-    }
-}
-
-impl Default for Tuning {
-    fn default() -> Tuning {
-        Tuning {
-            max_threads: 256,
-            resident_threads: 512,
-            unroll: None,
-            reload: false,
-            stage: true,
-            staged_threads: 512,
-            staged_resident_threads: 2048,
-            row_reciprocal_f64: false,
-            one_element_per_thread: false,
-            load_hints: String::new(),
-            store_hints: String::new(),
-            invariant_load_hints: None,
-            stage_hints: String::new(),
-            stage_copy: StageCopy::AsyncL2,
-            stage_keep: Some(1.0),
-            store_evict: None,
-            load_keep: None,
-            max_registers: None,
-            stage_reload_global: false,
-            chained_rows_in_registers: true,
-            chained_rows_keep: Some(1.0),
-            shuffle_gather: false,
-        }
-    }
-}
-
-/// The process's [`Tuning`]: the defaults with what the environment sets.
-pub(crate) fn tuning() -> &'static Tuning {
-    static TUNING: std::sync::OnceLock<Tuning> = std::sync::OnceLock::new();
-    TUNING.get_or_init(|| {
-        use crate::settings::{either, number, parse_fraction, parse_qualifiers, read, switch};
-        let default = Tuning::default();
-        let threads = |name| number(name, 32..=1024, u64::is_power_of_two).map(|v| v as u32);
-        let resident = |name| number(name, 32..=2048, |v| v % 32 == 0).map(|v| v as u32);
-        let hints = |name| read(name, parse_qualifiers).unwrap_or_default();
-        Tuning {
-            max_threads: threads("TILEFUSE_GPU_THREADS").unwrap_or(default.max_threads),
-            resident_threads: resident("TILEFUSE_GPU_RESIDENT").unwrap_or(default.resident_threads),
-            unroll: number("TILEFUSE_GPU_UNROLL", 1..=64, |_| true),
-            reload: switch("TILEFUSE_GPU_RELOAD", default.reload),
-            stage: switch("TILEFUSE_GPU_STAGE", default.stage),
-            row_reciprocal_f64: either("TILEFUSE_GPU_ROW_RCP", "f64", "f32", default.row_reciprocal_f64),
-            one_element_per_thread: default.one_element_per_thread,
-            staged_resident_threads: resident("TILEFUSE_GPU_STAGED_RESIDENT")
-                .unwrap_or(default.staged_resident_threads),
-            staged_threads: threads("TILEFUSE_GPU_STAGED_THREADS").unwrap_or(default.staged_threads),
-            load_hints: hints("TILEFUSE_GPU_LD"),
-            store_hints: hints("TILEFUSE_GPU_ST"),
-            invariant_load_hints: read("TILEFUSE_GPU_LD_INVARIANT", parse_qualifiers),
-            stage_hints: hints("TILEFUSE_GPU_CP"),
-            stage_copy: read("TILEFUSE_GPU_CP_LEVEL", |v| match v {
-                "cg" => Some(StageCopy::AsyncL2),
-                "ca" => Some(StageCopy::AsyncL1),
-                "regs" => Some(StageCopy::Registers),
-                _ => None,
-            })
-            .unwrap_or(default.stage_copy),
-            stage_keep: read("TILEFUSE_GPU_CP_KEEP", parse_fraction).unwrap_or(default.stage_keep),
-            store_evict: read("TILEFUSE_GPU_ST_EVICT", |v| match v {
-                "first" => Some(Some("evict_first")),
-                "normal" => Some(Some("evict_normal")),
-                "last" => Some(Some("evict_last")),
-                "unchanged" => Some(Some("evict_unchanged")),
-                "off" | "none" => Some(None),
-                _ => None,
-            })
-            .unwrap_or(default.store_evict),
-            load_keep: read("TILEFUSE_GPU_LD_KEEP", parse_fraction).unwrap_or(default.load_keep),
-            max_registers: number("TILEFUSE_GPU_MAXNREG", 16..=255, |_| true),
-            stage_reload_global: either(
-                "TILEFUSE_GPU_STAGE_RELOAD",
-                "global",
-                "shared",
-                default.stage_reload_global,
-            ),
-            chained_rows_in_registers: either(
-                "TILEFUSE_GPU_CHAINED_ROWS",
-                "registers",
-                "staged",
-                default.chained_rows_in_registers,
-            ),
-            chained_rows_keep: default.chained_rows_keep,
-            shuffle_gather: either("TILEFUSE_GPU_GATHER", "shuffles", "loads", default.shuffle_gather),
-        }
-    })
-}
-
 #[cfg(test)]
 mod tuning_tests {
     use super::*;
+    use crate::config::Fraction;
     use crate::kernels::ir::{Access, Builder, IndexExpr, TileReduce, ValueType};
     use crate::ops::{BinaryOp, Padding};
     use crate::{DType, Scalar};
@@ -707,7 +462,7 @@ mod tuning_tests {
 
     /// `program` generated for sm_90 under `tuning`, and assembled by ptxas
     /// where it is available.
-    fn gen(program: &Program, tuning: Tuning) -> PtxModule {
+    fn gen(program: &Program, tuning: CodegenConfig) -> PtxModule {
         static PTXAS: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
         let m = generate_with(program, &PtxTarget::for_driver(90, 13000), &tuning).unwrap();
         if let Some(tool) = PTXAS.get_or_init(|| super::ptxas::ptxas_for_tests("ptx_gen::tuning_tests")) {
@@ -719,15 +474,15 @@ mod tuning_tests {
     #[test]
     fn unrolled_loops_keep_the_trip_count_and_write_the_remainder_first() {
         let program = row_sum();
-        let plain = gen(&program, Tuning::default());
+        let plain = gen(&program, CodegenConfig::default());
         assert_eq!(count(&plain.text, "ld.global"), 1);
         assert_eq!(count(&plain.text, "nounroll"), 0);
         for (n, loads) in [(1, 1), (2, 3), (3, 5), (4, 5), (5, 5), (9, 5)] {
             let m = gen(
                 &program,
-                Tuning {
+                CodegenConfig {
                     unroll: Some(n),
-                    ..Tuning::default()
+                    ..CodegenConfig::default()
                 },
             );
             assert_eq!(count(&m.text, "ld.global"), loads, "unroll {n}:\n{}", m.text);
@@ -805,12 +560,12 @@ mod tuning_tests {
         let t = b.unary(crate::ops::UnaryOp::Tanh, p);
         b.store(views[2], &idx, t, false);
         let ew = b.finish().unwrap();
-        let tuned = gen(&ew, Tuning::default());
+        let tuned = gen(&ew, CodegenConfig::default());
         let quick = gen(
             &ew,
-            Tuning {
+            CodegenConfig {
                 one_element_per_thread: true,
-                ..Tuning::default()
+                ..CodegenConfig::default()
             },
         );
         assert_eq!((tuned.block_threads, quick.block_threads), (256, 1024));
@@ -827,12 +582,12 @@ mod tuning_tests {
         // change the order of its sums.
         let looped = gen(
             &row_sum(),
-            Tuning {
+            CodegenConfig {
                 one_element_per_thread: true,
-                ..Tuning::default()
+                ..CodegenConfig::default()
             },
         );
-        assert_eq!(looped.text, gen(&row_sum(), Tuning::default()).text);
+        assert_eq!(looped.text, gen(&row_sum(), CodegenConfig::default()).text);
     }
 
     #[test]
@@ -853,7 +608,7 @@ mod tuning_tests {
         let sm = b.binary(BinaryOp::Add, s, m);
         let all = b.binary(BinaryOp::Add, sm, q);
         b.store(vy, &[IndexExpr::grid(0), IndexExpr::constant(0)], all, false);
-        let m = gen(&b.finish().unwrap(), Tuning::default());
+        let m = gen(&b.finish().unwrap(), CodegenConfig::default());
         assert_eq!(count(&m.text, "bar.sync"), 3, "{}", m.text);
         // The offsets added to `tf_smem`, in order: each reduction's
         // partial store and its readers' gather use one base; the bases go
@@ -870,7 +625,7 @@ mod tuning_tests {
         let second = (m.block_threads / 32 * 4).to_string();
         assert_eq!(runs, ["0", second.as_str(), "0"], "{bases:?}\n{}", m.text);
         // After a loop every exchange waits first, as before.
-        let looped = gen(&row_sum(), Tuning::default());
+        let looped = gen(&row_sum(), CodegenConfig::default());
         assert_eq!(count(&looped.text, "bar.sync"), 2, "{}", looped.text);
     }
 
@@ -878,7 +633,7 @@ mod tuning_tests {
     fn staged_kernels_ask_for_a_full_sm_and_take_row_reciprocals_in_f64() {
         // y = x / sum(x): the row is staged, and the division by the row's
         // sum goes through the f64 reciprocal, never `rcp.rn`/`div.rn`.
-        let m = gen(&normalize(1024, false), Tuning::default());
+        let m = gen(&normalize(1024, false), CodegenConfig::default());
         assert!(m.shared_bytes > 0, "{}", m.text);
         assert!(
             m.text.contains(&format!(".minnctapersm {}\n", 2048 / m.block_threads)),
@@ -888,7 +643,7 @@ mod tuning_tests {
         assert!(m.text.contains("rcp.approx.ftz.f64"), "{}", m.text);
         assert!(!m.text.contains("rcp.rn") && !m.text.contains("div.rn"), "{}", m.text);
         // Not staged: the general budget (512 resident threads).
-        let m = gen(&row_sum(), Tuning::default());
+        let m = gen(&row_sum(), CodegenConfig::default());
         assert!(!m.text.contains("cp.async"), "{}", m.text);
         assert!(
             m.text
@@ -904,9 +659,9 @@ mod tuning_tests {
         for resident in [512, 2048, 128, 32] {
             let m = gen(
                 &program,
-                Tuning {
+                CodegenConfig {
                     resident_threads: resident,
-                    ..Tuning::default()
+                    ..CodegenConfig::default()
                 },
             );
             let blocks = (resident / m.block_threads).max(1);
@@ -940,7 +695,7 @@ mod tuning_tests {
         // one global load of the row, held in registers across the
         // reduction, as without staging.
         for (cols, masked) in [(256, true), (16384, false)] {
-            let m = gen(&normalize(cols, masked), Tuning::default());
+            let m = gen(&normalize(cols, masked), CodegenConfig::default());
             assert_eq!(count(&m.text, "cp.async"), 0, "{cols} {masked}");
             assert!(!m.text.contains("tf_stage"), "{cols} {masked}");
             let loads = m
@@ -964,17 +719,17 @@ mod tuning_tests {
         let program = normalize(256, false);
         let plain = gen(
             &program,
-            Tuning {
+            CodegenConfig {
                 stage: false,
-                ..Tuning::default()
+                ..CodegenConfig::default()
             },
         );
         let again = gen(
             &program,
-            Tuning {
+            CodegenConfig {
                 reload: true,
                 stage: false,
-                ..Tuning::default()
+                ..CodegenConfig::default()
             },
         );
         assert_eq!(
@@ -991,7 +746,7 @@ mod tuning_tests {
         // Staged (the default): one 16-byte `cp.async` per slot (256 f32 on
         // 64 threads of one atom), read from shared memory before the
         // reduction and again after it, with no global load left for the row.
-        let staged = gen(&program, Tuning::default());
+        let staged = gen(&program, CodegenConfig::default());
         assert_eq!(staged.block_threads, 64, "{}", staged.text);
         assert_eq!(count(&staged.text, "cp.async.cg.shared.global"), 1, "{}", staged.text);
         assert_eq!(count(&staged.text, "cp.async.wait_group 0"), 1);
@@ -1008,11 +763,11 @@ mod tuning_tests {
     #[test]
     fn a_loop_of_one_trip_is_written_without_a_loop() {
         // Unrolled by ptxas, and rolled as in the quick tier.
-        let rolled = Tuning {
+        let rolled = CodegenConfig {
             unroll: Some(1),
-            ..Tuning::default()
+            ..CodegenConfig::default()
         };
-        for tuning in [Tuning::default(), rolled] {
+        for tuning in [CodegenConfig::default(), rolled] {
             let once = gen(&row_sum_of(1), tuning.clone());
             assert_eq!(count(&once.text, "bra $L"), 0, "{}", once.text);
             assert_eq!(count(&once.text, "ld.global"), 1, "{}", once.text);
@@ -1025,7 +780,7 @@ mod tuning_tests {
     fn staged_copies_keep_their_lines_in_l2_unless_told_not_to() {
         let program = normalize(256, false);
         // The default: one `evict_last` policy over all lines, on the copy.
-        let kept = gen(&program, Tuning::default());
+        let kept = gen(&program, CodegenConfig::default());
         assert_eq!(
             count(&kept.text, "createpolicy.fractional.L2::evict_last.b64"),
             1,
@@ -1042,17 +797,17 @@ mod tuning_tests {
         // A fraction, and none.
         let half = gen(
             &program,
-            Tuning {
-                stage_keep: Some(0.5),
-                ..Tuning::default()
+            CodegenConfig {
+                stage_keep: Fraction::new(0.5),
+                ..CodegenConfig::default()
             },
         );
         assert_eq!(count(&half.text, ", 0f3F000000;"), 1, "{}", half.text);
         let none = gen(
             &program,
-            Tuning {
+            CodegenConfig {
                 stage_keep: None,
-                ..Tuning::default()
+                ..CodegenConfig::default()
             },
         );
         assert_eq!(count(&none.text, "createpolicy"), 0, "{}", none.text);
@@ -1061,44 +816,25 @@ mod tuning_tests {
         // Copies through registers carry no policy.
         let via = gen(
             &program,
-            Tuning {
+            CodegenConfig {
                 stage_copy: StageCopy::Registers,
-                ..Tuning::default()
+                ..CodegenConfig::default()
             },
         );
         assert_eq!(count(&via.text, "createpolicy"), 0, "{}", via.text);
     }
 
     #[test]
-    fn store_and_load_cache_policies_are_tuning_settings() {
+    fn load_cache_policies_are_tuning_settings() {
         let program = normalize(256, false);
-        let plain = gen(&program, Tuning::default());
+        let plain = gen(&program, CodegenConfig::default());
         assert_eq!(count(&plain.text, "st.global.v4.f32 ["), 1, "{}", plain.text);
-        // An eviction priority on the stores: one policy, on each store.
-        for (priority, name) in [("evict_first", "first"), ("evict_unchanged", "unchanged")] {
-            let stored = gen(
-                &program,
-                Tuning {
-                    store_evict: Some(priority),
-                    ..Tuning::default()
-                },
-            );
-            let policy = format!("createpolicy.fractional.L2::{priority}.b64");
-            assert_eq!(count(&stored.text, &policy), 1, "{name}: {}", stored.text);
-            assert_eq!(
-                count(&stored.text, "st.global.L2::cache_hint.v4.f32 ["),
-                1,
-                "{}",
-                stored.text
-            );
-            assert_eq!(count(&stored.text, "st.global.v4.f32"), 0, "{}", stored.text);
-        }
         // An evict_last policy on the read-only loads of an unstaged kernel:
         // the row is loaded once, into registers, with the hint.
-        let unstaged = Tuning {
+        let unstaged = CodegenConfig {
             stage: false,
-            load_keep: Some(1.0),
-            ..Tuning::default()
+            load_keep: Some(Fraction::ALL),
+            ..CodegenConfig::default()
         };
         let loaded = gen(&program, unstaged.clone());
         assert_eq!(count(&loaded.text, "cp.async"), 0, "{}", loaded.text);
@@ -1124,22 +860,20 @@ mod tuning_tests {
         // policy is left out too.
         let old = generate_with(&program, &PtxTarget::for_driver(75, 13000), &unstaged).unwrap();
         assert_eq!(count(&old.text, "cache_hint"), 0, "{}", old.text);
-        let all = Tuning {
-            store_evict: Some("evict_first"),
-            load_keep: Some(0.5),
-            ..Tuning::default()
+        let half = CodegenConfig {
+            load_keep: Fraction::new(0.5),
+            ..CodegenConfig::default()
         };
-        for tuning in [all.clone(), unstaged.clone()] {
+        for tuning in [half.clone(), unstaged.clone()] {
             let old = generate_with(&program, &PtxTarget::for_driver(80, 11020), &tuning).unwrap();
             assert_eq!(count(&old.text, "createpolicy"), 0, "{}", old.text);
             assert_eq!(count(&old.text, "cache_hint"), 0, "{}", old.text);
             let new = generate_with(&program, &PtxTarget::for_driver(80, 11040), &tuning).unwrap();
             assert!(count(&new.text, "createpolicy") > 0, "{}", new.text);
         }
-        // The quick tier carries neither setting (the PTX interpreter has
-        // no forms for them), only the staging policy.
-        let quick = gen(&program, quick_tuning(&all));
-        assert_eq!(count(&quick.text, "st.global.L2::cache_hint"), 0, "{}", quick.text);
+        // The quick tier does not carry it (the PTX interpreter has no
+        // forms for it), only the staging policy.
+        let quick = gen(&program, half.quick());
         assert_eq!(count(&quick.text, "ld.global.nc.L2::cache_hint"), 0, "{}", quick.text);
         assert_eq!(
             count(&quick.text, "createpolicy.fractional.L2::evict_last.b64"),
@@ -1147,34 +881,30 @@ mod tuning_tests {
             "{}",
             quick.text
         );
-        let quick = gen(&program, quick_tuning(&unstaged));
+        let quick = gen(&program, unstaged.quick());
         assert_eq!(count(&quick.text, "cache_hint"), 0, "{}", quick.text);
     }
 
     #[test]
-    fn staging_level_and_register_cap_are_tuning_settings() {
+    fn the_staging_level_is_a_tuning_setting() {
         let program = normalize(256, false);
         let tuned = gen(
             &program,
-            Tuning {
+            CodegenConfig {
                 stage_copy: StageCopy::AsyncL1,
-                max_registers: Some(24),
-                ..Tuning::default()
+                ..CodegenConfig::default()
             },
         );
         assert_eq!(count(&tuned.text, "cp.async.ca.shared.global"), 1, "{}", tuned.text);
         assert_eq!(count(&tuned.text, "cp.async.cg"), 0);
-        assert!(tuned.text.contains(".maxnreg 24\n"), "{}", tuned.text);
-        assert!(!tuned.text.contains(".minnctapersm"), "{}", tuned.text);
-        let default = gen(&program, Tuning::default());
-        assert!(!default.text.contains(".maxnreg"), "{}", default.text);
+        let default = gen(&program, CodegenConfig::default());
         // Through registers: one load and one shared store per slot, no
         // asynchronous copy, and the same reads from shared memory.
         let via = gen(
             &program,
-            Tuning {
+            CodegenConfig {
                 stage_copy: StageCopy::Registers,
-                ..Tuning::default()
+                ..CodegenConfig::default()
             },
         );
         assert_eq!(count(&via.text, "cp.async"), 0, "{}", via.text);
@@ -1185,24 +915,6 @@ mod tuning_tests {
             count(&default.text, "ld.shared.v4.f32"),
             "{}",
             via.text
-        );
-        // The reload after the reduction from global memory: still staged
-        // for the first read, then one global load instead of the second
-        // shared read.
-        let again = gen(
-            &program,
-            Tuning {
-                stage_reload_global: true,
-                ..Tuning::default()
-            },
-        );
-        assert_eq!(count(&again.text, "cp.async.cg.shared.global"), 1, "{}", again.text);
-        assert_eq!(count(&again.text, "ld.global"), 1, "{}", again.text);
-        assert_eq!(
-            count(&again.text, "ld.shared.v4.f32") + 1,
-            count(&default.text, "ld.shared.v4.f32"),
-            "{}",
-            again.text
         );
     }
 
@@ -1311,68 +1023,22 @@ mod tuning_tests {
     }
 
     #[test]
-    fn loads_every_block_makes_alike_take_their_own_qualifiers() {
-        // Rows times a weight vector seen twice: broadcast over the rows
-        // (stride 0 on the grid's axis) and at a constant partition.
-        let mut b = Builder::new("scaled", &[64]);
-        let x = b.param("x", DType::F32, 64 * 256, Access::Read);
-        let w = b.param("w", DType::F32, 256, Access::Read);
-        let y = b.param("y", DType::F32, 64 * 256, Access::Write);
-        let vx = b.view_contiguous(x, &[64, 256], &[1, 256], Padding::Zero);
-        let vw = b.view(w, &[64, 256], &[0, 1], 0, &[1, 256], Padding::Zero);
-        let vw1 = b.view_contiguous(w, &[1, 256], &[1, 256], Padding::Zero);
-        let vy = b.view_contiguous(y, &[64, 256], &[1, 256], Padding::Zero);
-        let idx = [IndexExpr::grid(0), IndexExpr::constant(0)];
-        let t = b.load(vx, &idx, false);
-        let s = b.load(vw, &idx, false);
-        let u = b.load(vw1, &[IndexExpr::constant(0), IndexExpr::constant(0)], false);
-        let t = b.binary(BinaryOp::Mul, t, s);
-        let t = b.binary(BinaryOp::Add, t, u);
-        b.store(vy, &idx, t, false);
-        let program = b.finish().unwrap();
-        let rows = ".L1::no_allocate";
-        let weights = ".L1::evict_last";
-        let loads = |m: &PtxModule, q: &str| count(&m.text, &format!("ld.global.nc{q}.v"));
-        let both = gen(
-            &program,
-            Tuning {
-                load_hints: rows.into(),
-                invariant_load_hints: Some(weights.into()),
-                ..Tuning::default()
-            },
-        );
-        assert_eq!(count(&both.text, "ld.global"), 3, "{}", both.text);
-        assert_eq!((loads(&both, rows), loads(&both, weights)), (1, 2), "{}", both.text);
-        // Unset, the weights take the loads' qualifiers.
-        let one = gen(
-            &program,
-            Tuning {
-                load_hints: rows.into(),
-                ..Tuning::default()
-            },
-        );
-        assert_eq!((loads(&one, rows), loads(&one, weights)), (3, 0), "{}", one.text);
-        let plain = gen(&program, Tuning::default());
-        assert_eq!(loads(&plain, ""), 3, "{}", plain.text);
-    }
-
-    #[test]
     fn rows_held_across_two_reductions_stay_in_registers() {
         // Two reductions over a row of 4096 f32: registers, with the load
         // policy; in the quick tier without it.
         let program = centred(DType::F32, 4096, true);
-        let m = gen(&program, Tuning::default());
+        let m = gen(&program, CodegenConfig::default());
         assert!(rows_in_registers(&m));
         // Both tiers take the rule's block, whatever the others would be:
         // the quick tier reduces in the same order.
-        let narrow = Tuning {
+        let narrow = CodegenConfig {
             max_threads: 64,
             staged_threads: 128,
-            ..Tuning::default()
+            ..CodegenConfig::default()
         };
         let m = gen(&program, narrow.clone());
         assert!(rows_in_registers(&m));
-        let quick = gen(&program, quick_tuning(&narrow));
+        let quick = gen(&program, narrow.quick());
         assert_eq!(count(&quick.text, "cp.async"), 0, "{}", quick.text);
         assert_eq!(count(&quick.text, "L2::cache_hint"), 0, "{}", quick.text);
         assert_eq!((m.block_threads, quick.block_threads), (512, 512));
@@ -1382,13 +1048,13 @@ mod tuning_tests {
         // of another dtype than f32; fewer than 1024 rows; five unary
         // operations; rows loaded again after the first (`reload`); or the
         // rule turned off. `staged`: whether the row is staged instead.
-        let off = Tuning {
+        let off = CodegenConfig {
             chained_rows_in_registers: false,
-            ..Tuning::default()
+            ..CodegenConfig::default()
         };
-        let reload = Tuning {
+        let reload = CodegenConfig {
             reload: true,
-            ..Tuning::default()
+            ..CodegenConfig::default()
         };
         let f16 = centred_from(DType::F16, DType::F32, 1024, 4096, 4096, true);
         let masked = centred_from(DType::F32, DType::F32, 1024, 4000, 4096, true);
@@ -1396,26 +1062,26 @@ mod tuning_tests {
             (
                 "one reduction",
                 centred(DType::F32, 4096, false),
-                Tuning::default(),
+                CodegenConfig::default(),
                 true,
             ),
             (
                 "8192 elements",
                 centred(DType::F32, 8192, true),
-                Tuning::default(),
+                CodegenConfig::default(),
                 true,
             ),
-            ("f64", centred(DType::F64, 2048, true), Tuning::default(), true),
-            ("f16", f16, Tuning::default(), false),
-            ("masked", masked, Tuning::default(), false),
-            ("an i32 reduction", integer_second(), Tuning::default(), true),
+            ("f64", centred(DType::F64, 2048, true), CodegenConfig::default(), true),
+            ("f16", f16, CodegenConfig::default(), false),
+            ("masked", masked, CodegenConfig::default(), false),
+            ("an i32 reduction", integer_second(), CodegenConfig::default(), true),
             (
                 "1023 rows",
                 centred_rows(DType::F32, 1023, 4096, true),
-                Tuning::default(),
+                CodegenConfig::default(),
                 true,
             ),
-            ("five unary operations", five_unary(), Tuning::default(), true),
+            ("five unary operations", five_unary(), CodegenConfig::default(), true),
             ("reload", centred(DType::F32, 4096, true), reload, true),
             ("the rule off", centred(DType::F32, 4096, true), off, true),
         ] {
@@ -1427,9 +1093,9 @@ mod tuning_tests {
         // A load policy set for every kernel is the one the rows carry.
         let kept = gen(
             &program,
-            Tuning {
-                load_keep: Some(0.5),
-                ..Tuning::default()
+            CodegenConfig {
+                load_keep: Fraction::new(0.5),
+                ..CodegenConfig::default()
             },
         );
         assert!(rows_in_registers(&kept));
@@ -1437,9 +1103,9 @@ mod tuning_tests {
             kept.text.contains("createpolicy.fractional.L2::evict_last.b64 %rd") && kept.text.contains("0f3F000000")
         );
         // Without staging the rule has nothing to change.
-        let unstaged = Tuning {
+        let unstaged = CodegenConfig {
             stage: false,
-            ..Tuning::default()
+            ..CodegenConfig::default()
         };
         let m = gen(&program, unstaged);
         assert!(

@@ -30,9 +30,9 @@ pub struct KernelResources {
 
 /// Where `ptxas` is, if anywhere (see the module docs for the search order).
 pub fn find_ptxas() -> Option<PathBuf> {
-    if std::env::var_os("TILEFUSE_PTXAS").is_some() {
-        // A path that is no file is reported (see `crate::settings`).
-        return crate::settings::read("TILEFUSE_PTXAS", |v| Some(PathBuf::from(v)).filter(|p| p.is_file()));
+    if let Some(named) = crate::config::ptxas_path() {
+        // A path that is no file is reported (see `crate::config`).
+        return named;
     }
     if let Some(paths) = std::env::var_os("PATH") {
         if let Some(p) = std::env::split_paths(&paths)
@@ -54,7 +54,7 @@ pub fn find_ptxas() -> Option<PathBuf> {
 pub fn ptxas_for_tests(test: &str) -> Option<PathBuf> {
     let found = find_ptxas();
     if found.is_none() {
-        if crate::settings::switch("TILEFUSE_REQUIRE_PTXAS", false) {
+        if crate::config::require_ptxas() {
             panic!("{test}: ptxas not found and TILEFUSE_REQUIRE_PTXAS=1 (run scripts/install-ptxas.sh)");
         }
         eprintln!("SKIPPED {test}: ptxas not found (set TILEFUSE_PTXAS or run scripts/install-ptxas.sh)");

@@ -1,11 +1,11 @@
 //! A tuning transform: tiles loaded from read-only memory before a
 //! reduction are loaded again where they are used after it, instead of
 //! being held in registers across it (the schedule of a two-pass row
-//! kernel, whose second pass reads the row from cache). Off unless
-//! `TILEFUSE_GPU_RELOAD=1` or `TILEFUSE_GPU_STAGE=1` (with which the first
-//! load copies the tile to shared memory and both read it there, see
-//! `memory.rs`); it changes no result, only which instruction reads the
-//! (unchanged) memory.
+//! kernel, whose second pass reads the row from cache). Applied under
+//! `CodegenConfig::reload` or `CodegenConfig::stage` (on by default; with
+//! it the first load copies the tile to shared memory and both read it
+//! there, see `memory.rs`); it changes no result, only which instruction
+//! reads the (unchanged) memory.
 
 use crate::kernels::ir::{Access, Inst, Program, ValueId};
 use std::collections::HashMap;
