@@ -16,6 +16,7 @@ pub mod fusion;
 pub mod graph;
 pub mod kernels;
 pub mod ops;
+mod place;
 pub mod runtime;
 pub mod settings;
 pub mod shape;
@@ -23,9 +24,9 @@ pub mod storage;
 pub mod tensor;
 pub mod tile;
 
-pub use device::Device;
 pub use dtype::{DType, Element, Scalar};
 pub use error::{Error, Result};
+pub use place::Device;
 pub use shape::{Shape, MAX_RANK};
 pub use tensor::Tensor;
 
