@@ -17,6 +17,7 @@ pub mod fusion;
 pub mod graph;
 pub mod kernels;
 pub mod ops;
+mod place;
 pub mod runtime;
 pub mod shape;
 pub mod storage;
@@ -24,9 +25,9 @@ pub mod tensor;
 pub mod tile;
 
 pub use config::Config;
-pub use device::Device;
 pub use dtype::{DType, Element, Scalar};
 pub use error::{Error, Result};
+pub use place::Device;
 pub use shape::{Shape, MAX_RANK};
 pub use tensor::Tensor;
 

@@ -1,25 +1,100 @@
-//! Memory that holds tensor data: host buffers, and device buffers with the
-//! CUDA backend.
+//! Memory that holds tensor data: host buffers, and the memory of a device
+//! through a handle its back end implements.
+//!
+//! Storage knows no back end. A back end hands its memory over as a
+//! [`DeviceData`] (the CUDA runtime's buffers are one), and gets its own
+//! type back by downcasting ([`DeviceData::as_any`]). Copies that a back
+//! end makes of host data are kept by the [`HostBuffer`] they copy, so
+//! dropping a storage drops its device copies with it.
 
-#[cfg(feature = "cuda")]
-use crate::device::cuda::DeviceBuffer;
-use crate::device::Device;
 use crate::dtype::{DType, Element, Scalar};
 use crate::error::{dims, Error, Result};
+use crate::place::Device;
 use bytemuck::Pod;
-#[cfg(feature = "cuda")]
-use std::sync::OnceLock;
+use std::any::Any;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+/// Memory of a device, with the data of one storage, as its back end
+/// implements it.
+///
+/// The data must not change once the handle is made (work still queued to
+/// compute it is fine: [`DeviceData::download`] waits for it).
+pub trait DeviceData: Send + Sync + std::fmt::Debug + Any {
+    /// The element type.
+    fn dtype(&self) -> DType;
+
+    /// The number of elements.
+    fn len(&self) -> usize;
+
+    /// Whether the memory holds no element.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The device the memory belongs to.
+    fn device(&self) -> Device;
+
+    /// A copy of the data in host memory, after the work that computes it.
+    ///
+    /// # Errors
+    /// Device failures; [`Error::HostOutOfMemory`] if the copy does not fit
+    /// in memory.
+    fn download(&self) -> Result<HostBuffer>;
+
+    /// The handle as [`Any`], for its back end to downcast to its own type.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// The device copies of a host buffer's data, at most one per device,
+/// dropped with the buffer.
+#[derive(Default)]
+struct DeviceCopies(Mutex<Vec<Arc<dyn DeviceData>>>);
+
+impl DeviceCopies {
+    /// The copies, for reading or adding to.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<dyn DeviceData>>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Drops every copy: the data they copied is about to change.
+    fn clear(&mut self) {
+        self.0.get_mut().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+}
 
 /// A typed, contiguous host buffer.
 ///
 /// The bytes live in a `Vec<u64>`, so any element type can be viewed through
 /// `bytemuck` without copying or misalignment. Booleans are stored as one
 /// byte, 0 or 1.
-#[derive(Clone, PartialEq)]
+///
+/// A buffer also keeps the copies of its data that back ends made on their
+/// devices ([`HostBuffer::keep_device_copy`]), so that data uploaded once
+/// is found there by the next run. They go with the buffer, and with any
+/// change to its data (every mutable access drops them); a clone starts
+/// without them, and they play no part in equality.
 pub struct HostBuffer {
     dtype: DType,
     len: usize,
     words: Vec<u64>,
+    copies: DeviceCopies,
+}
+
+impl Clone for HostBuffer {
+    fn clone(&self) -> HostBuffer {
+        HostBuffer {
+            dtype: self.dtype,
+            len: self.len,
+            words: self.words.clone(),
+            copies: DeviceCopies::default(),
+        }
+    }
+}
+
+impl PartialEq for HostBuffer {
+    fn eq(&self, other: &HostBuffer) -> bool {
+        (self.dtype, self.len) == (other.dtype, other.len) && self.words == other.words
+    }
 }
 
 impl std::fmt::Debug for HostBuffer {
@@ -63,7 +138,12 @@ impl HostBuffer {
         };
         let words =
             bytemuck::allocation::try_zeroed_vec::<u64>(bytes.div_ceil(8)).map_err(|()| out_of_memory(bytes))?;
-        Ok(HostBuffer { dtype, len, words })
+        Ok(HostBuffer {
+            dtype,
+            len,
+            words,
+            copies: DeviceCopies::default(),
+        })
     }
 
     /// A copy of the buffer, or [`Error::HostOutOfMemory`] naming `op` if
@@ -83,6 +163,7 @@ impl HostBuffer {
             dtype: self.dtype,
             len: self.len,
             words,
+            copies: DeviceCopies::default(),
         })
     }
 
@@ -126,8 +207,10 @@ impl HostBuffer {
         &bytemuck::cast_slice(&self.words)[..self.len * self.dtype.size_in_bytes()]
     }
 
-    /// The raw bytes of the elements, mutable.
+    /// The raw bytes of the elements, mutable. The device copies of the
+    /// buffer are dropped, as they would no longer match it.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
+        self.copies.clear();
         let n = self.len * self.dtype.size_in_bytes();
         &mut bytemuck::cast_slice_mut(&mut self.words)[..n]
     }
@@ -188,6 +271,26 @@ impl HostBuffer {
     pub fn to_vec<E: Element>(&self) -> Vec<E> {
         (0..self.len).map(|i| E::from_scalar(self.get(i))).collect()
     }
+
+    /// The copy of the buffer's data on `device` that a back end kept with
+    /// [`HostBuffer::keep_device_copy`], if any.
+    pub fn device_copy(&self, device: Device) -> Option<Arc<dyn DeviceData>> {
+        self.copies.lock().iter().find(|c| c.device() == device).cloned()
+    }
+
+    /// Keeps `copy`, which must hold the buffer's data, as the buffer's copy
+    /// on its device, and returns it; when the buffer has a copy there
+    /// already (another thread stored one meanwhile), that one is returned
+    /// and `copy` dropped: the first copy stored wins.
+    pub fn keep_device_copy(&self, copy: Arc<dyn DeviceData>) -> Arc<dyn DeviceData> {
+        let device = copy.device();
+        let mut copies = self.copies.lock();
+        if let Some(kept) = copies.iter().find(|c| c.device() == device) {
+            return kept.clone();
+        }
+        copies.push(copy.clone());
+        copy
+    }
 }
 
 /// Where a realized tensor's data lives.
@@ -195,47 +298,22 @@ impl HostBuffer {
 /// Data in a graph node never changes once stored, which the variants rely
 /// on to cache copies:
 ///
-/// - A `Storage::Cuda` (with the `cuda` feature) keeps a host copy, made
-///   by the first [`Storage::host`] call (a download) and reused by every
-///   later one.
-/// - A [`Storage::Host`] used on a CUDA device is uploaded once per device;
-///   the runtime keeps the device copy in a per-device table keyed by the
-///   storage's address, holding only a weak reference to the storage, so
-///   the copy lives as long as the storage does: dropping the storage
-///   releases its device copies at once. Realizing the same pipeline again
-///   on the same inputs copies nothing between host and device, and a
-///   realization costs the same however many storages have device copies.
+/// - A [`Storage::Device`] keeps a host copy, made by the first
+///   [`Storage::host`] call (a download) and reused by every later one.
+/// - A [`Storage::Host`] used on a device is uploaded once per device: the
+///   back end keeps the copy in the storage's [`HostBuffer`] (as it does in
+///   the host copy of a device storage used on another device). The copy
+///   lives as long as the storage does: dropping the storage drops its
+///   device copies at once. Realizing the same pipeline again on the same
+///   inputs copies nothing between host and device, and looking for a copy
+///   costs the same however many storages have one.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Storage {
     /// Host memory.
     Host(HostBuffer),
-    /// Memory of a CUDA device, with a host copy made on first use.
-    #[cfg(feature = "cuda")]
-    Cuda(CudaStorage),
-}
-
-/// Called with the address of every [`Storage`] dropped once the CUDA
-/// runtime set it (at its first upload): the runtime forgets the storage's
-/// device copies then, instead of looking for dropped storages on every run.
-#[cfg(feature = "cuda")]
-static DROP_HOOK: OnceLock<fn(usize)> = OnceLock::new();
-
-/// Sets the function every later drop of a [`Storage`] calls with the
-/// storage's address (the first call wins). The function must not drop a
-/// `Storage` while it holds a lock it takes itself.
-#[cfg(feature = "cuda")]
-pub(crate) fn on_drop(hook: fn(usize)) {
-    let _ = DROP_HOOK.get_or_init(|| hook);
-}
-
-impl Drop for Storage {
-    fn drop(&mut self) {
-        #[cfg(feature = "cuda")]
-        if let Some(hook) = DROP_HOOK.get() {
-            hook(self as *const Storage as usize);
-        }
-    }
+    /// Memory of a device, with a host copy made on first use.
+    Device(DeviceStorage),
 }
 
 impl Storage {
@@ -243,8 +321,7 @@ impl Storage {
     pub fn dtype(&self) -> DType {
         match self {
             Storage::Host(b) => b.dtype(),
-            #[cfg(feature = "cuda")]
-            Storage::Cuda(c) => c.buffer.dtype(),
+            Storage::Device(d) => d.data.dtype(),
         }
     }
 
@@ -252,8 +329,7 @@ impl Storage {
     pub fn len(&self) -> usize {
         match self {
             Storage::Host(b) => b.len(),
-            #[cfg(feature = "cuda")]
-            Storage::Cuda(c) => c.buffer.len(),
+            Storage::Device(d) => d.data.len(),
         }
     }
 
@@ -272,17 +348,15 @@ impl Storage {
     pub fn host(&self) -> Result<&HostBuffer> {
         match self {
             Storage::Host(b) => Ok(b),
-            #[cfg(feature = "cuda")]
-            Storage::Cuda(c) => c.host(),
+            Storage::Device(d) => d.host(),
         }
     }
 
-    /// The device buffer of device storage; `None` for host storage.
-    #[cfg(feature = "cuda")]
-    pub fn device_buffer(&self) -> Option<&DeviceBuffer> {
+    /// The device memory of device storage; `None` for host storage.
+    pub fn device_data(&self) -> Option<&dyn DeviceData> {
         match self {
             Storage::Host(_) => None,
-            Storage::Cuda(c) => Some(&c.buffer),
+            Storage::Device(d) => Some(d.data()),
         }
     }
 
@@ -290,35 +364,42 @@ impl Storage {
     pub fn device(&self) -> Device {
         match self {
             Storage::Host(_) => Device::Cpu,
-            #[cfg(feature = "cuda")]
-            Storage::Cuda(c) => Device::Cuda(c.buffer.device().ordinal()),
+            Storage::Device(d) => d.data.device(),
+        }
+    }
+
+    /// The copy of the storage's data on `device` that a back end kept in
+    /// its host buffer (the buffer itself, or the host copy of device
+    /// storage once one was made), found without copying anything.
+    pub fn device_copy(&self, device: Device) -> Option<Arc<dyn DeviceData>> {
+        match self {
+            Storage::Host(b) => b.device_copy(device),
+            Storage::Device(d) => d.host.get().and_then(|h| h.device_copy(device)),
         }
     }
 }
 
-/// Data in the memory of a CUDA device, and its host copy once one was
-/// asked for.
-#[cfg(feature = "cuda")]
+/// Data in the memory of a device, and its host copy once one was asked
+/// for.
 #[derive(Debug)]
-pub struct CudaStorage {
-    buffer: DeviceBuffer,
+pub struct DeviceStorage {
+    data: Box<dyn DeviceData>,
     host: OnceLock<HostBuffer>,
 }
 
-#[cfg(feature = "cuda")]
-impl CudaStorage {
-    /// Storage holding `buffer`, whose contents must not change afterwards
+impl DeviceStorage {
+    /// Storage holding `data`, whose contents must not change afterwards
     /// (work still queued to compute them is fine: reads wait for it).
-    pub fn new(buffer: DeviceBuffer) -> CudaStorage {
-        CudaStorage {
-            buffer,
+    pub fn new(data: impl DeviceData) -> DeviceStorage {
+        DeviceStorage {
+            data: Box::new(data),
             host: OnceLock::new(),
         }
     }
 
-    /// The device buffer.
-    pub fn buffer(&self) -> &DeviceBuffer {
-        &self.buffer
+    /// The device memory.
+    pub fn data(&self) -> &dyn DeviceData {
+        &*self.data
     }
 
     /// The host copy, downloaded on the first call.
@@ -330,7 +411,7 @@ impl CudaStorage {
         if let Some(h) = self.host.get() {
             return Ok(h);
         }
-        let downloaded = self.buffer.to_host()?;
+        let downloaded = self.data.download()?;
         Ok(self.host.get_or_init(|| downloaded))
     }
 }
@@ -350,5 +431,112 @@ mod tests {
         let mut i = HostBuffer::zeros(DType::U8, 1);
         i.set(0, Scalar::Int(300, DType::I64));
         assert_eq!(i.to_vec::<u8>(), vec![44]);
+    }
+
+    /// A device copy for the tests: a host buffer that says it lives on
+    /// `device`, counting how many of its kind are alive.
+    #[derive(Debug)]
+    struct FakeCopy {
+        data: HostBuffer,
+        device: Device,
+        _live: Arc<()>,
+    }
+
+    impl DeviceData for FakeCopy {
+        fn dtype(&self) -> DType {
+            self.data.dtype()
+        }
+        fn len(&self) -> usize {
+            self.data.len()
+        }
+        fn device(&self) -> Device {
+            self.device
+        }
+        fn download(&self) -> Result<HostBuffer> {
+            Ok(self.data.clone())
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    #[test]
+    fn a_storage_keeps_one_copy_per_device_and_drops_them_with_it() {
+        let live = Arc::new(());
+        let copy_of = |b: &HostBuffer, device| -> Arc<dyn DeviceData> {
+            Arc::new(FakeCopy {
+                data: b.clone(),
+                device,
+                _live: live.clone(),
+            })
+        };
+        let storage = Arc::new(Storage::Host(HostBuffer::from_elements(&[1.0f32, 2.0])));
+        let host = storage.host().unwrap();
+        assert!(storage.device_copy(Device::Cuda(0)).is_none());
+        let first = host.keep_device_copy(copy_of(host, Device::Cuda(0)));
+        // A second copy for the same device loses to the first; another
+        // device gets its own.
+        let again = host.keep_device_copy(copy_of(host, Device::Cuda(0)));
+        assert!(Arc::ptr_eq(&first, &again));
+        host.keep_device_copy(copy_of(host, Device::Cuda(1)));
+        let found = storage.device_copy(Device::Cuda(0)).unwrap();
+        assert!(Arc::ptr_eq(&first, &found));
+        assert_eq!(
+            found.as_any().downcast_ref::<FakeCopy>().unwrap().device,
+            Device::Cuda(0)
+        );
+        assert_eq!(Arc::strong_count(&live), 3);
+        // A clone starts without copies and is equal all the same.
+        let cloned = host.clone();
+        assert!(cloned.device_copy(Device::Cuda(0)).is_none());
+        assert_eq!(&cloned, host);
+        drop((first, again, found));
+        drop(storage);
+        assert_eq!(Arc::strong_count(&live), 1, "the copies went with the storage");
+    }
+
+    #[test]
+    fn changing_a_buffer_drops_its_device_copies() {
+        let live = Arc::new(());
+        let mut b = HostBuffer::from_elements(&[1i32, 2, 3]);
+        let copy = FakeCopy {
+            data: b.clone(),
+            device: Device::Cuda(0),
+            _live: live.clone(),
+        };
+        b.keep_device_copy(Arc::new(copy));
+        assert!(b.device_copy(Device::Cuda(0)).is_some());
+        b.set(1, Scalar::Int(5, DType::I32));
+        assert!(b.device_copy(Device::Cuda(0)).is_none());
+        assert_eq!(Arc::strong_count(&live), 1);
+    }
+
+    #[test]
+    fn device_storage_downloads_once_and_keeps_copies_in_its_host_copy() {
+        let live = Arc::new(());
+        let data = HostBuffer::from_elements(&[4u8, 5]);
+        let storage = Storage::Device(DeviceStorage::new(FakeCopy {
+            data,
+            device: Device::Cuda(0),
+            _live: live.clone(),
+        }));
+        assert_eq!(
+            (storage.device(), storage.dtype(), storage.len()),
+            (Device::Cuda(0), DType::U8, 2)
+        );
+        assert!(storage.device_data().is_some());
+        // No host copy yet: nothing to look in, and nothing downloaded.
+        assert!(storage.device_copy(Device::Cuda(1)).is_none());
+        let host = storage.host().unwrap();
+        assert!(std::ptr::eq(host, storage.host().unwrap()));
+        assert_eq!(host.to_vec::<u8>(), vec![4, 5]);
+        host.keep_device_copy(Arc::new(FakeCopy {
+            data: host.clone(),
+            device: Device::Cuda(1),
+            _live: live.clone(),
+        }));
+        assert!(storage.device_copy(Device::Cuda(1)).is_some());
+        drop(storage);
+        assert_eq!(Arc::strong_count(&live), 1);
     }
 }

@@ -24,9 +24,10 @@ use std::path::{Path, PathBuf};
 /// every layer.
 const LAYERS: &[(&str, &[&str])] = &[
     // The bottom: the shared vocabulary (op enums, padding, memory order,
-    // scope), element types, the config, errors and shapes.
+    // scope), element types, the `Device` value, the config, errors and shapes.
     ("ops", &[]),
     ("dtype", &[]),
+    ("place", &[]),
     ("config", &["ops", "error"]),
     ("error", &["ops", "dtype"]),
     ("shape", &["ops", "dtype", "error"]),
@@ -80,12 +81,12 @@ const LAYERS: &[(&str, &[&str])] = &[
 ];
 
 /// The layers `"bottom"` stands for.
-const BOTTOM: &[&str] = &["ops", "dtype", "config", "error", "shape"];
+const BOTTOM: &[&str] = &["ops", "dtype", "place", "config", "error", "shape"];
 
 /// The items of the crate root that re-export a layer's (`crate::DType`).
 const ROOT_ITEMS: &[(&str, &str)] = &[
     ("Config", "config"),
-    ("Device", "device"),
+    ("Device", "place"),
     ("DType", "dtype"),
     ("Element", "dtype"),
     ("Scalar", "dtype"),
@@ -99,11 +100,6 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
 /// The imports that still go against [`LAYERS`]: a file (under `src/`), the
 /// layer it uses, and why.
 const KNOWN: &[(&str, &str, &str)] = &[
-    (
-        "storage.rs",
-        "device",
-        "`Storage::Cuda` holds a `DeviceBuffer`; a handle the back end implements replaces it",
-    ),
     (
         "kernels/cpu/mod.rs",
         "storage",

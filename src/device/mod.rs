@@ -2,7 +2,9 @@
 //!
 //! A [`Device`] is a small value: the host CPU, or a CUDA GPU by ordinal.
 //! The op graph knows nothing of devices; a device is carried by each tensor
-//! handle and only consulted when a result is realized.
+//! handle and only consulted when a result is realized. The type is defined
+//! at the bottom of the layers (`src/place.rs`), where storage can name it;
+//! the methods that open and choose devices are here.
 //!
 //! [`Device::cuda`] opens a GPU (once per process; later calls find it) or
 //! says why it cannot be used; [`Device::best`] picks CUDA device 0 when it
@@ -19,24 +21,9 @@ pub mod cuda;
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::Result;
-use std::fmt;
-
-/// A place where tensors are stored and computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Device {
-    /// The host CPU.
-    #[default]
-    Cpu,
-    /// The CUDA GPU with this ordinal.
-    Cuda(usize),
-}
+pub use crate::place::Device;
 
 impl Device {
-    /// The host CPU.
-    pub fn cpu() -> Device {
-        Device::Cpu
-    }
-
     /// The CUDA GPU with this ordinal, or [`Error::CudaUnavailable`] saying
     /// why it cannot be used.
     ///
@@ -78,20 +65,6 @@ impl Device {
         match Device::cuda(0) {
             Ok(d) => format!("{d}: a CUDA device is available"),
             Err(e) => format!("cpu: {e}"),
-        }
-    }
-
-    /// Whether this is a CUDA device.
-    pub fn is_cuda(self) -> bool {
-        matches!(self, Device::Cuda(_))
-    }
-}
-
-impl fmt::Display for Device {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Device::Cpu => f.write_str("cpu"),
-            Device::Cuda(i) => write!(f, "cuda:{i}"),
         }
     }
 }

@@ -6,8 +6,8 @@
 //!    schedule, once per (device, cached plan): a pipeline seen before
 //!    costs one lookup by the plan's address.
 //! 2. **Inputs**: data leaves already on the device are used as they are;
-//!    host data (or data of another device) is uploaded once and kept in the
-//!    upload table below, so running a pipeline again on the same inputs
+//!    host data (or data of another device) is uploaded once and kept by the
+//!    storage (see below), so running a pipeline again on the same inputs
 //!    copies nothing. When a run both compiles and uploads (a new pipeline
 //!    on host data), the compile runs on a helper thread during the
 //!    uploads, so the two overlap.
@@ -23,40 +23,81 @@
 //!    for each other through an input); then the kernels, in plan order.
 //!
 //! The run returns once everything is queued: the outputs are
-//! [`Storage::Cuda`] values whose buffers remember the streams that write
-//! them, and a download ([`Storage::host`]) waits for those streams.
-//! Intermediate buffers go back to the allocator with an event on each
+//! [`Storage::Device`] values holding [`DeviceBuffer`]s, which remember the
+//! streams that write them, and a download ([`Storage::host`]) waits for
+//! those streams. Intermediate buffers go back to the allocator with an event on each
 //! stream that used them, so their memory is reused only after the kernels
 //! are done with it.
 //!
-//! # The upload table
+//! # Device copies of host data
 //!
-//! One process-wide table maps (device, address of the `Arc<Storage>`) to
-//! the device copy of a host storage, with a weak reference to the storage.
-//! The weak reference keeps the allocation behind the address alive, so an
-//! address is never reused by another storage while its entry exists.
-//! Dropping a storage removes its entries (a hook in [`Storage`]'s `Drop`)
-//! and returns their memory to the allocator, so a run never looks through
-//! the table for dropped storages: its cost does not grow with the number of
-//! host tensors that have device copies.
+//! The device copy of a host storage is kept by the storage itself, in its
+//! [`HostBuffer`](crate::storage::HostBuffer) (for device storage used on
+//! another device, in its host copy), as an [`Upload`]: the storage owns
+//! it, and dropping the storage drops it, which returns its memory to the
+//! allocator. A run looks for a copy on its device among the storage's own
+//! few copies, so its cost does not grow with the number of host tensors
+//! that have device copies. [`upload_count`] counts the live uploads of a
+//! device.
+//!
+//! Out of memory, a run frees the allocator's cached blocks and tries once
+//! more; the copies of live storages stay (they are their storages', and
+//! the next run would upload them again), while those of dropped storages
+//! are gone already.
 
+use super::timing;
 use crate::config::{CodegenConfig, Config, JitConfig};
 use crate::device::cuda::{
     BufferId, CompiledProgram, CudaDevice, DeviceBuffer, LaunchPlan, ScheduledLaunch, Scheduler, STREAM_COUNT,
 };
-use crate::dtype::Scalar;
+use crate::device::Device;
+use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::fusion::{BufferKind, BufferRef, Plan};
 use crate::graph::Subgraph;
 use crate::kernels::ir::Access;
-use crate::storage::{CudaStorage, Storage};
+use crate::runtime::{data_leaves, full_values, kernel_scalars, Backend, RealizeStats};
+use crate::shape::Shape;
+use crate::storage::{DeviceData, DeviceStorage, HostBuffer, Storage};
 use smallvec::SmallVec;
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Instant;
 
-use super::{timing, RealizeStats};
+/// A CUDA device as the back end of a realization, and the config its
+/// kernels compile under.
+pub(super) struct CudaBackend<'a>(Arc<CudaDevice>, &'a Config);
+
+impl<'a> CudaBackend<'a> {
+    /// CUDA device `ordinal`, opened (or found open), compiling under `config`.
+    pub(super) fn open(ordinal: usize, config: &'a Config) -> Result<CudaBackend<'a>> {
+        CudaDevice::open(ordinal).map(|device| CudaBackend(device, config))
+    }
+}
+
+impl Backend for CudaBackend<'_> {
+    fn device(&self) -> Device {
+        Device::Cuda(self.0.ordinal())
+    }
+
+    fn run(
+        &self,
+        plan: &Arc<Plan>,
+        leaves: &[Arc<Storage>],
+        scalars: &[Scalar],
+        _shapes: &[Shape],
+        stats: &mut RealizeStats,
+        since: Instant,
+    ) -> Result<(Vec<Arc<Storage>>, Instant)> {
+        run(plan, leaves, scalars, &self.0, self.1, stats, since)
+    }
+
+    fn make_resident(&self, host: &[Arc<Storage>], stats: &mut RealizeStats) -> Result<()> {
+        upload_all(&self.0, host, stats)
+    }
+}
 
 /// Runs every kernel of `plan` on CUDA device `ordinal` over the data leaves
 /// of `sub` and returns one storage per output of the plan, on the device
@@ -68,15 +109,15 @@ use super::{timing, RealizeStats};
 /// [`Error::CudaUnavailable`] for a device that cannot be used;
 /// [`Error::PtxLoad`] with the JIT's log for a kernel the driver rejects;
 /// [`Error::OutOfMemory`] when the buffers do not fit even after every
-/// cached block and upload was freed; other device failures.
+/// cached block was freed; other device failures.
 ///
 /// The kernels are compiled under [`Config::current`].
 pub fn run_plan(plan: &Plan, sub: &Subgraph, ordinal: usize) -> Result<Vec<Arc<Storage>>> {
     let device = CudaDevice::open(ordinal)?;
     run(
         &Arc::new(plan.clone()),
-        &super::data_leaves(sub),
-        &super::full_values(sub),
+        &data_leaves(sub),
+        &full_values(sub),
         &device,
         &Config::current(),
         &mut RealizeStats::default(),
@@ -88,9 +129,10 @@ pub fn run_plan(plan: &Plan, sub: &Subgraph, ordinal: usize) -> Result<Vec<Arc<S
 /// [`run_plan`] on an open device, its kernels compiled under `config`
 /// (its codegen and JIT settings), adding what it did to `stats`, its
 /// phases timed from `since`; also returns when the launches were queued.
-/// Out of memory once, it frees the cached blocks and the uploads no live
-/// run holds, and tries again.
-pub(super) fn run(
+/// Out of memory once, it frees the allocator's cached blocks and tries
+/// again; the device copies of live storages stay (see the module
+/// documentation).
+fn run(
     plan: &Arc<Plan>,
     leaves: &[Arc<Storage>],
     scalars: &[Scalar],
@@ -101,7 +143,6 @@ pub(super) fn run(
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
     match run_once(plan, leaves, scalars, device, config, stats, since) {
         Err(Error::OutOfMemory { .. }) => {
-            evict_uploads(device.ordinal());
             device.free_cached()?;
             run_once(plan, leaves, scalars, device, config, stats, Instant::now())
         }
@@ -173,7 +214,7 @@ fn run_once(
                     .ok_or_else(|| bad_plan(&kernel.program.name, "a buffer position past the plan's buffers")),
             })
             .collect::<Result<SmallVec<[&DeviceBuffer; 8]>>>()?;
-        let values = super::kernel_scalars(kernel, scalars)?;
+        let values = kernel_scalars(kernel, scalars)?;
         timing::timed(device, stream, &kernel.program.name, || {
             compiled[i].launch_with_scalars(&args, &values, stream)
         })
@@ -200,7 +241,7 @@ fn run_once(
                     .get_mut(t)
                     .and_then(Option::take)
                     .ok_or_else(|| bad_plan("plan outputs", "an output buffer is missing"))?;
-                let s = Arc::new(Storage::Cuda(CudaStorage::new(buffer)));
+                let s = Arc::new(Storage::Device(DeviceStorage::new(buffer)));
                 shared.push((t, s.clone()));
                 Ok(s)
             }
@@ -474,7 +515,7 @@ enum Input {
     /// Data that already lives on the device.
     Resident(Arc<Storage>),
     /// The device copy of host data (or of another device's data).
-    Uploaded(Arc<DeviceBuffer>),
+    Uploaded(Arc<dyn DeviceData>),
 }
 
 impl Input {
@@ -485,177 +526,135 @@ impl Input {
         upload(device, storage, stats).map(Input::Uploaded)
     }
 
-    /// The device buffer; `Input::on` makes `Resident` only of device
-    /// storage, so this is `None` for no input it made.
+    /// The device buffer; `Input::on` makes `Resident` only of storage
+    /// holding a buffer of the device, and `Uploaded` only of an
+    /// [`Upload`], so this is `None` for no input it made.
     fn buffer(&self) -> Option<&DeviceBuffer> {
         match self {
-            Input::Uploaded(b) => Some(b),
-            Input::Resident(s) => s.device_buffer(),
+            Input::Uploaded(copy) => cuda_buffer(&**copy),
+            Input::Resident(s) => s.device_data().and_then(cuda_buffer),
         }
     }
 }
 
-/// One device copy of a storage; see the module documentation.
-struct Upload {
-    storage: Weak<Storage>,
-    buffer: Arc<DeviceBuffer>,
+/// The CUDA buffer behind `data`, when it is one of this back end's: the
+/// memory of a run's result (a [`DeviceBuffer`]) or an [`Upload`].
+fn cuda_buffer(data: &dyn DeviceData) -> Option<&DeviceBuffer> {
+    let any = data.as_any();
+    any.downcast_ref::<DeviceBuffer>()
+        .or_else(|| any.downcast_ref::<Upload>().map(|up| &up.0))
 }
 
-/// The device copies of host storages, by (device ordinal, storage address).
-#[derive(Default)]
-struct UploadTable {
-    copies: HashMap<(usize, usize), Upload, foldhash::fast::FixedState>,
-    /// The ordinals of the devices that ever held a copy.
-    ordinals: SmallVec<[usize; 4]>,
-    /// The number of entries after the last sweep for dead ones (see
-    /// [`upload`]).
-    swept_len: usize,
-}
+/// The device copy of host data, kept by the host buffer it copies (see
+/// the module documentation) and counted in [`upload_count`] while it
+/// lives.
+#[derive(Debug)]
+struct Upload(DeviceBuffer);
 
-impl UploadTable {
-    /// Removes the entries whose storage is gone without its drop hook
-    /// running at its address (an `Arc::try_unwrap` of it, say), for the
-    /// caller to drop outside the lock.
-    fn take_dead(&mut self) -> Vec<Upload> {
-        let keys: Vec<(usize, usize)> = self
-            .copies
-            .iter()
-            .filter(|(_, up)| up.storage.strong_count() == 0)
-            .map(|(k, _)| *k)
-            .collect();
-        let dead = keys.iter().filter_map(|k| self.copies.remove(k)).collect();
-        self.swept_len = self.copies.len();
-        dead
+/// The number of live [`Upload`]s, by device ordinal.
+static LIVE_UPLOADS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+impl Upload {
+    /// `buffer`, a copy of host data, counted.
+    fn new(buffer: DeviceBuffer) -> Upload {
+        let ordinal = buffer.device().ordinal();
+        let mut live = LIVE_UPLOADS.lock().unwrap_or_else(PoisonError::into_inner);
+        if live.len() <= ordinal {
+            live.resize(ordinal + 1, 0);
+        }
+        live[ordinal] += 1;
+        Upload(buffer)
     }
 }
 
-fn uploads() -> std::sync::MutexGuard<'static, UploadTable> {
-    static TABLE: OnceLock<Mutex<UploadTable>> = OnceLock::new();
-    TABLE
-        .get_or_init(Default::default)
+impl Drop for Upload {
+    fn drop(&mut self) {
+        let ordinal = self.0.device().ordinal();
+        let mut live = LIVE_UPLOADS.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = live.get_mut(ordinal) {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
+impl DeviceData for Upload {
+    fn dtype(&self) -> DType {
+        self.0.dtype()
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn device(&self) -> Device {
+        Device::Cuda(self.0.device().ordinal())
+    }
+
+    fn download(&self) -> Result<HostBuffer> {
+        self.0.to_host()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The number of live device copies of host data on CUDA device `ordinal`:
+/// those that storages keep (each goes when its storage drops), and any
+/// that a run in progress still holds.
+pub fn upload_count(ordinal: usize) -> usize {
+    LIVE_UPLOADS
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
+        .get(ordinal)
+        .copied()
+        .unwrap_or(0)
 }
 
 /// Whether `storage` is data on `device` itself.
 fn is_resident(device: &CudaDevice, storage: &Storage) -> bool {
-    matches!(storage, Storage::Cuda(c) if c.buffer().device().ordinal() == device.ordinal())
+    storage
+        .device_data()
+        .and_then(cuda_buffer)
+        .is_some_and(|b| b.device().ordinal() == device.ordinal())
 }
 
-/// The upload table's key of `storage`'s copy on `device`.
-fn upload_key(device: &CudaDevice, storage: &Arc<Storage>) -> (usize, usize) {
-    (device.ordinal(), Arc::as_ptr(storage) as *const () as usize)
-}
-
-/// The upload table's live copy of `storage` on `device`, if any.
-///
-/// No storage is upgraded under the table's lock: dropping the last
-/// reference there would call the drop hook, which takes the lock again.
-fn uploaded_copy(device: &CudaDevice, storage: &Arc<Storage>) -> Option<Arc<DeviceBuffer>> {
-    uploads()
-        .copies
-        .get(&upload_key(device, storage))
-        .filter(|up| std::ptr::eq(up.storage.as_ptr(), Arc::as_ptr(storage)) && up.storage.strong_count() > 0)
-        .map(|up| up.buffer.clone())
+/// The copy of `storage` on `device` that the storage keeps, if any.
+fn kept_copy(device: &CudaDevice, storage: &Storage) -> Option<Arc<dyn DeviceData>> {
+    storage
+        .device_copy(Device::Cuda(device.ordinal()))
+        .filter(|copy| cuda_buffer(&**copy).is_some())
 }
 
 /// Whether [`Input::on`] would copy `storage` to `device` now.
-fn needs_upload(device: &CudaDevice, storage: &Arc<Storage>) -> bool {
-    !is_resident(device, storage) && uploaded_copy(device, storage).is_none()
+fn needs_upload(device: &CudaDevice, storage: &Storage) -> bool {
+    !is_resident(device, storage) && kept_copy(device, storage).is_none()
 }
 
-/// The device copy of `storage`: from the upload table, or uploaded now.
-fn upload(device: &Arc<CudaDevice>, storage: &Arc<Storage>, stats: &mut RealizeStats) -> Result<Arc<DeviceBuffer>> {
-    if let Some(buffer) = uploaded_copy(device, storage) {
-        return Ok(buffer);
+/// The device copy of `storage`: the one the storage keeps, or uploaded
+/// now and kept by it.
+fn upload(device: &Arc<CudaDevice>, storage: &Storage, stats: &mut RealizeStats) -> Result<Arc<dyn DeviceData>> {
+    if let Some(copy) = kept_copy(device, storage) {
+        return Ok(copy);
     }
-    // The table is not locked while copying: another thread may upload the
-    // same storage meanwhile, and the first copy stored wins.
+    // Nothing is locked while copying: another thread may upload the same
+    // storage meanwhile, and the first copy stored wins.
     let host = storage.host()?;
-    let buffer = Arc::new(device.from_host_on(host, device.stream(0))?);
+    let buffer = device.from_host_on(host, device.stream(0))?;
     stats.uploads += 1;
     stats.upload_bytes += host.bytes().len();
-    crate::storage::on_drop(forget_uploads);
-    let mut table = uploads();
-    if !table.ordinals.contains(&device.ordinal()) {
-        table.ordinals.push(device.ordinal());
-    }
-    // Storages normally take their entries with them when dropped; one
-    // moved out of its `Arc` does not. A sweep whenever the table has
-    // doubled since the last keeps such entries bounded at a cost of O(1)
-    // per upload.
-    let mut dead = if table.copies.len() >= (2 * table.swept_len).max(64) {
-        table.take_dead()
-    } else {
-        Vec::new()
-    };
-    let entry = table
-        .copies
-        .entry(upload_key(device, storage))
-        .or_insert_with(|| Upload {
-            storage: Arc::downgrade(storage),
-            buffer: buffer.clone(),
-        });
-    if entry.storage.strong_count() == 0 {
-        let stale = std::mem::replace(
-            entry,
-            Upload {
-                storage: Arc::downgrade(storage),
-                buffer: buffer.clone(),
-            },
-        );
-        dead.push(stale);
-    }
-    let copy = entry.buffer.clone();
-    drop(table);
-    // Released outside the lock: releasing a buffer takes the allocator's.
-    drop(dead);
-    Ok(copy)
+    Ok(host.keep_device_copy(Arc::new(Upload::new(buffer))))
 }
 
-/// Makes the device copies of `storages` (uploading those not in the
-/// upload table yet), so later runs find them there.
-pub(super) fn upload_all(device: &Arc<CudaDevice>, storages: &[Arc<Storage>], stats: &mut RealizeStats) -> Result<()> {
+/// Makes the device copies of `storages` (uploading those that keep none
+/// yet), so later runs find them.
+fn upload_all(device: &Arc<CudaDevice>, storages: &[Arc<Storage>], stats: &mut RealizeStats) -> Result<()> {
     let started = Instant::now();
     for s in storages {
         upload(device, s, stats)?;
     }
     stats.upload_time += started.elapsed();
     Ok(())
-}
-
-/// Removes the entries of the storage at `addr`, which is being dropped
-/// (the drop hook of [`Storage`], set at the first upload).
-fn forget_uploads(addr: usize) {
-    let gone: SmallVec<[Upload; 1]> = {
-        let mut table = uploads();
-        let UploadTable { copies, ordinals, .. } = &mut *table;
-        ordinals.iter().filter_map(|&o| copies.remove(&(o, addr))).collect()
-    };
-    // Dropped outside the lock: releasing a buffer takes the allocator's.
-    drop(gone);
-}
-
-/// Removes every entry of `ordinal`; runs in flight keep their own
-/// references to the buffers they use.
-fn evict_uploads(ordinal: usize) {
-    let evicted: Vec<Upload> = {
-        let mut table = uploads();
-        let keys: Vec<(usize, usize)> = table.copies.keys().filter(|k| k.0 == ordinal).copied().collect();
-        let evicted = keys.iter().filter_map(|k| table.copies.remove(k)).collect();
-        table.swept_len = table.copies.len();
-        evicted
-    };
-    drop(evicted);
-}
-
-/// The number of device copies of live host storages on `ordinal`.
-pub fn upload_count(ordinal: usize) -> usize {
-    uploads()
-        .copies
-        .iter()
-        .filter(|(k, up)| k.0 == ordinal && up.storage.strong_count() > 0)
-        .count()
 }
 
 fn bad_plan(program: &str, reason: &str) -> Error {

@@ -1,5 +1,7 @@
 //! Running a fusion plan on the CPU executor.
 
+use super::{Backend, RealizeStats};
+use crate::device::Device;
 use crate::dtype::Scalar;
 use crate::error::{Error, Result};
 use crate::fusion::{BufferRef, Plan};
@@ -9,6 +11,37 @@ use crate::kernels::ir::Access;
 use crate::shape::Shape;
 use crate::storage::{HostBuffer, Storage};
 use std::sync::Arc;
+use std::time::Instant;
+
+/// The CPU executor as the back end of a realization.
+pub(super) struct HostBackend;
+
+impl Backend for HostBackend {
+    fn device(&self) -> Device {
+        Device::Cpu
+    }
+
+    fn run(
+        &self,
+        plan: &Arc<Plan>,
+        leaves: &[Arc<Storage>],
+        scalars: &[Scalar],
+        shapes: &[Shape],
+        stats: &mut RealizeStats,
+        since: Instant,
+    ) -> Result<(Vec<Arc<Storage>>, Instant)> {
+        let buffers = run_leaves(plan, leaves, scalars, shapes)?;
+        let ran = Instant::now();
+        stats.launch_time = ran - since;
+        stats.kernels_launched = plan.kernels.len();
+        Ok((buffers.into_iter().map(|b| Arc::new(Storage::Host(b))).collect(), ran))
+    }
+
+    /// Nothing to do: host data is where the CPU reads it.
+    fn make_resident(&self, _host: &[Arc<Storage>], _stats: &mut RealizeStats) -> Result<()> {
+        Ok(())
+    }
+}
 
 /// Runs every kernel of `plan` on the CPU executor over the data leaves of
 /// `sub` (device data is downloaded first) and returns one row-major buffer per

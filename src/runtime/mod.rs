@@ -23,17 +23,10 @@
 //! `to_vec` makes. With the `cuda` feature, on request (`time_launches`)
 //! each GPU kernel launch is timed with CUDA events (`launch_times`).
 
-#[cfg(feature = "cuda")]
-mod cuda;
+mod backends;
 mod host;
-#[cfg(feature = "cuda")]
-mod timing;
 
-#[cfg(feature = "cuda")]
-pub use cuda::{run_plan as run_plan_on_cuda, upload_count};
-pub use host::run_plan as run_plan_on_host;
-#[cfg(feature = "cuda")]
-pub use timing::{launch_times, time_launches, LaunchTime};
+pub use backends::*;
 
 use crate::config::{Config, FusionConfig};
 use crate::device::Device;
@@ -135,14 +128,14 @@ pub fn last_realize_stats() -> Option<RealizeStats> {
 pub(crate) fn realize(outputs: &[NodeIndex], device: Device, config: &Config) -> Result<RealizeStats> {
     let started = Instant::now();
     config.validate()?;
-    let target = open_device(device)?;
+    let target = backends::open(device, config)?;
     let mut stats = RealizeStats {
         device: target.device(),
         ..RealizeStats::default()
     };
     let options = fusion_options(stats.device, &config.fusion);
     let Some(collected) = collect(outputs, &options) else {
-        make_resident(outputs, &target, &mut stats)?;
+        make_resident(outputs, &*target, &mut stats)?;
         return Ok(stats);
     };
     // Each phase ends at one reading of the clock, where the next begins.
@@ -156,7 +149,7 @@ pub(crate) fn realize(outputs: &[NodeIndex], device: Device, config: &Config) ->
         scalars,
     } = collected;
     let (plan, leaves, scalars, fused) = fuse(&nodes, &key, leaves, scalars, &options, &mut stats, collected_at)?;
-    let (storages, ran) = run(&plan, &leaves, &scalars, &shapes, &target, config, &mut stats, fused)?;
+    let (storages, ran) = target.run(&plan, &leaves, &scalars, &shapes, &mut stats, fused)?;
     write_back(&nodes, storages);
     drop((leaves, plan));
     let written = Instant::now();
@@ -166,61 +159,52 @@ pub(crate) fn realize(outputs: &[NodeIndex], device: Device, config: &Config) ->
     Ok(stats)
 }
 
-/// The device a realization runs on, opened once for the whole realization.
-enum Backend {
-    /// The CPU executor.
-    Cpu,
-    /// A CUDA device.
-    #[cfg(feature = "cuda")]
-    Cuda(Arc<crate::device::cuda::CudaDevice>, usize),
-}
-
-impl Backend {
+/// A device a realization runs on, opened once for the whole realization:
+/// the CPU executor (`host.rs`) or a back end of the build's features
+/// (`backends.rs` opens them).
+trait Backend {
     /// The device as the tensors name it.
-    fn device(&self) -> Device {
-        match self {
-            Backend::Cpu => Device::Cpu,
-            #[cfg(feature = "cuda")]
-            Backend::Cuda(_, ordinal) => Device::Cuda(*ordinal),
-        }
-    }
-}
+    fn device(&self) -> Device;
 
-/// `device`, opened for the whole realization; fails for a device this
-/// build or machine cannot run on.
-fn open_device(device: Device) -> Result<Backend> {
-    match device {
-        Device::Cpu => Ok(Backend::Cpu),
-        #[cfg(feature = "cuda")]
-        Device::Cuda(ordinal) => Ok(Backend::Cuda(crate::device::cuda::CudaDevice::open(ordinal)?, ordinal)),
-        // Without the feature, opening a CUDA device fails and says why.
-        #[cfg(not(feature = "cuda"))]
-        Device::Cuda(ordinal) => Device::cuda(ordinal).map(|_| Backend::Cpu),
-    }
+    /// Runs the plan's kernels over the data leaves `leaves` and the
+    /// constants `scalars` (`shapes` are the outputs', for messages),
+    /// adding what it did to `stats`, its phases timed from `since`; one
+    /// storage per output of the plan, and when the kernels were run (CPU)
+    /// or queued (GPU).
+    fn run(
+        &self,
+        plan: &Arc<Plan>,
+        leaves: &[Arc<Storage>],
+        scalars: &[Scalar],
+        shapes: &[Shape],
+        stats: &mut RealizeStats,
+        since: Instant,
+    ) -> Result<(Vec<Arc<Storage>>, Instant)>;
+
+    /// Makes the device copies of `host` (host storages of outputs handled
+    /// as living on this device) that later runs find, adding the uploads
+    /// to `stats`.
+    fn make_resident(&self, host: &[Arc<Storage>], stats: &mut RealizeStats) -> Result<()>;
 }
 
 /// Uploads the data of outputs that are handled as living on a GPU but hold
-/// host data (a [`Tensor::to`] of host data), so that realizing such a
-/// tensor leaves it resident on its device, as for a computed one.
-fn make_resident(outputs: &[NodeIndex], target: &Backend, stats: &mut RealizeStats) -> Result<()> {
-    #[cfg(feature = "cuda")]
-    if let Backend::Cuda(device, _) = target {
-        let host: Vec<Arc<Storage>> = graph::with_graph(|g| {
-            outputs
-                .iter()
-                .filter_map(|&n| match &g.node(n).op {
-                    Op::Data(s) if matches!(**s, Storage::Host(_)) => Some(s.clone()),
-                    _ => None,
-                })
-                .collect()
-        });
-        if !host.is_empty() {
-            cuda::upload_all(device, &host, stats)?;
-        }
+/// host data (a [`Tensor::to`](crate::Tensor::to) of host data), so that
+/// realizing such a tensor leaves it resident on its device, as for a
+/// computed one.
+fn make_resident(outputs: &[NodeIndex], target: &dyn Backend, stats: &mut RealizeStats) -> Result<()> {
+    let host: Vec<Arc<Storage>> = graph::with_graph(|g| {
+        outputs
+            .iter()
+            .filter_map(|&n| match &g.node(n).op {
+                Op::Data(s) if matches!(**s, Storage::Host(_)) => Some(s.clone()),
+                _ => None,
+            })
+            .collect()
+    });
+    if host.is_empty() {
+        return Ok(());
     }
-    #[cfg(not(feature = "cuda"))]
-    let _ = (outputs, target, stats);
-    Ok(())
+    target.make_resident(&host, stats)
 }
 
 /// The storages of a subgraph's data leaves, in node order: the inputs of its plan.
@@ -361,32 +345,6 @@ pub fn fusion_options(device: Device, config: &FusionConfig) -> FusionOptions {
         Device::Cuda(_) => TileTarget::Gpu,
     };
     FusionOptions::for_target(target, config)
-}
-
-/// Runs the plan's kernels on `target` over the data leaves `leaves` and
-/// the constants `scalars` (`shapes` are the outputs', for messages), timed
-/// from `since`; one storage per output of the plan, and when the kernels were run (CPU) or queued (GPU).
-fn run(
-    plan: &Arc<Plan>,
-    leaves: &[Arc<Storage>],
-    scalars: &[Scalar],
-    shapes: &[Shape],
-    target: &Backend,
-    config: &Config,
-    stats: &mut RealizeStats,
-    since: Instant,
-) -> Result<(Vec<Arc<Storage>>, Instant)> {
-    match target {
-        Backend::Cpu => {
-            let buffers = host::run_leaves(plan, leaves, scalars, shapes)?;
-            let ran = Instant::now();
-            stats.launch_time = ran - since;
-            stats.kernels_launched = plan.kernels.len();
-            Ok((buffers.into_iter().map(|b| Arc::new(Storage::Host(b))).collect(), ran))
-        }
-        #[cfg(feature = "cuda")]
-        Backend::Cuda(device, _) => cuda::run(plan, leaves, scalars, device, config, stats, since),
-    }
 }
 
 /// Stores each computed storage in its node.

@@ -15,8 +15,10 @@
 
 use super::stream::{query_raw, RawEvent, Stream};
 use super::{driver_error, CudaDevice};
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::storage::{DeviceData, HostBuffer};
 use cudarc::driver::{result, sys};
 use smallvec::SmallVec;
 use std::collections::HashMap;
@@ -203,6 +205,30 @@ impl DeviceBuffer {
         // SAFETY: the range lies inside the block, which stays alive until the
         // stream is done with it (it is marked used there).
         unsafe { result::memset_d8_async(ptr, 0, self.bytes(), stream.raw()) }.map_err(driver_error("cuMemsetD8Async"))
+    }
+}
+
+/// A device buffer is the memory of a device storage, downloaded by
+/// [`DeviceBuffer::to_host`]; the runtime downcasts to it.
+impl DeviceData for DeviceBuffer {
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn device(&self) -> Device {
+        Device::Cuda(self.device.ordinal())
+    }
+
+    fn download(&self) -> Result<HostBuffer> {
+        self.to_host()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

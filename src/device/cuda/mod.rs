@@ -11,7 +11,7 @@
 //! | `module.rs` | [`LoadedFunction`]: PTX compiled by the driver's linker (`cuLinkAddData`/`cuLinkComplete`) with the JIT's error log and loaded as a cubin, cached per (PTX, entry) |
 //! | `program.rs` | [`CompiledProgram`]: tile programs compiled per device (cached per program), argument checks, initial fills, launch; [`run_program`] |
 //! | `interpreter.rs` | the PTX interpreter ([`crate::kernels::ptx_vm`]) loaded per device in the background; [`CudaDevice::wait_interpreter`] |
-//! | `memory.rs` | [`DeviceBuffer`] and the caching allocator behind it; [`MemoryStats`] |
+//! | `memory.rs` | [`DeviceBuffer`] (the [`DeviceData`](crate::storage::DeviceData) of device storage) and the caching allocator behind it; [`MemoryStats`] |
 //! | `transfer.rs` | host ↔ device copies through reused pinned staging buffers |
 //! | `stream.rs` | [`Stream`], [`Event`], [`launch`] |
 //! | `measure.rs` | [`CudaDevice::copy_bandwidth`], [`CudaDevice::hold_streams`] ([`StreamHold`]), [`DeviceBuffer::fill_words_on`]: measuring the device |
