@@ -87,11 +87,11 @@ pub struct FusionConfig {
     /// The elements a GPU tile aims at (`TILEFUSE_GPU_TILE`; 4096, a power
     /// of two; other values are rounded up to one). Rows of row kernels may
     /// exceed it; elementwise kernels with a transcendental take a quarter.
-    /// 2048 and 8192 were measured slower (`benches/NOTES.md`, v6 and v9).
+    /// Other budgets were measured slower (`benches/NOTES.md`, v6 and v9).
     pub gpu_tile_elements: usize,
     /// The grid points a full GPU reduction is split into
-    /// (`TILEFUSE_GPU_PARTS`; 256). 512 and 1024 ran in more than one wave
-    /// and were slower (v19).
+    /// (`TILEFUSE_GPU_PARTS`; 256): one wave of the split kernels' blocks
+    /// (v19).
     pub gpu_split_parts: u64,
 }
 
@@ -163,27 +163,26 @@ impl StageCopy {
 #[non_exhaustive]
 pub struct CodegenConfig {
     /// The most threads a block starts from (`TILEFUSE_GPU_THREADS`; 256, a
-    /// power of two from 32 to 1024). 128 and 512 moved the norms by under
-    /// a point, 1024 cost 25 points (v6).
+    /// power of two from 32 to 1024); the alternatives are measured in v6.
     pub max_threads: u32,
     /// The resident threads per SM that `.minnctapersm` asks ptxas to allow
     /// for (`TILEFUSE_GPU_RESIDENT`; 512, a multiple of 32 up to 2048): more
     /// resident threads cap a thread's registers lower. 2048 made the split
-    /// sum much slower (v19).
+    /// sum slower (v19).
     pub resident_threads: u32,
     /// Every loop body written this many times per trip and the loop marked
     /// `nounroll` (`TILEFUSE_GPU_UNROLL`, 1 to 64); `None` (the default)
-    /// lets ptxas unroll as it likes. 2 halved the split sum's JIT time and
-    /// cost colsum 2 points (v6); the quick tier writes loops once.
+    /// lets ptxas unroll as it likes: unrolling less shortens the JIT and
+    /// slows the loops (v6); the quick tier writes loops once.
     pub unroll: Option<u64>,
     /// Read-only tiles loaded before a reduction are loaded again after it
-    /// instead of being held (`TILEFUSE_GPU_RELOAD`; off). Layernorm took 6
-    /// µs more with it (v18).
+    /// instead of being held (`TILEFUSE_GPU_RELOAD`; off; slower on the norms,
+    /// v18).
     pub reload: bool,
     /// Row tiles held across a reduction are copied to shared memory with
     /// `cp.async` and read from there before and after it, instead of held
-    /// in registers (`TILEFUSE_GPU_STAGE`; on): one to three points on the
-    /// row kernels (v7). A tile that cannot be staged (masked, not in
+    /// in registers (`TILEFUSE_GPU_STAGE`; on): more rows in flight per SM
+    /// (v7). A tile that cannot be staged (masked, not in
     /// 16-byte pieces, past the shared-memory bound) stays in registers.
     pub stage: bool,
     /// The most threads of a block with a staged tile
@@ -191,14 +190,14 @@ pub struct CodegenConfig {
     /// 1024); 256 and 1024 were slower (v8).
     pub staged_threads: u32,
     /// `resident_threads` of a kernel with a staged tile
-    /// (`TILEFUSE_GPU_STAGED_RESIDENT`; 2048): layernorm lost 6 points at
-    /// 512 (v8).
+    /// (`TILEFUSE_GPU_STAGED_RESIDENT`; 2048), so that a few more live
+    /// values do not cost a resident block (v8).
     pub staged_resident_threads: u32,
     /// `1/x` and `1/sqrt(x)` of an f32 every thread holds through a
     /// Newton-refined f64 reciprocal instead of `rcp.rn.f32`
     /// (`TILEFUSE_GPU_ROW_RCP=f64`; off). Both round the same; the f64 form
     /// has no slow path for the JIT, so the quick tier takes it, while the
-    /// tuned norms ran half a point slower with it (v8).
+    /// tuned norms ran slower with it (v8).
     pub row_reciprocal_f64: bool,
     /// A program without reductions or loops spreads its tiles one element
     /// per thread over up to 1024 threads, so its per-element code is
@@ -206,8 +205,8 @@ pub struct CodegenConfig {
     /// accesses. Off; the quick tier turns it on. Values do not change.
     pub one_element_per_thread: bool,
     /// Cache qualifiers of read-only loads (`TILEFUSE_GPU_LD`, e.g.
-    /// `.L1::no_allocate`; none by default): `.L1::no_allocate` took 0.9 µs
-    /// off colsum and cost bias_gelu 3 %, `.L2::256B` cost 1–8 % (v19). Only
+    /// `.L1::no_allocate`; none by default): which pays depends on the
+    /// kernel (v19). Only
     /// letters, digits, `.`, `:` and `_` are taken (checked by
     /// [`Config::validate`]); the JIT rejects qualifiers that are no PTX.
     pub load_hints: String,
@@ -216,8 +215,8 @@ pub struct CodegenConfig {
     pub stage_copy: StageCopy,
     /// The `cp.async` copies that stage a tile carry an L2 `evict_last`
     /// policy over this fraction of their lines (`TILEFUSE_GPU_CP_KEEP`;
-    /// all by default, `0` or `off` for none): the staged row kernels ran
-    /// 2–4 µs faster with it (v15, v17).
+    /// all by default, `0` or `off` for none): the input's lines stay in L2
+    /// for the reads that follow (v15, v17).
     pub stage_keep: Option<Fraction>,
     /// The read-only loads that do not stage a tile carry an L2
     /// `evict_last` policy over this fraction of their lines
@@ -230,10 +229,10 @@ pub struct CodegenConfig {
     /// `load_keep` sets one for every kernel); only where the rows fit 32
     /// registers a thread, and not with `reload`
     /// (`TILEFUSE_GPU_CHAINED_ROWS`: `registers`, the default, or `staged`).
-    /// Layernorm ran 0.7 µs faster this way, softmax no slower (v18).
+    /// Measured against staging in v18.
     pub chained_rows_in_registers: bool,
     /// See `chained_rows_in_registers`: all lines, and none in the quick
-    /// tier. Without it the register rows lost 4 µs (v18).
+    /// tier; the register rows need it to pay (v18).
     pub chained_rows_keep: Option<Fraction>,
 }
 
@@ -305,15 +304,15 @@ pub struct JitConfig {
     /// module compiles in the background (`TILEFUSE_JIT_QUICK`: a level
     /// from 0 to 3, with `u` for the tuned text at that level, or `off`;
     /// [`QuickTier::DEFAULT`]). `None` loads the tuned module at once and
-    /// only. First calls took 3–19 ms longer without it (v13).
+    /// only, which makes first calls wait longer (v13).
     pub quick: Option<QuickTier>,
     /// The JIT optimization level of tuned modules (`TILEFUSE_JIT_O`, 0 to
-    /// 4); `None` (the default) is the driver's, 4. Level 1 cost colsum 12
-    /// points (v6).
+    /// 4); `None` (the default) is the driver's, 4; lower levels gave
+    /// slower kernels (v6).
     pub opt_level: Option<u32>,
     /// A new program's first launches run on the device's PTX interpreter
-    /// while its modules compile (`TILEFUSE_GPU_INTERPRETER`; on): first
-    /// calls 2.4–4.5 ms instead of 21–40 ms (v16). The interpreter is loaded
+    /// while its modules compile (`TILEFUSE_GPU_INTERPRETER`; on), so a
+    /// first call does not wait for the JIT (v16). The interpreter is loaded
     /// when a device opens, unless the process default config turns it off.
     pub interpreter: bool,
 }
@@ -402,35 +401,22 @@ impl Config {
             return bad("fusion.gpu_split_parts", "0".into(), "a positive number");
         }
         let c = &self.codegen;
-        let threads = |v: u32| (32..=1024).contains(&v) && v.is_power_of_two();
-        let resident = |v: u32| (32..=2048).contains(&v) && v % 32 == 0;
-        if !threads(c.max_threads) {
-            return bad(
-                "codegen.max_threads",
-                c.max_threads.to_string(),
-                "a power of two from 32 to 1024",
-            );
-        }
-        if !threads(c.staged_threads) {
-            return bad(
-                "codegen.staged_threads",
-                c.staged_threads.to_string(),
-                "a power of two from 32 to 1024",
-            );
-        }
-        if !resident(c.resident_threads) {
-            return bad(
-                "codegen.resident_threads",
-                c.resident_threads.to_string(),
-                "a multiple of 32 from 32 to 2048",
-            );
-        }
-        if !resident(c.staged_resident_threads) {
-            return bad(
-                "codegen.staged_resident_threads",
-                c.staged_resident_threads.to_string(),
-                "a multiple of 32 from 32 to 2048",
-            );
+        const THREADS: &str = "a power of two from 32 to 1024";
+        const RESIDENT: &str = "a multiple of 32 from 32 to 2048";
+        for (field, v, takes) in [
+            ("codegen.max_threads", c.max_threads, THREADS),
+            ("codegen.staged_threads", c.staged_threads, THREADS),
+            ("codegen.resident_threads", c.resident_threads, RESIDENT),
+            ("codegen.staged_resident_threads", c.staged_resident_threads, RESIDENT),
+        ] {
+            let ok = if takes == THREADS {
+                (32..=1024).contains(&v) && v.is_power_of_two()
+            } else {
+                (32..=2048).contains(&v) && v % 32 == 0
+            };
+            if !ok {
+                return bad(field, v.to_string(), takes);
+            }
         }
         if c.unroll.is_some_and(|u| !(1..=64).contains(&u)) {
             return bad("codegen.unroll", format!("{:?}", c.unroll), "None or 1 to 64");

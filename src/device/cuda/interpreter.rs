@@ -207,7 +207,7 @@ impl CudaDevice {
                 Phase::Failed(e) => return Err(e.clone()),
                 Phase::Idle => {
                     return Err(Error::CudaUnavailable {
-                        reason: "the PTX interpreter is off (config jit.interpreter, TILEFUSE_GPU_INTERPRETER)".into(),
+                        reason: "the PTX interpreter is off (the process default config's jit.interpreter)".into(),
                     })
                 }
                 Phase::Loading => {
