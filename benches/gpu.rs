@@ -20,7 +20,7 @@ mod suite;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::time::Duration;
 use suite::{relative_error, tolerance, values};
-use tilefuse::device::cuda::CudaDevice;
+use tilefuse::device::cuda::CudaCompiler;
 use tilefuse::{Device, Tensor};
 
 fn gpu_pipelines(c: &mut Criterion) {
@@ -31,7 +31,7 @@ fn gpu_pipelines(c: &mut Criterion) {
             return;
         }
     };
-    let dev = CudaDevice::open(0).expect("an open device");
+    let compiler = CudaCompiler::open(0).expect("an open device");
     for p in suite::gpu_suite() {
         let host = p.host_inputs(1);
         let inputs: Vec<Tensor> = host.iter().map(|t| t.to(device)).collect();
@@ -39,7 +39,7 @@ fn gpu_pipelines(c: &mut Criterion) {
         // The first call compiles the quick tier; benchmark (and check) the
         // tuned kernels.
         p.build(&inputs).realize().expect("the first call");
-        dev.finish_compiles();
+        compiler.finish_compiles();
         let got = p.build(&inputs);
         let want = p.build(&host);
         let err = relative_error(
@@ -62,7 +62,7 @@ fn gpu_pipelines(c: &mut Criterion) {
                 let y = p.build(&inputs);
                 assert!(!y.is_realized(), "the benchmarked expression was already computed");
                 y.realize().expect("realizing the pipeline");
-                dev.synchronize().expect("waiting for the device");
+                compiler.device().synchronize().expect("waiting for the device");
                 y
             })
         });

@@ -26,7 +26,7 @@
 //!    device, wall time, with the fusion and compile parts;
 //!    The first call runs the quick tier of each new kernel (see
 //!    `CompiledProgram`); the report waits for the tuned modules
-//!    (`CudaDevice::finish_compiles`) and gives that time too;
+//!    (`CudaCompiler::finish_compiles`) and gives that time too;
 //! 2. the full result, of the quick and of the tuned kernels, checked against the CPU executor on the same inputs,
 //!    and the same pipeline on a small random input checked against the
 //!    reference evaluator (the output memory is poisoned with NaNs first);

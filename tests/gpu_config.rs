@@ -5,14 +5,16 @@
 //! Needs a CUDA GPU; run with `cargo test --test gpu_config -- --include-ignored`.
 //! One test, so that the device's program count is this test's alone.
 
+#![cfg(feature = "cuda")]
+
 use tilefuse::config::Config;
-use tilefuse::device::cuda::CudaDevice;
+use tilefuse::device::cuda::CudaCompiler;
 use tilefuse::{Device, Tensor};
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn two_configs_compile_two_modules_and_both_are_right() {
-    let device = CudaDevice::open(0).unwrap();
+    let compiler = CudaCompiler::open(0).unwrap();
     let (rows, cols) = (4096, 1000);
     let xs: Vec<f32> = (0..rows * cols)
         .map(|i| ((i * 7919 % 2003) as f32 / 1001.0 - 1.0) * 3.0)
@@ -51,9 +53,9 @@ fn two_configs_compile_two_modules_and_both_are_right() {
         }
         hit
     };
-    let before = device.compiled_programs();
+    let before = compiler.compiled_programs();
     assert!(!check(&default, "default"));
-    let after_default = device.compiled_programs();
+    let after_default = compiler.compiled_programs();
     assert!(after_default > before, "the default config compiled its kernels");
     // The same plan (same fusion settings), other codegen settings: its
     // own modules, with other PTX.
@@ -61,7 +63,7 @@ fn two_configs_compile_two_modules_and_both_are_right() {
         check(&other, "other"),
         "the fusion settings are the same: the plan is cached"
     );
-    let after_other = device.compiled_programs();
+    let after_other = compiler.compiled_programs();
     assert_eq!(
         after_other - after_default,
         after_default - before,
@@ -70,16 +72,16 @@ fn two_configs_compile_two_modules_and_both_are_right() {
     // Again under each: nothing new compiles.
     check(&default, "default again");
     check(&other, "other again");
-    assert_eq!(device.compiled_programs(), after_other);
+    assert_eq!(compiler.compiled_programs(), after_other);
     // The cached modules: other text for the same program.
     let plan = x.softmax(1).plan().unwrap();
     let program = &plan.kernels[0].program;
     let (a, b) = (
-        device.compile_with(program, &default).unwrap(),
-        device.compile_with(program, &other).unwrap(),
+        compiler.compile_with(program, &default).unwrap(),
+        compiler.compile_with(program, &other).unwrap(),
     );
     assert_ne!(a.module().text, b.module().text);
     assert!(!b.has_quick_tier(), "the other config has no quick tier");
-    assert_eq!(device.compiled_programs(), after_other);
-    device.finish_compiles();
+    assert_eq!(compiler.compiled_programs(), after_other);
+    compiler.finish_compiles();
 }

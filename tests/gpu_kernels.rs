@@ -516,11 +516,12 @@ fn last_point_combines_once_per_group_and_leaves_the_counters_at_zero() {
     // Many launches on the same buffers: the counters return to zero each
     // time, so every launch combines once per column tile, in the same order.
     let (_guard, device) = harness::device();
+    let compiler = harness::compiler();
     let stream = device.stream(0);
     let buffers: Vec<_> = inputs.iter().map(|h| device.from_host_on(h, stream).unwrap()).collect();
     let args: Vec<_> = buffers.iter().collect();
     for run in 0..50 {
-        tilefuse::device::cuda::run_program(&device, &p, &args, stream).unwrap();
+        tilefuse::device::cuda::run_program(&compiler, &p, &args, stream).unwrap();
         let out = buffers[2].to_host_on(stream).unwrap();
         assert_eq!(out.bytes(), first[2].bytes(), "launch {run} differs");
         let counters = buffers[3].to_host_on(stream).unwrap();

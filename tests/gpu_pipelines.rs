@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
-use tilefuse::device::cuda::CudaDevice;
+use tilefuse::device::cuda::CudaCompiler;
 use tilefuse::fusion::FusionOptions;
 use tilefuse::graph::reference;
 use tilefuse::runtime::{last_realize_stats, run_plan_on_cuda};
@@ -37,10 +37,10 @@ fn gpu() -> MutexGuard<'static, ()> {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let guard = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
     Device::cuda(0).expect("these tests need a CUDA GPU");
-    // The interpreter loads in the background when the device opens; wait,
-    // so its load does not land inside a test's count of module loads.
-    if let Ok(device) = tilefuse::device::cuda::CudaDevice::open(0) {
-        let _ = device.wait_interpreter();
+    // The interpreter loads in the background when the compiler opens;
+    // wait, so its load does not land inside a test's count of module loads.
+    if let Ok(compiler) = CudaCompiler::open(0) {
+        let _ = compiler.wait_interpreter();
     }
     guard
 }
@@ -384,7 +384,7 @@ fn benchmark_pipelines_match_the_reference_and_report_first_call_latency() {
         // The same pipeline again on the same inputs: everything is cached,
         // and once the tuned modules are in, they run in place of the
         // first call's quick ones, with the same bits.
-        CudaDevice::open(0).unwrap().finish_compiles();
+        CudaCompiler::open(0).unwrap().finish_compiles();
         let again = build();
         let second = again.realize_with_stats().unwrap();
         assert_eq!(last_realize_stats(), Some(second));

@@ -5,7 +5,9 @@
 //! Needs a CUDA GPU; run with `cargo test --test gpu_scalars -- --include-ignored`.
 //! One test, so that the device's program count is this test's alone.
 
-use tilefuse::device::cuda::CudaDevice;
+#![cfg(feature = "cuda")]
+
+use tilefuse::device::cuda::CudaCompiler;
 use tilefuse::{DType, Device, Tensor};
 
 fn data(n: usize, salt: usize) -> Vec<f32> {
@@ -37,14 +39,14 @@ fn close(gpu: &[f64], cpu: &[f64], tol: f64, what: &str) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn scalars_are_launch_arguments_on_the_gpu() {
-    let device = CudaDevice::open(0).unwrap();
+    let compiler = CudaCompiler::open(0).unwrap();
     let xs = data(1 << 16, 1);
     let x = Tensor::from_vec(xs.clone(), &[1 << 16]).to(Device::Cuda(0));
     x.realize().unwrap();
     // Warm up: the first value plans and compiles.
     let first = (&x * 0.5f32).exp();
     first.realize().unwrap();
-    let before = device.compiled_programs();
+    let before = compiler.compiled_programs();
     for i in 0..100 {
         let lr = 0.001 + i as f32 * 0.0137;
         let y = (&x * lr).exp();
@@ -59,7 +61,11 @@ fn scalars_are_launch_arguments_on_the_gpu() {
             );
         }
     }
-    assert_eq!(device.compiled_programs(), before, "a new value compiled a new module");
+    assert_eq!(
+        compiler.compiled_programs(),
+        before,
+        "a new value compiled a new module"
+    );
 
     // Every kind of kernel, every scalar dtype, against the CPU.
     let xs = data(37 * 300, 2);

@@ -6,7 +6,7 @@ use super::{check, check_small, median, suite, Args, DuringTuning, HostFirstCall
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use suite::{values, Pipeline};
-use tilefuse::device::cuda::{CudaDevice, Event};
+use tilefuse::device::cuda::{CudaCompiler, CudaDevice, Event};
 use tilefuse::graph::UnaryOp;
 use tilefuse::kernels::ir::{Access, Builder, IndexExpr};
 use tilefuse::runtime::{launch_times, time_launches, RealizeStats};
@@ -27,12 +27,13 @@ pub(super) fn run(args: &Args, device: Device) -> Result<(f64, Vec<Row>, Overhea
     let Device::Cuda(ordinal) = device else {
         unreachable!("called for CUDA devices only")
     };
-    let dev = CudaDevice::open(ordinal)?;
+    let compiler = CudaCompiler::open(ordinal)?;
+    let dev = compiler.device();
     let copy_gbps = dev.copy_bandwidth(COPY_BYTES)?;
     println!("copy bandwidth: {copy_gbps:.0} GB/s ({} MiB, r + w)", COPY_BYTES >> 20);
     // Loaded in the background since the device opened; first calls of new
     // pipelines run on it.
-    match dev.wait_interpreter() {
+    match compiler.wait_interpreter() {
         Ok(took) => println!(
             "ptx interpreter: core forms loaded after {:.1} ms, all forms after {}, in the background from the device's opening",
             super::ms(took.core),
@@ -46,7 +47,7 @@ pub(super) fn run(args: &Args, device: Device) -> Result<(f64, Vec<Row>, Overhea
     }
     let mut rows = vec![];
     for p in super::gpu_pipelines(args) {
-        let row = measure(&p, &dev, device, args.reps, args.rotate.max(1))?;
+        let row = measure(&p, &compiler, device, args.reps, args.rotate.max(1))?;
         println!(
             "{:<15} {:>9.4} ms {:>6.1} % of copy, first call {:>7.1} ms (fuse {:.1}, compile {:.1}), tuned after {:.1} ms, errors {:.1e} / {:.1e}",
             p.id,
@@ -61,7 +62,7 @@ pub(super) fn run(args: &Args, device: Device) -> Result<(f64, Vec<Row>, Overhea
         );
         rows.push(row);
         if let Some(dir) = &args.raw {
-            if let Some((each, batched)) = raw_kernel(&dev, &p, device, dir)? {
+            if let Some((each, batched)) = raw_kernel(&compiler, &p, device, dir)? {
                 println!(
                     "{:<15} kernel alone: {:.1} µs a launch timed one by one, {:.1} µs a launch 20 back to back",
                     p.id,
@@ -71,7 +72,7 @@ pub(super) fn run(args: &Args, device: Device) -> Result<(f64, Vec<Row>, Overhea
             }
         }
     }
-    let overhead = host_overhead(&dev, device)?;
+    let overhead = host_overhead(&compiler, device)?;
     Ok((copy_gbps, rows, overhead))
 }
 
@@ -88,7 +89,8 @@ fn poison(dev: &Arc<CudaDevice>, p: &Pipeline) -> Result<()> {
     dev.synchronize()
 }
 
-fn measure(p: &Pipeline, dev: &Arc<CudaDevice>, device: Device, reps: usize, rotate: usize) -> Result<Row> {
+fn measure(p: &Pipeline, compiler: &Arc<CudaCompiler>, device: Device, reps: usize, rotate: usize) -> Result<Row> {
+    let dev = compiler.device();
     let host = p.host_inputs(1);
     let inputs: Vec<Tensor> = host.iter().map(|t| t.to(device)).collect();
     Tensor::realize_all(&inputs.iter().collect::<Vec<_>>())?;
@@ -116,7 +118,7 @@ fn measure(p: &Pipeline, dev: &Arc<CudaDevice>, device: Device, reps: usize, rot
         super::ms(first_call)
     );
 
-    dev.finish_compiles();
+    compiler.finish_compiles();
     let tuned_after = started.elapsed();
     let want = p.build(&host);
     want.realize()?;
@@ -191,7 +193,8 @@ fn recomputed(p: &Pipeline, reason: &str) -> Error {
 }
 
 /// The host overhead of the chain on 4096 elements, once cached.
-fn host_overhead(dev: &Arc<CudaDevice>, device: Device) -> Result<Overhead> {
+fn host_overhead(compiler: &Arc<CudaCompiler>, device: Device) -> Result<Overhead> {
+    let dev = compiler.device();
     let p = suite::small_chain();
     let host = p.host_inputs(3);
     let inputs: Vec<Tensor> = host.iter().map(|t| t.to(device)).collect();
@@ -201,7 +204,7 @@ fn host_overhead(dev: &Arc<CudaDevice>, device: Device) -> Result<Overhead> {
     let want = p.build(&host);
     check(&p, "CPU executor", &values(&y)?, &values(&want)?)?;
     drop((y, want));
-    dev.finish_compiles();
+    compiler.finish_compiles();
     for _ in 0..200 {
         p.build(&inputs).realize()?;
     }
@@ -252,9 +255,9 @@ fn host_overhead(dev: &Arc<CudaDevice>, device: Device) -> Result<Overhead> {
         end_to_end: d(end_to_end),
         with_uploads,
         other_uploads: OTHER_UPLOADS,
-        bare_launch: d(bare_launches(dev)?),
-        during_tuning: calls_during_tuning(dev, device, &p, &inputs)?,
-        host_first_call: host_first_call(dev, device)?,
+        bare_launch: d(bare_launches(compiler)?),
+        during_tuning: calls_during_tuning(compiler, device, &p, &inputs)?,
+        host_first_call: host_first_call(compiler, device)?,
     })
 }
 
@@ -294,12 +297,13 @@ fn with_other_uploads(dev: &Arc<CudaDevice>, device: Device, p: &Pipeline, input
 /// same bytes alone: the run compiles while it uploads, so the call should
 /// take about the longer of the two rather than their sum. The result is
 /// checked against the CPU executor.
-fn host_first_call(dev: &Arc<CudaDevice>, device: Device) -> Result<HostFirstCall> {
+fn host_first_call(compiler: &Arc<CudaCompiler>, device: Device) -> Result<HostFirstCall> {
+    let dev = compiler.device();
     let q = Pipeline {
         shape: vec![1 << 24],
         ..suite::gpu_pipeline("mse")
     };
-    dev.finish_compiles();
+    compiler.finish_compiles();
     dev.synchronize()?;
     // Uploads alone: other host tensors of the same sizes, twice, timing
     // the second, whose blocks come from the allocator's cache as the first
@@ -321,7 +325,7 @@ fn host_first_call(dev: &Arc<CudaDevice>, device: Device) -> Result<HostFirstCal
     dev.synchronize()?;
     let first_call = started.elapsed();
     check(&q, "CPU executor", &values(&y)?, &values(&q.build(&host))?)?;
-    dev.finish_compiles();
+    compiler.finish_compiles();
     Ok(HostFirstCall {
         bytes: stats.upload_bytes,
         uploads: stats.uploads,
@@ -340,11 +344,12 @@ fn host_first_call(dev: &Arc<CudaDevice>, device: Device) -> Result<HostFirstCal
 /// (no quick tier, or the driver's JIT cache held both modules): the
 /// measurement needs `CUDA_CACHE_DISABLE=1` or a cold cache.
 fn calls_during_tuning(
-    dev: &Arc<CudaDevice>,
+    compiler: &Arc<CudaCompiler>,
     device: Device,
     p: &Pipeline,
     inputs: &[Tensor],
 ) -> Result<Option<DuringTuning>> {
+    let dev = compiler.device();
     let q = Pipeline {
         shape: vec![6144, 3072],
         ..suite::gpu_pipeline("colsum")
@@ -352,13 +357,13 @@ fn calls_during_tuning(
     let host = q.host_inputs(5);
     let q_inputs: Vec<Tensor> = host.iter().map(|t| t.to(device)).collect();
     Tensor::realize_all(&q_inputs.iter().collect::<Vec<_>>())?;
-    dev.finish_compiles();
+    compiler.finish_compiles();
     dev.synchronize()?;
     let started = Instant::now();
     let y = q.build(&q_inputs);
     y.realize()?;
     let mut times = vec![];
-    while dev.pending_compiles() > 0 && times.len() < 1_000_000 {
+    while compiler.pending_compiles() > 0 && times.len() < 1_000_000 {
         let t = Instant::now();
         p.build(inputs).realize()?;
         times.push(t.elapsed().as_secs_f64());
@@ -366,7 +371,7 @@ fn calls_during_tuning(
             dev.synchronize()?;
         }
     }
-    dev.finish_compiles();
+    compiler.finish_compiles();
     let tuned_after = started.elapsed();
     dev.synchronize()?;
     check(&q, "CPU executor", &values(&y)?, &values(&q.build(&host))?)?;
@@ -388,7 +393,13 @@ fn calls_during_tuning(
 /// between two events (median of 10 batches, per launch); its PTX is
 /// written to `dir`. `None` for
 /// pipelines of several kernels or with counters or fills.
-fn raw_kernel(dev: &Arc<CudaDevice>, p: &Pipeline, device: Device, dir: &str) -> Result<Option<(Duration, Duration)>> {
+fn raw_kernel(
+    compiler: &Arc<CudaCompiler>,
+    p: &Pipeline,
+    device: Device,
+    dir: &str,
+) -> Result<Option<(Duration, Duration)>> {
+    let dev = compiler.device();
     let inputs: Vec<Tensor> = p.host_inputs(1).iter().map(|t| t.to(device)).collect();
     let plan = tilefuse::fusion::plan(&p.build(&inputs).subgraph(), &tilefuse::fusion::FusionOptions::gpu())?;
     let skip = |why: &str| {
@@ -417,8 +428,8 @@ fn raw_kernel(dev: &Arc<CudaDevice>, p: &Pipeline, device: Device, dir: &str) ->
         buffers.push(b);
     }
     let args: Vec<&tilefuse::device::cuda::DeviceBuffer> = buffers.iter().collect();
-    let compiled = dev.compile(program)?;
-    dev.finish_compiles();
+    let compiled = compiler.compile(program)?;
+    compiler.finish_compiles();
     let path = std::path::Path::new(dir).join(format!("{}.ptx", p.id));
     if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, compiled.kernel().ptx())) {
         eprintln!("--raw: writing {}: {e}", path.display());
@@ -452,15 +463,16 @@ fn raw_kernel(dev: &Arc<CudaDevice>, p: &Pipeline, device: Device, dir: &str) ->
 /// Host times of `OVERHEAD_CALLS` launches of a loaded one-block kernel
 /// (`x[i] = -x[i]` on 1024 f32) through `CompiledProgram::launch` alone:
 /// the part of a call's launch phase that the driver takes.
-fn bare_launches(dev: &Arc<CudaDevice>) -> Result<Vec<f64>> {
+fn bare_launches(compiler: &Arc<CudaCompiler>) -> Result<Vec<f64>> {
+    let dev = compiler.device();
     let mut b = Builder::new("bare_launch", &[1]);
     let x = b.param("x", DType::F32, 1024, Access::ReadWrite);
     let v = b.view_contiguous(x, &[1024], &[1024], Padding::Zero);
     let t = b.load(v, &[IndexExpr::constant(0)], false);
     let t = b.unary(UnaryOp::Neg, t);
     b.store(v, &[IndexExpr::constant(0)], t, false);
-    let compiled = dev.compile(&b.finish()?)?;
-    dev.finish_compiles();
+    let compiled = compiler.compile(&b.finish()?)?;
+    compiler.finish_compiles();
     let stream = dev.stream(0);
     let buffer = dev.alloc_on(DType::F32, 1024, stream)?;
     buffer.fill_words_on(0, stream)?;

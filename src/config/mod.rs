@@ -313,7 +313,7 @@ pub struct JitConfig {
     /// A new program's first launches run on the device's PTX interpreter
     /// while its modules compile (`TILEFUSE_GPU_INTERPRETER`; on), so a
     /// first call does not wait for the JIT (v16). The interpreter is loaded
-    /// when a device opens, unless the process default config turns it off.
+    /// when a device's compiler opens, unless the process default config turns it off.
     pub interpreter: bool,
 }
 

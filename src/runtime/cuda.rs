@@ -48,7 +48,8 @@
 use super::timing;
 use crate::config::{CodegenConfig, Config, JitConfig};
 use crate::device::cuda::{
-    BufferId, CompiledProgram, CudaDevice, DeviceBuffer, LaunchPlan, ScheduledLaunch, Scheduler, STREAM_COUNT,
+    BufferId, CompiledProgram, CudaCompiler, CudaDevice, DeviceBuffer, LaunchPlan, ScheduledLaunch, Scheduler,
+    STREAM_COUNT,
 };
 use crate::device::Device;
 use crate::dtype::{DType, Scalar};
@@ -68,12 +69,12 @@ use std::time::Instant;
 
 /// A CUDA device as the back end of a realization, and the config its
 /// kernels compile under.
-pub(super) struct CudaBackend<'a>(Arc<CudaDevice>, &'a Config);
+pub(super) struct CudaBackend<'a>(Arc<CudaCompiler>, &'a Config);
 
 impl<'a> CudaBackend<'a> {
     /// CUDA device `ordinal`, opened (or found open), compiling under `config`.
     pub(super) fn open(ordinal: usize, config: &'a Config) -> Result<CudaBackend<'a>> {
-        CudaDevice::open(ordinal).map(|device| CudaBackend(device, config))
+        CudaCompiler::open(ordinal).map(|compiler| CudaBackend(compiler, config))
     }
 }
 
@@ -95,7 +96,7 @@ impl Backend for CudaBackend<'_> {
     }
 
     fn make_resident(&self, host: &[Arc<Storage>], stats: &mut RealizeStats) -> Result<()> {
-        upload_all(&self.0, host, stats)
+        upload_all(self.0.device(), host, stats)
     }
 }
 
@@ -113,12 +114,12 @@ impl Backend for CudaBackend<'_> {
 ///
 /// The kernels are compiled under [`Config::current`].
 pub fn run_plan(plan: &Plan, sub: &Subgraph, ordinal: usize) -> Result<Vec<Arc<Storage>>> {
-    let device = CudaDevice::open(ordinal)?;
+    let compiler = CudaCompiler::open(ordinal)?;
     run(
         &Arc::new(plan.clone()),
         &data_leaves(sub),
         &full_values(sub),
-        &device,
+        &compiler,
         &Config::current(),
         &mut RealizeStats::default(),
         Instant::now(),
@@ -136,15 +137,15 @@ fn run(
     plan: &Arc<Plan>,
     leaves: &[Arc<Storage>],
     scalars: &[Scalar],
-    device: &Arc<CudaDevice>,
+    compiler: &Arc<CudaCompiler>,
     config: &Config,
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
-    match run_once(plan, leaves, scalars, device, config, stats, since) {
+    match run_once(plan, leaves, scalars, compiler, config, stats, since) {
         Err(Error::OutOfMemory { .. }) => {
-            device.free_cached()?;
-            run_once(plan, leaves, scalars, device, config, stats, Instant::now())
+            compiler.device().free_cached()?;
+            run_once(plan, leaves, scalars, compiler, config, stats, Instant::now())
         }
         other => other,
     }
@@ -158,14 +159,15 @@ fn run_once(
     plan: &Arc<Plan>,
     leaves: &[Arc<Storage>],
     scalars: &[Scalar],
-    device: &Arc<CudaDevice>,
+    compiler: &Arc<CudaCompiler>,
     config: &Config,
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Vec<Arc<Storage>>, Instant)> {
+    let device = compiler.device();
     // Each phase ends at one reading of the clock, where the next begins
     // (compile and inputs may run together; see `prepare_and_upload`).
-    let (prepared, inputs, uploaded) = prepare_and_upload(device, plan, leaves, config, stats, since)?;
+    let (prepared, inputs, uploaded) = prepare_and_upload(compiler, plan, leaves, config, stats, since)?;
     let Prepared {
         compiled,
         schedule,
@@ -262,13 +264,14 @@ fn run_once(
 /// so the two still add up to the time they took together. A compile that
 /// fails stops the uploads at the next input.
 fn prepare_and_upload(
-    device: &Arc<CudaDevice>,
+    compiler: &Arc<CudaCompiler>,
     plan: &Arc<Plan>,
     leaves: &[Arc<Storage>],
     config: &Config,
     stats: &mut RealizeStats,
     since: Instant,
 ) -> Result<(Arc<Prepared>, SmallVec<[Input; INLINE]>, Instant)> {
+    let device = compiler.device();
     let compile_failed = AtomicBool::new(false);
     let upload_all = |stats: &mut RealizeStats| {
         let mut inputs = SmallVec::<[Input; INLINE]>::new();
@@ -282,13 +285,13 @@ fn prepare_and_upload(
     };
     let cached = cached_prepared(device, plan, leaves.len(), config);
     let overlap = cached.is_none()
-        && plan.kernels.iter().any(|k| !device.is_compiled(&k.program, config))
+        && plan.kernels.iter().any(|k| !compiler.is_compiled(&k.program, config))
         && leaves.iter().any(|s| needs_upload(device, s));
     if overlap {
         let overlapped = std::thread::scope(|scope| {
             let compile = || {
                 let started = Instant::now();
-                let prepared = make_prepared(device, plan, leaves.len(), config);
+                let prepared = make_prepared(compiler, plan, leaves.len(), config);
                 compile_failed.store(prepared.is_err(), Ordering::Relaxed);
                 (prepared, started.elapsed())
             };
@@ -308,7 +311,7 @@ fn prepare_and_upload(
     // One after the other.
     let prepared = match cached {
         Some(prepared) => prepared,
-        None => make_prepared(device, plan, leaves.len(), config)?,
+        None => make_prepared(compiler, plan, leaves.len(), config)?,
     };
     let compiled_at = Instant::now();
     stats.compile_time += compiled_at - since;
@@ -387,10 +390,11 @@ fn cached_prepared(device: &CudaDevice, plan: &Arc<Plan>, inputs: usize, config:
 /// Compiles and schedules the run of `plan` on `device` with `inputs` data
 /// leaves, and keeps it for [`cached_prepared`] if someone else (the plan
 /// cache) holds the plan too.
-fn make_prepared(device: &Arc<CudaDevice>, plan: &Arc<Plan>, inputs: usize, config: &Config) -> Result<Arc<Prepared>> {
+fn make_prepared(compiler: &CudaCompiler, plan: &Arc<Plan>, inputs: usize, config: &Config) -> Result<Arc<Prepared>> {
+    let device = compiler.device();
     let key = prepared_key(device, plan, inputs, config);
     let programs: Vec<&crate::kernels::ir::Program> = plan.kernels.iter().map(|k| &*k.program).collect();
-    let compiled = device.compile_all_with(&programs, config)?;
+    let compiled = compiler.compile_all_with(&programs, config)?;
     let schedule = Scheduler::new(STREAM_COUNT).plan(&scheduled_launches(plan, inputs))?;
     let mut first_stream: Vec<Option<usize>> = vec![None; plan.buffers.len()];
     for (kernel, step) in plan.kernels.iter().zip(&schedule.launches) {

@@ -3,7 +3,7 @@
 //! stated tolerance.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use tilefuse::device::cuda::{CudaDevice, DeviceBuffer};
+use tilefuse::device::cuda::{CudaCompiler, CudaDevice, DeviceBuffer};
 use tilefuse::kernels::cpu::{execute, Arg};
 use tilefuse::kernels::ir::{Access, Program};
 use tilefuse::storage::HostBuffer;
@@ -11,14 +11,20 @@ use tilefuse::{DType, Error, Scalar};
 
 /// Device 0, and a guard that runs the tests of this file one at a time
 /// (the large test wants the device's memory to itself).
+/// The compile service of device 0 (take [`device`]'s guard first).
+pub fn compiler() -> Arc<CudaCompiler> {
+    CudaCompiler::open(0).expect("these tests need a CUDA GPU")
+}
+
 pub fn device() -> (MutexGuard<'static, ()>, Arc<CudaDevice>) {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let guard = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
-    let device = CudaDevice::open(0).expect("these tests need a CUDA GPU");
+    let compiler = compiler();
+    let device = compiler.device().clone();
     // New programs run first on the interpreter once it is loaded: wait, so
     // that every program's first tier is the same from test to test.
     // (A process default config without it runs them on the quick modules.)
-    if let Err(e) = device.wait_interpreter() {
+    if let Err(e) = compiler.wait_interpreter() {
         assert!(
             !tilefuse::Config::process_default().jit.interpreter,
             "the PTX interpreter did not load: {e}"
@@ -168,8 +174,9 @@ pub fn run_cpu(program: &Program, inputs: &[HostBuffer]) -> Result<Vec<HostBuffe
 /// buffers are returned.
 pub fn run_gpu(program: &Program, inputs: &[HostBuffer]) -> Result<Vec<HostBuffer>, Error> {
     let (_guard, device) = device();
+    let compiler = compiler();
     let stream = device.stream(0);
-    let compiled = device.compile(program)?;
+    let compiled = compiler.compile(program)?;
     let run = |first_module: bool| -> Result<Vec<HostBuffer>, Error> {
         let buffers = inputs
             .iter()
@@ -189,7 +196,7 @@ pub fn run_gpu(program: &Program, inputs: &[HostBuffer]) -> Result<Vec<HostBuffe
     if !compiled.has_quick_tier() {
         return Ok(first);
     }
-    device.finish_compiles();
+    compiler.finish_compiles();
     assert!(compiled.is_tuned(), "{}: the tuned module did not load", program.name);
     let tuned = run(false)?;
     if program.adds_floats_atomically() {

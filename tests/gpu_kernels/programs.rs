@@ -3,7 +3,7 @@
 //! large grids and a tensor past 2^31 elements; and the runtime's own
 //! behaviour (caching, argument errors).
 
-use super::harness::{self, check_program, device, random, rel_abs, run_cases, Outcome, Tol, EXACT};
+use super::harness::{self, check_program, compiler, device, random, rel_abs, run_cases, Outcome, Tol, EXACT};
 use super::{c, g, gpu_agrees};
 use std::sync::Arc;
 use tilefuse::device::cuda::run_program;
@@ -269,7 +269,7 @@ fn division_and_reciprocals_of_a_row_value_are_correctly_rounded() {
         gpu_agrees(&program, &inputs, EXACT);
         // The quick tier takes every reciprocal of the row value in f64
         // (`run_gpu` checked it against the tuned module bit for bit).
-        let target = device().1.target();
+        let target = compiler().target();
         let text = tilefuse::kernels::ptx_gen::generate_quick(&program, &target)
             .unwrap()
             .text;
@@ -437,6 +437,7 @@ fn add_one_u8(n: u64, tile: u32) -> Program {
 fn huge_u8_add_past_two_to_the_31_elements() {
     let n: u64 = (1 << 31) + 17;
     let (_guard, device) = device();
+    let compiler = compiler();
     let (free, _) = device.memory_info().unwrap();
     if (free as u64) < n + (1 << 30) {
         eprintln!("skipped: {n} bytes wanted, only {free} bytes of device memory free");
@@ -448,11 +449,11 @@ fn huge_u8_add_past_two_to_the_31_elements() {
     let x = device.from_host_on(&host, stream).unwrap();
     drop(host);
     for tile in [4096, 1] {
-        let compiled = device.compile(&add_one_u8(n, tile)).unwrap();
+        let compiled = compiler.compile(&add_one_u8(n, tile)).unwrap();
         eprintln!("tile {tile}: launch grid {:?}", compiled.module().grid_dims());
         compiled.launch(&[&x], stream).unwrap();
     }
-    assert_eq!(device.compile(&add_one_u8(n, 1)).unwrap().module().grid_dims().1, 2);
+    assert_eq!(compiler.compile(&add_one_u8(n, 1)).unwrap().module().grid_dims().1, 2);
     let out = x.to_host_on(stream).unwrap();
     let bad = out
         .as_slice::<u8>()
@@ -471,12 +472,13 @@ fn huge_u8_add_past_two_to_the_31_elements() {
 #[ignore = "needs a CUDA GPU"]
 fn compiled_programs_are_cached_per_program() {
     let p = add_one_u8(1000, 256);
-    let (_guard, device) = device();
-    let first = device.compile(&p).unwrap();
-    let again = device.compile(&p.clone()).unwrap();
+    let (_guard, _) = device();
+    let compiler = compiler();
+    let first = compiler.compile(&p).unwrap();
+    let again = compiler.compile(&p.clone()).unwrap();
     assert!(Arc::ptr_eq(&first, &again));
     assert!(first.compile_time().as_nanos() > 0);
-    let other = device.compile(&add_one_u8(1001, 256)).unwrap();
+    let other = compiler.compile(&add_one_u8(1001, 256)).unwrap();
     assert!(!Arc::ptr_eq(&first, &other));
     eprintln!("first compile of {}: {:?}", p.name, first.compile_time());
 }
@@ -486,9 +488,10 @@ fn compiled_programs_are_cached_per_program() {
 fn the_tuned_module_replaces_the_quick_one() {
     // A loop of 37 trips, which the quick tier keeps rolled.
     let p = row_reduction(DType::F32, TileReduce::Sum, 7, 37 * 128, 128);
-    let (_guard, device) = device();
-    let compiled = device.compile(&p).unwrap();
-    device.finish_compiles();
+    let (_guard, _) = device();
+    let compiler = compiler();
+    let compiled = compiler.compile(&p).unwrap();
+    compiler.finish_compiles();
     assert!(compiled.has_quick_tier() && compiled.is_tuned());
     // The two tiers compile at once, so either may be ready first.
     let tuned_after = compiled.tuned_after().expect("the tuned module's time");
@@ -505,18 +508,18 @@ fn the_tuned_module_replaces_the_quick_one() {
     // reciprocals has no quick tier (the first module is the tuned one);
     // an elementwise one has, computing one element per thread.
     if tilefuse::Config::process_default().jit.quick == Some(tilefuse::config::QuickTier::DEFAULT) {
-        let straight = device.compile(&softmax(7, 1000, 1024)).unwrap();
+        let straight = compiler.compile(&softmax(7, 1000, 1024)).unwrap();
         if straight.first_interpreted() {
             // With the interpreter, it first runs there all the same.
-            device.finish_compiles();
+            compiler.finish_compiles();
             assert!(straight.has_quick_tier() && straight.is_tuned() && !straight.is_interpreted());
         } else {
             assert!(!straight.has_quick_tier() && straight.is_tuned());
             assert_eq!(straight.tuned_after(), Some(straight.compile_time()));
         }
         assert_eq!(straight.kernel().jit_level(), None);
-        let elementwise = device.compile(&add_one_u8(999, 512)).unwrap();
-        device.finish_compiles();
+        let elementwise = compiler.compile(&add_one_u8(999, 512)).unwrap();
+        compiler.finish_compiles();
         assert!(elementwise.has_quick_tier() && elementwise.is_tuned());
         assert!(elementwise.tuned_after().is_some());
         assert!(elementwise.kernel().ptx().contains("// mapping: block 32 threads"));
@@ -533,14 +536,15 @@ fn the_tuned_module_replaces_the_quick_one() {
 fn argument_errors_match_the_cpu_executor() {
     let p = column_atomic(AtomicOp::Add, DType::I32);
     let (_guard, device) = device();
+    let compiler = compiler();
     let stream = device.stream(0);
     let x = device.alloc(DType::I32, 301 * 67).unwrap();
     let y = device.alloc(DType::I32, 67).unwrap();
     let wrong_dtype = device.alloc(DType::U32, 67).unwrap();
     let short = device.alloc(DType::I32, 66).unwrap();
-    let e = run_program(&device, &p, &[&x], stream).unwrap_err();
+    let e = run_program(&compiler, &p, &[&x], stream).unwrap_err();
     assert!(matches!(e, Error::KernelArguments { .. }), "{e}");
-    let e = run_program(&device, &p, &[&x, &wrong_dtype], stream).unwrap_err();
+    let e = run_program(&compiler, &p, &[&x, &wrong_dtype], stream).unwrap_err();
     assert!(
         matches!(
             e,
@@ -552,9 +556,9 @@ fn argument_errors_match_the_cpu_executor() {
         ),
         "{e}"
     );
-    let e = run_program(&device, &p, &[&x, &short], stream).unwrap_err();
+    let e = run_program(&compiler, &p, &[&x, &short], stream).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { len: 66, .. }), "{e}");
-    run_program(&device, &p, &[&x, &y], stream).unwrap();
+    run_program(&compiler, &p, &[&x, &y], stream).unwrap();
     stream.synchronize().unwrap();
 }
 
@@ -652,8 +656,9 @@ fn new_programs_run_first_on_the_interpreter_with_the_tuned_values() {
     ];
     for (p, inputs, tol) in cases {
         {
-            let (_guard, device) = device();
-            let compiled = device.compile(&p).unwrap();
+            let (_guard, _) = device();
+            let compiler = compiler();
+            let compiled = compiler.compile(&p).unwrap();
             assert!(
                 compiled.first_interpreted(),
                 "{}: {:?}",

@@ -4,7 +4,7 @@
 
 use super::common::{compare_with, tolerance};
 use super::{compare, data_f32, gpu, host_of, reference_of, GPU};
-use tilefuse::device::cuda::CudaDevice;
+use tilefuse::device::cuda::{CudaCompiler, CudaDevice};
 use tilefuse::runtime::{last_realize_stats, launch_times, time_launches, upload_count};
 use tilefuse::{DType, Device, Error, Tensor};
 
@@ -40,7 +40,8 @@ fn results_stay_on_the_device_and_inputs_upload_once() {
 #[ignore = "needs a CUDA GPU"]
 fn a_new_pipeline_on_host_data_compiles_while_it_uploads() {
     let _g = gpu();
-    let device = CudaDevice::open(0).unwrap();
+    let compiler = CudaCompiler::open(0).unwrap();
+    let device = compiler.device();
     // An expression and length no other test uses, so its kernel is
     // compiled in this call.
     let n = 3_000_017;
@@ -53,7 +54,7 @@ fn a_new_pipeline_on_host_data_compiles_while_it_uploads() {
     let stats = y.realize_with_stats().unwrap();
     // Its module is loaded in the call, or (when the interpreter ran the
     // first call) in the background.
-    device.finish_compiles();
+    compiler.finish_compiles();
     assert!(device.module_stats().loads > loads, "the call compiled its kernel");
     assert_eq!((stats.uploads, stats.upload_bytes), (3, 3 * 4 * n));
     assert!(!stats.plan_cache_hit && stats.compile_time > std::time::Duration::ZERO);
@@ -62,7 +63,7 @@ fn a_new_pipeline_on_host_data_compiles_while_it_uploads() {
     compare(&host_of(&y), &want).unwrap();
     // The same pipeline on other host data: prepared already, it uploads
     // and compiles nothing; on the uploaded data again, it does neither.
-    device.finish_compiles();
+    compiler.finish_compiles();
     let loads = device.module_stats().loads;
     let (d, e, f) = (host(14), host(15), host(16));
     let z = build(&d, &e, &f);
@@ -350,13 +351,14 @@ fn a_process_exits_cleanly_while_tuned_modules_load() {
     // module for the background thread, and the process exits at once,
     // while that module loads.
     if std::env::var_os(EXIT_CHILD).is_some() {
-        let device = CudaDevice::open(0).unwrap();
+        let compiler = CudaCompiler::open(0).unwrap();
+        let device = compiler.device();
         let x = Tensor::from_vec(data_f32(1 << 20, 5), &[1 << 20]).to(GPU);
         x.realize().unwrap();
         device.synchronize().unwrap();
         let y = ((&x * 1.5f32 + 0.25f32).tanh() * &x).exp();
         y.realize().unwrap();
-        let pending = device.pending_compiles();
+        let pending = compiler.pending_compiles();
         eprintln!("tuned modules pending at exit: {pending}");
         std::process::exit(if pending > 0 { RACED } else { NOT_RACED });
     }
@@ -417,7 +419,8 @@ fn four_reductions(x: &Tensor) -> Vec<Tensor> {
 #[ignore = "needs a CUDA GPU"]
 fn new_programs_compile_on_several_threads_like_one_by_one_and_tune() {
     let _g = gpu();
-    let device = CudaDevice::open(0).unwrap();
+    let compiler = CudaCompiler::open(0).unwrap();
+    let device = compiler.device();
     // Shapes no other test uses, so every program is new.
     let x = Tensor::from_vec(data_f32(333 * 517, 21), &[333, 517]).to(GPU);
     // compile_all on the programs of each output's plan, as a plan of
@@ -428,24 +431,24 @@ fn new_programs_compile_on_several_threads_like_one_by_one_and_tune() {
         .flat_map(|p| p.kernels.iter().map(|k| &*k.program))
         .collect();
     assert!(programs.len() >= 4, "{} programs", programs.len());
-    device.finish_compiles();
+    compiler.finish_compiles();
     let loads = device.module_stats().loads;
-    let compiled = device.compile_all(&programs).unwrap();
+    let compiled = compiler.compile_all(&programs).unwrap();
     // Loaded now, or in the background for programs the interpreter runs
     // first.
-    device.finish_compiles();
+    compiler.finish_compiles();
     assert!(
         device.module_stats().loads - loads >= programs.len() as u64,
         "every program was new and loaded"
     );
     for (program, c) in programs.iter().zip(&compiled) {
         assert!(
-            std::sync::Arc::ptr_eq(c, &device.compile(program).unwrap()),
+            std::sync::Arc::ptr_eq(c, &compiler.compile(program).unwrap()),
             "{}",
             program.name
         );
     }
-    device.finish_compiles();
+    compiler.finish_compiles();
     for c in &compiled {
         assert!(
             c.is_tuned() && c.tuning_error().is_none(),
@@ -465,7 +468,7 @@ fn new_programs_compile_on_several_threads_like_one_by_one_and_tune() {
     for (out, want) in outputs.iter().zip(&wants) {
         compare_with(&host_of(out), want, tolerance(want.dtype()), 64.0).unwrap();
     }
-    device.finish_compiles();
+    compiler.finish_compiles();
     let again = four_reductions(&x);
     Tensor::realize_all(&again.iter().collect::<Vec<_>>()).unwrap();
     for (a, b) in again.iter().zip(&outputs) {

@@ -3,7 +3,6 @@
 
 use super::memory::Pool;
 use super::module::ModuleCache;
-use super::program::ProgramCache;
 use super::stream::{EventPool, Stream, STREAM_COUNT};
 use super::transfer::StagingPool;
 use super::{describe, driver_error};
@@ -147,10 +146,8 @@ pub struct CudaDevice {
     info: DeviceInfo,
     pub(crate) memory: Pool,
     pub(crate) modules: ModuleCache,
-    pub(crate) programs: ProgramCache,
     pub(crate) staging: StagingPool,
     pub(crate) events: EventPool,
-    pub(crate) interpreter: super::interpreter::InterpreterSlot,
     streams: Vec<Stream>,
     // Declared last so that it is dropped last: everything above lives in it.
     ctx: Arc<CudaContext>,
@@ -179,11 +176,6 @@ impl CudaDevice {
         }
         let device = Arc::new(guarded("opening the device", || CudaDevice::create(ordinal))?);
         table.insert(ordinal, device.clone());
-        // The interpreter's load also starts the driver's JIT up; without
-        // it, a one-line module does that.
-        if !device.start_interpreter() {
-            super::module::warm_up_jit(device.ctx.clone());
-        }
         Ok(device)
     }
 
@@ -204,10 +196,8 @@ impl CudaDevice {
             info,
             memory: Pool::default(),
             modules: ModuleCache::default(),
-            programs: ProgramCache::default(),
             staging: StagingPool::default(),
             events: EventPool::default(),
-            interpreter: Default::default(),
             streams,
             ctx,
         })

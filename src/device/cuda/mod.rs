@@ -1,4 +1,5 @@
-//! The CUDA runtime layer: contexts, modules, memory, transfers, streams.
+//! The CUDA driver layer: contexts, modules, memory, transfers, streams;
+//! and on top of it, in `compile/`, the compile service.
 //!
 //! Everything here talks to the CUDA driver through cudarc's `driver::result`
 //! and `driver::sys` layers, with cudarc's dynamic loading: the crate builds
@@ -7,15 +8,14 @@
 //!
 //! | file | what it owns |
 //! | --- | --- |
-//! | `context.rs` | [`CudaDevice`]: one context per device, cached per ordinal; [`probe`], [`DeviceInfo`]; the driver check |
+//! | `context.rs` | [`CudaDevice`]: one context per device, cached per ordinal (its compile service is a [`CudaCompiler`]); [`probe`], [`DeviceInfo`]; the driver check |
 //! | `module.rs` | [`LoadedFunction`]: PTX compiled by the driver's linker (`cuLinkAddData`/`cuLinkComplete`) with the JIT's error log and loaded as a cubin, cached per (PTX, entry) |
-//! | `program.rs` | [`CompiledProgram`]: tile programs compiled per device (cached per program), argument checks, initial fills, launch; [`run_program`] |
-//! | `interpreter.rs` | the PTX interpreter ([`crate::kernels::ptx_vm`]) loaded per device in the background; [`CudaDevice::wait_interpreter`] |
 //! | `memory.rs` | [`DeviceBuffer`] (the [`DeviceData`](crate::storage::DeviceData) of device storage) and the caching allocator behind it; [`MemoryStats`] |
 //! | `transfer.rs` | host ↔ device copies through reused pinned staging buffers |
 //! | `stream.rs` | [`Stream`], [`Event`], [`launch`] |
 //! | `measure.rs` | [`CudaDevice::copy_bandwidth`], [`CudaDevice::hold_streams`] ([`StreamHold`]), [`DeviceBuffer::fill_words_on`]: measuring the device |
 //! | `schedule.rs` | [`Scheduler`]: assigns launches to streams and places the event waits between them |
+//! | `compile/` | [`CudaCompiler`], the compile service on top of this layer: [`CompiledProgram`]s cached per program and settings, their quick and tuned tiers, the PTX interpreter, argument checks and launches. The only part of `device` that sees a kernel program. |
 //! | `background.rs` | the threads that call the driver in the background, counted so that process exit waits for their loads |
 //!
 //! **Invariant:** tilefuse orders GPU work itself. A buffer remembers the
@@ -40,22 +40,20 @@
 //! ```
 
 mod background;
+mod compile;
 mod context;
-mod interpreter;
 mod measure;
 mod memory;
 mod module;
-mod program;
 mod schedule;
 mod stream;
 mod transfer;
 
+pub use compile::{run_program, run_program_with_scalars, CompiledProgram, CudaCompiler, InterpreterLoad};
 pub use context::{device_count, probe, probe_ordinal, CudaDevice, DeviceInfo, MIN_DRIVER_VERSION};
-pub use interpreter::InterpreterLoad;
 pub use measure::StreamHold;
 pub use memory::{size_class, DeviceBuffer, MemoryStats};
 pub use module::{LoadedFunction, ModuleStats};
-pub use program::{run_program, run_program_with_scalars, CompiledProgram};
 pub use schedule::{BufferId, LaunchPlan, PlannedLaunch, ScheduledLaunch, Scheduler};
 pub use stream::{launch, Event, Stream, STREAM_COUNT};
 pub use transfer::STAGING_CHUNK_BYTES;

@@ -173,6 +173,12 @@ fn hash_text(text: &str) -> u64 {
 }
 
 impl CudaDevice {
+    /// Starts the driver's PTX compiler up in the background (once per
+    /// process), unless something else does: see [`warm_up_jit`].
+    pub(crate) fn warm_up_jit(&self) {
+        warm_up_jit(self.context().clone());
+    }
+
     /// The kernel `entry` of the PTX module `ptx`, loaded on first use and
     /// cached per (PTX text, entry): the text already encodes the program and
     /// its target. `name` names the program in errors.
@@ -286,7 +292,7 @@ const WARM_UP_PTX: &str = ".version 7.8\n.target sm_52\n.address_size 64\n.visib
 /// uploading inputs or recording ops, it leaves the first pipeline only its
 /// own compile. Best effort: any failure
 /// just leaves the start-up to the first real load.
-pub(crate) fn warm_up_jit(ctx: Arc<CudaContext>) {
+fn warm_up_jit(ctx: Arc<CudaContext>) {
     // The start-up is the process's, not a device's: once is enough.
     static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if STARTED.swap(true, std::sync::atomic::Ordering::Relaxed) {

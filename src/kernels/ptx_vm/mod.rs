@@ -5,7 +5,7 @@
 //! single instruction, and more for every instruction after that, so a new
 //! fused kernel waits tens of milliseconds for its first launch (see
 //! `benches/NOTES.md`, v16). The interpreter is one
-//! module, compiled once per device (in the background when the device
+//! module, compiled once per device (in the background when its compiler
 //! opens); a new program is *assembled* for it in microseconds and runs at
 //! once, while its own module compiles.
 //!

@@ -7,15 +7,16 @@
 //! (the [`CodegenConfig`] and [`JitConfig`] of a [`Config`]); the PTX text
 //! the module cache sees already encodes the target.
 
-use super::memory::DeviceBuffer;
-use super::module::LoadedFunction;
-use super::stream::{launch, Stream};
-use super::{driver_error, CudaDevice};
+use super::CudaCompiler;
 use crate::config::{CodegenConfig, Config, JitConfig};
+use crate::device::cuda::background;
+use crate::device::cuda::context::panic_message;
+use crate::device::cuda::stream::{launch, Event};
+use crate::device::cuda::{driver_error, DeviceBuffer, LoadedFunction, Stream};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::kernels::ir::Program;
-use crate::kernels::ptx_gen::{generate_with, PtxModule, PtxTarget};
+use crate::kernels::ptx_gen::{generate_with, PtxModule};
 use crate::kernels::ptx_vm;
 use cudarc::driver::{result, sys};
 use smallvec::SmallVec;
@@ -38,7 +39,7 @@ struct Interpreted {
     code: ptx_vm::Code,
     buffer: DeviceBuffer,
     /// Recorded after the code's upload.
-    copied: super::stream::Event,
+    copied: Event,
     /// The interpreter.
     kernel: LoadedFunction,
 }
@@ -57,7 +58,7 @@ enum Current<'a> {
 
 /// A program compiled for one device: its PTX module and loaded kernel.
 ///
-/// Get one from [`CudaDevice::compile`]; run it with
+/// Get one from [`CudaCompiler::compile`]; run it with
 /// [`CompiledProgram::launch`].
 ///
 /// **Two tiers.** The driver's JIT takes tens of milliseconds for one of
@@ -73,7 +74,7 @@ enum Current<'a> {
 /// generation, the JIT's highest level) is loaded by background tuner
 /// threads (up to four, compiling while launches go on) and replaces the
 /// quick one for every launch once it is ready;
-/// [`CudaDevice::finish_compiles`] waits for that. A program whose quick
+/// [`CudaCompiler::finish_compiles`] waits for that. A program whose quick
 /// module would be its tuned text has no quick tier: the JIT's level alone
 /// saves little on straight-line code, so it is loaded tuned at once. Both
 /// tiers compute the same values: the same operations in the same order on
@@ -81,7 +82,7 @@ enum Current<'a> {
 /// [`JitConfig::quick`] sets the quick tier, or turns it off.
 ///
 /// **The interpreter.** Once the device's PTX interpreter is loaded (see
-/// [`CudaDevice::wait_interpreter`]), a new program that it can run does
+/// [`CudaCompiler::wait_interpreter`]), a new program that it can run does
 /// not wait for the JIT at all: its quick text (or its tuned text, when it
 /// has no quick one) is assembled for the interpreter in microseconds and
 /// its launches run there until the tuned module is ready. The interpreter
@@ -417,14 +418,7 @@ fn cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-impl CudaDevice {
-    /// The target PTX is generated for on this device: its compute
-    /// capability under its driver.
-    pub fn target(&self) -> PtxTarget {
-        let (major, minor) = self.info().compute_capability;
-        PtxTarget::for_driver(major * 10 + minor, self.info().driver_version.max(0) as u32)
-    }
-
+impl CudaCompiler {
     /// `program` compiled for this device under [`Config::current`]; see
     /// [`compile_with`](Self::compile_with).
     pub fn compile(&self, program: &Program) -> Result<Arc<CompiledProgram>> {
@@ -510,7 +504,10 @@ impl CudaDevice {
                 // The tuned module compiles on a tuner thread while the quick
                 // one compiles here: the driver's linker runs both at once.
                 self.queue_tuning((tuned.clone(), tuned_module, program.name.clone(), tuned_level))?;
-                match self.load_at(&module.text, &module.entry, &program.name, Some(level)) {
+                match self
+                    .device
+                    .load_at(&module.text, &module.entry, &program.name, Some(level))
+                {
                     Ok(kernel) => (First::Jit(Loaded { module, kernel }), true),
                     Err(e) => {
                         tuned.abandoned.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -519,7 +516,9 @@ impl CudaDevice {
                 }
             }
             None => {
-                let kernel = self.load_at(&tuned_module.text, &tuned_module.entry, &program.name, tuned_level)?;
+                let kernel =
+                    self.device
+                        .load_at(&tuned_module.text, &tuned_module.entry, &program.name, tuned_level)?;
                 (
                     First::Jit(Loaded {
                         module: tuned_module,
@@ -554,7 +553,7 @@ impl CudaDevice {
         if self.interpreter_for(0).is_none() {
             return Err("the interpreter is not loaded (yet)".into());
         }
-        let max_shared = u32::try_from(self.info().max_shared_memory_per_block).unwrap_or(u32::MAX);
+        let max_shared = u32::try_from(self.device.info().max_shared_memory_per_block).unwrap_or(u32::MAX);
         // The first text that assembles and that a loaded module runs.
         let mut why = String::new();
         let (module, code, kernel) = texts
@@ -576,9 +575,9 @@ impl CudaDevice {
         // The code goes straight from its words, not through the staging
         // buffers a first call's input uploads may hold; launches on any
         // stream wait for the copy's event rather than the host.
-        let upload = || -> Result<(DeviceBuffer, super::stream::Event)> {
-            let stream = self.stream(0);
-            let buffer = CudaDevice::open(self.ordinal())?.alloc_on(DType::U32, code.words.len(), stream)?;
+        let upload = || -> Result<(DeviceBuffer, Event)> {
+            let stream = self.device.stream(0);
+            let buffer = self.device.alloc_on(DType::U32, code.words.len(), stream)?;
             let bytes: &[u8] = bytemuck::cast_slice(&code.words);
             // SAFETY: `buffer` holds `code.words.len()` u32 and is marked
             // used on `stream`; the source is the heap block of `code.words`,
@@ -588,7 +587,7 @@ impl CudaDevice {
             unsafe { sys::cuMemcpyHtoDAsync_v2(buffer.ptr(), bytes.as_ptr().cast(), bytes.len(), stream.raw()) }
                 .result()
                 .map_err(driver_error("cuMemcpyHtoDAsync"))?;
-            let copied = super::stream::Event::new(self, false)?;
+            let copied = Event::new(&self.device, false)?;
             copied.record(stream)?;
             Ok((buffer, copied))
         };
@@ -707,9 +706,9 @@ impl CudaDevice {
         if state.running >= max_tuners() || state.running - state.busy >= state.queue.len() {
             return Ok(());
         }
-        let spawned = CudaDevice::open(self.ordinal()).and_then(|device| {
-            super::background::spawn(format!("tilefuse-tuner-cuda{}", self.ordinal()), move || {
-                device.run_tuner()
+        let spawned = CudaCompiler::open(self.ordinal()).and_then(|compiler| {
+            background::spawn(format!("tilefuse-tuner-cuda{}", self.ordinal()), move || {
+                compiler.run_tuner()
             })
             .map_err(|e| Error::Driver {
                 call: "std::thread::spawn",
@@ -740,7 +739,7 @@ impl CudaDevice {
         loop {
             let (slot, module, name, tuned_level) = {
                 let mut state = self.programs.tuner.lock().unwrap_or_else(PoisonError::into_inner);
-                if super::background::exiting() && state.drop_queued() {
+                if background::exiting() && state.drop_queued() {
                     self.programs.tuned.notify_all();
                 }
                 match state.queue.pop_front() {
@@ -759,15 +758,12 @@ impl CudaDevice {
             // the job still pending: `finish_compiles` would wait forever.
             let load = |module: &PtxModule, level: Option<u32>| {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    self.load_at(&module.text, &module.entry, &name, level)
+                    self.device.load_at(&module.text, &module.entry, &name, level)
                 }))
                 .unwrap_or_else(|panic| {
                     Err(Error::Driver {
                         call: "tuned module load",
-                        message: format!(
-                            "loading the tuned module panicked: {}",
-                            super::context::panic_message(panic.as_ref())
-                        ),
+                        message: format!("loading the tuned module panicked: {}", panic_message(panic.as_ref())),
                     })
                 })
             };
@@ -782,7 +778,7 @@ impl CudaDevice {
                     let _ = slot.error.set(e);
                     let fallback = slot.fallback.lock().unwrap_or_else(PoisonError::into_inner).take();
                     // No new JIT once the process exits (see `background`).
-                    if let Some((quick, level)) = fallback.filter(|_| !super::background::exiting()) {
+                    if let Some((quick, level)) = fallback.filter(|_| !background::exiting()) {
                         if let Ok(kernel) = load(&quick, Some(level)) {
                             let _ = slot.fallback_loaded.set(Loaded { module: quick, kernel });
                         }
@@ -800,22 +796,22 @@ impl CudaDevice {
     }
 }
 
-/// Compiles `program` for `device` (cached) and queues it on `stream` with
-/// `args`, one buffer per parameter; see [`CompiledProgram::launch`].
-pub fn run_program(device: &CudaDevice, program: &Program, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
-    device.compile(program)?.launch(args, stream)
+/// Compiles `program` with `compiler` (cached) and queues it on `stream`
+/// with `args`, one buffer per parameter; see [`CompiledProgram::launch`].
+pub fn run_program(compiler: &CudaCompiler, program: &Program, args: &[&DeviceBuffer], stream: &Stream) -> Result<()> {
+    compiler.compile(program)?.launch(args, stream)
 }
 
 /// [`run_program`] for a program with scalar arguments; see
 /// [`CompiledProgram::launch_with_scalars`].
 pub fn run_program_with_scalars(
-    device: &CudaDevice,
+    compiler: &CudaCompiler,
     program: &Program,
     args: &[&DeviceBuffer],
     scalars: &[Scalar],
     stream: &Stream,
 ) -> Result<()> {
-    device.compile(program)?.launch_with_scalars(args, scalars, stream)
+    compiler.compile(program)?.launch_with_scalars(args, scalars, stream)
 }
 
 /// Checks argument dtypes and lengths against the program's parameters,
@@ -949,9 +945,10 @@ mod tests {
     #[test]
     #[ignore = "needs a CUDA GPU"]
     fn a_tuned_module_that_fails_to_load_leaves_the_quick_one_and_says_why() {
-        let device = CudaDevice::open(0).unwrap();
+        let compiler = CudaCompiler::open(0).unwrap();
+        let device = compiler.device();
         let p = copy_program();
-        let module = generate_quick(&p, &device.target()).unwrap();
+        let module = generate_quick(&p, &compiler.target()).unwrap();
         let kernel = device.load_at(&module.text, &module.entry, &p.name, Some(1)).unwrap();
         let mut broken = module.clone();
         broken.text = broken.text.replace("ret;", "not_an_instruction;");
@@ -964,10 +961,10 @@ mod tests {
             tuned: Arc::new(TunedSlot::new(Instant::now())),
             compile_time: Duration::ZERO,
         });
-        device
+        compiler
             .queue_tuning((compiled.tuned.clone(), broken, name, None))
             .unwrap();
-        device.finish_compiles();
+        compiler.finish_compiles();
         assert!(!compiled.is_tuned());
         assert_eq!(compiled.tuned_after(), None);
         let error = compiled.tuning_error().expect("the load error");
@@ -985,12 +982,13 @@ mod tests {
     #[test]
     #[ignore = "needs a CUDA GPU"]
     fn an_interpreted_program_whose_tuned_module_fails_gets_its_quick_module() {
-        let device = CudaDevice::open(0).unwrap();
-        device.wait_interpreter().unwrap();
+        let compiler = CudaCompiler::open(0).unwrap();
+        let device = compiler.device();
+        compiler.wait_interpreter().unwrap();
         let p = copy_program();
-        let quick = generate_quick(&p, &device.target()).unwrap();
-        let mut broken = generate(&p, &device.target()).unwrap();
-        let interpreted = device.interpret(std::iter::once(&broken)).unwrap();
+        let quick = generate_quick(&p, &compiler.target()).unwrap();
+        let mut broken = generate(&p, &compiler.target()).unwrap();
+        let interpreted = compiler.interpret(std::iter::once(&broken)).unwrap();
         broken.text = broken.text.replace("ret;", "not_an_instruction;");
         let tuned = Arc::new(TunedSlot::new(Instant::now()));
         *tuned.fallback.lock().unwrap() = Some((quick, 1));
@@ -1014,10 +1012,10 @@ mod tests {
         // On the interpreter first.
         assert!(compiled.is_interpreted());
         assert_eq!(run(), want);
-        device
+        compiler
             .queue_tuning((compiled.tuned.clone(), broken, p.name.clone(), None))
             .unwrap();
-        device.finish_compiles();
+        compiler.finish_compiles();
         assert!(!compiled.is_tuned());
         assert!(matches!(compiled.tuning_error(), Some(Error::PtxLoad { .. })));
         // Then on its quick module, loaded at level 1 instead.
@@ -1051,7 +1049,7 @@ mod tests {
 
     /// Runs the one-op program `op` of `inputs` on the GPU and returns its output.
     fn run_f64(
-        device: &Arc<CudaDevice>,
+        compiler: &CudaCompiler,
         name: &str,
         inputs: &[&[f64]],
         op: impl FnOnce(&mut Builder, &[crate::kernels::ir::ValueId]) -> crate::kernels::ir::ValueId,
@@ -1074,6 +1072,7 @@ mod tests {
         let vy = b.view_contiguous(y, &[n], &[tile], Padding::Zero);
         b.store(vy, &[IndexExpr::grid(0)], r, true);
         let program = b.finish().unwrap();
+        let device = compiler.device();
         let stream = device.stream(0);
         let bufs: Vec<DeviceBuffer> = inputs
             .iter()
@@ -1082,7 +1081,7 @@ mod tests {
         let out = device.alloc_on(DType::F64, n as usize, stream).unwrap();
         let mut args: Vec<&DeviceBuffer> = bufs.iter().collect();
         args.push(&out);
-        run_program(device, &program, &args, stream).unwrap();
+        run_program(compiler, &program, &args, stream).unwrap();
         out.to_host_on(stream).unwrap().to_vec()
     }
 
@@ -1094,7 +1093,7 @@ mod tests {
         use crate::kernels::ptx_gen::math64::{self, tests::Cpu64};
         use crate::ops::{BinaryOp, UnaryOp};
         type F = fn(&mut Cpu64, &f64) -> f64;
-        let device = CudaDevice::open(0).unwrap();
+        let compiler = CudaCompiler::open(0).unwrap();
         let xs = f64_samples();
         let same = |what: &str, got: &[f64], want: &dyn Fn(usize) -> f64, at: &dyn Fn(usize) -> String| {
             let bad: Vec<usize> = (0..got.len())
@@ -1129,7 +1128,7 @@ mod tests {
             (UnaryOp::GeluErf, math64::gelu_erf),
         ];
         for (op, f) in unary {
-            let got = run_f64(&device, &format!("{op:?}_f64"), &[&xs], |b, v| b.unary(op, v[0]));
+            let got = run_f64(&compiler, &format!("{op:?}_f64"), &[&xs], |b, v| b.unary(op, v[0]));
             same(&format!("{op:?}"), &got, &|i| f(&mut Cpu64, &xs[i]), &|i| {
                 format!("x = {:e}", xs[i])
             });
@@ -1144,7 +1143,7 @@ mod tests {
                 _ => xs[xs.len() - 1 - i],
             })
             .collect();
-        let got = run_f64(&device, "pow_f64", &[&xs, &bs], |b, v| {
+        let got = run_f64(&compiler, "pow_f64", &[&xs, &bs], |b, v| {
             b.binary(BinaryOp::Pow, v[0], v[1])
         });
         same("Pow", &got, &|i| math64::pow(&mut Cpu64, &xs[i], &bs[i]), &|i| {

@@ -1,5 +1,5 @@
 //! The PTX interpreter on a device (see [`crate::kernels::ptx_vm`]): loaded
-//! once per device on a background thread when the device opens, then used
+//! once per device on a background thread when its compiler opens, then used
 //! for the first launches of every new program it can run, while the
 //! program's own module compiles.
 //!
@@ -8,8 +8,10 @@
 //! a compile under a config that turns it off does not use it. Without it,
 //! new programs wait for their quick module.
 
-use super::module::LoadedFunction;
-use super::CudaDevice;
+use super::CudaCompiler;
+use crate::device::cuda::background;
+use crate::device::cuda::context::panic_message;
+use crate::device::cuda::LoadedFunction;
 use crate::error::{Error, Result};
 use crate::kernels::ptx_vm;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -45,7 +47,7 @@ enum Phase {
 }
 
 /// How long the interpreter's two modules took to load, from the start of
-/// the load when the device opened (see [`CudaDevice::wait_interpreter`]).
+/// the load when the compiler opened (see [`CudaCompiler::wait_interpreter`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct InterpreterLoad {
     /// The core module: every form of the suite's and the fuzzer's kernels.
@@ -58,13 +60,13 @@ pub struct InterpreterLoad {
     pub full_error: Option<Error>,
 }
 
-/// Whether the interpreter is loaded when a device opens: unless the
+/// Whether the interpreter is loaded when a compiler opens: unless the
 /// process default config turns it off.
 pub(crate) fn enabled() -> bool {
     crate::Config::process_default().jit.interpreter
 }
 
-impl CudaDevice {
+impl CudaCompiler {
     /// Starts loading the interpreter on a background thread, once: first
     /// a module of its core forms, then one of all; returns whether a load
     /// was started (false when it is off, already started, or the thread
@@ -81,14 +83,14 @@ impl CudaDevice {
             state.phase = Phase::Loading;
         }
         let device = self.clone();
-        let spawned = super::background::spawn(format!("tilefuse-interpreter-cuda{}", self.ordinal()), move || {
+        let spawned = background::spawn(format!("tilefuse-interpreter-cuda{}", self.ordinal()), move || {
             let started = Instant::now();
             let all = ptx_vm::forms().len();
             let core = ptx_vm::core_forms();
             let stages: &[usize] = if core < all { &[core, all] } else { &[all] };
             let last = stages[stages.len() - 1];
             for &forms in stages {
-                let outcome = if super::background::exiting() {
+                let outcome = if background::exiting() {
                     Err(Error::Driver {
                         call: "ptx interpreter",
                         message: "the process began to exit before the interpreter loaded".into(),
@@ -100,10 +102,7 @@ impl CudaDevice {
                         .unwrap_or_else(|panic| {
                             Err(Error::Driver {
                                 call: "ptx interpreter",
-                                message: format!(
-                                    "loading the interpreter panicked: {}",
-                                    super::context::panic_message(panic.as_ref())
-                                ),
+                                message: format!("loading the interpreter panicked: {}", panic_message(panic.as_ref())),
                             })
                         })
                         .map(|k| (k, started.elapsed()))
@@ -130,16 +129,16 @@ impl CudaDevice {
     }
 
     fn load_interpreter(&self, forms: usize) -> Result<LoadedFunction> {
-        self.bind()?;
+        self.device.bind()?;
         let text = ptx_vm::interpreter(&self.target(), forms)?;
         let name = if forms < ptx_vm::forms().len() {
             "ptx interpreter (core)"
         } else {
             "ptx interpreter"
         };
-        let kernel = self.load(&text, ptx_vm::ENTRY, name)?;
+        let kernel = self.device.load(&text, ptx_vm::ENTRY, name)?;
         // Once for all launches: each needs what its program's code asks.
-        let max = u32::try_from(self.info().max_shared_memory_per_block).unwrap_or(u32::MAX);
+        let max = u32::try_from(self.device.info().max_shared_memory_per_block).unwrap_or(u32::MAX);
         kernel.allow_shared(max)?;
         Ok(kernel)
     }
@@ -181,7 +180,7 @@ impl CudaDevice {
 
     /// Waits for the PTX interpreter (see [`crate::kernels::ptx_vm`]) to
     /// load on this device, which it starts doing in the background when
-    /// the device opens: a module of its core forms first, then one of all
+    /// the compiler opens: a module of its core forms first, then one of all
     /// forms. Returns how long after the start of the load each was ready.
     /// New programs compiled once a module is loaded run their first
     /// launches on it when it can run them, instead of waiting for the
