@@ -109,6 +109,8 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("Shape", "shape"),
     ("MAX_RANK", "shape"),
     ("Tensor", "tensor"),
+    ("RealizeStats", "runtime"),
+    ("HostBuffer", "storage"),
 ];
 
 /// The imports that still go against [`LAYERS`]: a file (under `src/`), the

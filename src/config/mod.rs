@@ -264,7 +264,7 @@ impl CodegenConfig {
     /// programs one element per thread, and no load cache policy besides
     /// the staging copies'. A module the driver's JIT compiles faster, which
     /// computes the same values (see
-    /// [`generate_quick`](crate::kernels::ptx_gen::generate_quick)).
+    /// `ptx_gen::generate_quick`).
     pub fn quick(&self) -> CodegenConfig {
         CodegenConfig {
             unroll: Some(1),

@@ -17,8 +17,10 @@
 //! Without the `cuda` feature nothing touches a driver and [`Device::cuda`]
 //! always returns [`Error::CudaUnavailable`].
 
-#[cfg(feature = "cuda")]
-pub mod cuda;
+internal_mod!(
+    #[cfg(feature = "cuda")]
+    cuda
+);
 
 #[cfg(doc)]
 use crate::error::Error;

@@ -4,5 +4,5 @@
 
 pub mod cpu;
 pub mod ir;
-pub mod ptx_gen;
-pub mod ptx_vm;
+internal_mod!(ptx_gen);
+internal_mod!(ptx_vm);

@@ -23,7 +23,7 @@
 //!
 //! # Ownership
 //!
-//! The op graph is one per process (see [`crate::graph::store`]). A tensor
+//! The op graph is one per process (the graph module's `store`). A tensor
 //! is an `Arc` of a handle that holds its node's index and counts as one use
 //! of that node; cloning a tensor clones the `Arc`, and when the last clone
 //! drops the node is released, together with every input only it used.
@@ -299,9 +299,11 @@ impl Tensor {
         self.0.device
     }
 
-    /// The graph node this tensor is a handle on.
-    pub fn node(&self) -> NodeIndex {
-        self.0.node
+    internal_fn! {
+        /// The graph node this tensor is a handle on.
+        fn node(&self) -> NodeIndex {
+            self.0.node
+        }
     }
 
     /// Whether the tensor's value is held as data (created from data, or realized).
@@ -309,9 +311,11 @@ impl Tensor {
         graph::with_graph(|g| matches!(g.node(self.0.node).op, Op::Data(_)))
     }
 
-    /// The part of the op graph this tensor depends on.
-    pub fn subgraph(&self) -> Subgraph {
-        graph::extract(&[self.0.node])
+    internal_fn! {
+        /// The part of the op graph this tensor depends on.
+        fn subgraph(&self) -> Subgraph {
+            graph::extract(&[self.0.node])
+        }
     }
 
     /// The number of graph nodes this tensor depends on, itself included.
@@ -324,17 +328,19 @@ impl Tensor {
         graph::dot::to_dot(&self.subgraph())
     }
 
-    /// The fusion plan realizing this tensor on its device would run (from
-    /// the plan cache when a structurally equal graph was planned before).
-    ///
-    /// # Errors
-    /// A graph fusion cannot plan.
-    pub fn plan(&self) -> Result<std::sync::Arc<crate::fusion::Plan>> {
-        let config = crate::Config::current();
-        crate::fusion::plan(
-            &self.subgraph(),
-            &crate::runtime::fusion_options(self.device(), &config.fusion),
-        )
+    internal_fn! {
+        /// The fusion plan realizing this tensor on its device would run (from
+        /// the plan cache when a structurally equal graph was planned before).
+        ///
+        /// # Errors
+        /// A graph fusion cannot plan.
+        fn plan(&self) -> Result<std::sync::Arc<crate::fusion::Plan>> {
+            let config = crate::Config::current();
+            crate::fusion::plan(
+                &self.subgraph(),
+                &crate::runtime::fusion_options(self.device(), &config.fusion),
+            )
+        }
     }
 
     /// A readable account of how this tensor would be computed: the kernels,
