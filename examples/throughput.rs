@@ -54,6 +54,7 @@
 #[path = "../benches/common/suite.rs"]
 mod suite;
 
+use json::json_string;
 use std::time::{Duration, Instant};
 use suite::{median, relative_error, tolerance, values, Pipeline};
 use tilefuse::graph::reference;
@@ -62,6 +63,11 @@ use tilefuse::{Device, Error, Result, Tensor};
 #[cfg(feature = "cuda")]
 #[path = "throughput/gpu.rs"]
 mod gpu;
+#[cfg(feature = "cuda")]
+#[path = "../benches/common/gpu_measure.rs"]
+mod gpu_measure;
+#[path = "../benches/common/json.rs"]
+mod json;
 
 /// Options from the command line.
 #[derive(Debug, Default)]
@@ -356,21 +362,6 @@ fn print_table(device: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Over
             ms(h.upload_alone)
         );
     }
-}
-
-/// `s` as a JSON string literal.
-fn json_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 fn write_json(path: &str, copy_gbps: f64, rows: &[Row], overhead: Option<Overhead>) -> Result<()> {

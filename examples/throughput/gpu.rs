@@ -2,21 +2,19 @@
 //! first call, checks and event-timed median, and the host overhead of a
 //! cached small pipeline.
 
-use super::{check, check_small, median, suite, Args, DuringTuning, HostFirstCall, Overhead, Row};
+use super::{check, check_small, gpu_measure, median, suite, Args, DuringTuning, HostFirstCall, Overhead, Row};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use suite::{values, Pipeline};
 use tilefuse::device::cuda::{CudaCompiler, CudaDevice, Event};
 use tilefuse::graph::UnaryOp;
 use tilefuse::kernels::ir::{Access, Builder, IndexExpr};
-use tilefuse::runtime::{launch_times, time_launches, RealizeStats};
+use tilefuse::runtime::RealizeStats;
 use tilefuse::tile::Padding;
 use tilefuse::{DType, Device, Error, Result, Tensor};
 
 /// Bytes of the copy that measures the bandwidth.
 const COPY_BYTES: usize = 1 << 30;
-/// Calls queued under one hold of the streams.
-const BATCH: usize = 20;
 /// Untimed calls before the timed ones.
 const WARMUP: usize = 3;
 /// Calls of the host-overhead measurement.
@@ -76,17 +74,11 @@ pub(super) fn run(args: &Args, device: Device) -> Result<(f64, Vec<Row>, Overhea
     Ok((copy_gbps, rows, overhead))
 }
 
-/// Fills a block of the output's size with NaNs and gives it back to the
-/// allocator, so the next output of that size likely lands on it: an
-/// element a kernel fails to write then shows as a NaN.
+/// Poisons the memory `p`'s output will likely land on (see
+/// [`gpu_measure::poison`]).
 fn poison(dev: &Arc<CudaDevice>, p: &Pipeline) -> Result<()> {
     let len = p.output_shape().iter().product::<usize>().max(1);
-    let words = (len * p.dtype.size_in_bytes()).div_ceil(4);
-    for s in 0..dev.streams().len() {
-        let b = dev.alloc_on(DType::U32, words, dev.stream(s))?;
-        b.fill_words_on(0x7fc0_7fc0, dev.stream(s))?;
-    }
-    dev.synchronize()
+    gpu_measure::poison(dev, &[len * p.dtype.size_in_bytes()])
 }
 
 fn measure(p: &Pipeline, compiler: &Arc<CudaCompiler>, device: Device, reps: usize, rotate: usize) -> Result<Row> {
@@ -144,34 +136,16 @@ fn measure(p: &Pipeline, compiler: &Arc<CudaCompiler>, device: Device, reps: usi
         p.build(&sets[i % rotate]).realize()?;
     }
     dev.synchronize()?;
-    let mut samples = Vec::with_capacity(reps);
-    let mut calls = 0;
-    time_launches(true);
-    let timed = (|| {
-        while samples.len() < reps {
-            let hold = dev.hold_streams()?;
-            for _ in 0..BATCH.min(reps - samples.len()) {
-                let y = p.build(&sets[calls % rotate]);
-                calls += 1;
-                if y.is_realized() {
-                    return Err(recomputed(p, "the expression was already computed"));
-                }
-                if y.realize_with_stats()?.kernels_launched != kernels {
-                    return Err(recomputed(p, "a call launched a different number of kernels"));
-                }
-            }
-            hold.release();
-            let times = launch_times()?;
-            for call in times.chunks(kernels) {
-                let start = call.iter().map(|t| t.start_ms).fold(f32::INFINITY, f32::min);
-                let end = call.iter().map(|t| t.end_ms).fold(f32::NEG_INFINITY, f32::max);
-                samples.push(f64::from(end - start) * 1e-3);
-            }
+    let samples = gpu_measure::timed_calls(dev, reps, kernels, |call| {
+        let y = p.build(&sets[call % rotate]);
+        if y.is_realized() {
+            return Err(recomputed(p, "the expression was already computed"));
+        }
+        if y.realize_with_stats()?.kernels_launched != kernels {
+            return Err(recomputed(p, "a call launched a different number of kernels"));
         }
         Ok(())
-    })();
-    time_launches(false);
-    timed?;
+    })?;
     Ok(Row {
         pipeline: p.clone(),
         time: Duration::from_secs_f64(median(samples)),
