@@ -1,0 +1,303 @@
+//! The sweep's case generator (`benches/common/sweep_cases.rs`): every
+//! class, op and dtype is drawn; ids and cases are stable for a seed and a
+//! slice is the same cases as the whole list; sizes lie in the scale; and,
+//! at a small scale, every class's expressions realized on the CPU executor
+//! agree with the f64 value computed from the case's spec, a check shown to
+//! reject the values of a case that differs in one respect.
+
+#[path = "../benches/common/sweep_cases.rs"]
+mod sweep_cases;
+
+use std::collections::HashSet;
+use sweep_cases::reference::{compare, evaluate, host_inputs, values, HostData};
+use sweep_cases::{case, cases, Binary, Case, Class, Form, Op, Pair, Reduction, RowOp, Scale, Step, Unary, SIGNED};
+use tilefuse::{DType, Tensor};
+
+/// Small enough for a debug build, large enough for rows of 1024.
+const SMALL: Scale = Scale {
+    min_bytes: 256 << 10,
+    max_bytes: 1 << 20,
+};
+
+/// The first 200 cases of seeds 1, 2 and 3 at GPU sizes.
+fn drawn() -> Vec<Case> {
+    (1..=3).flat_map(|s| cases(s, 0, 200, &[], Scale::GPU)).collect()
+}
+
+#[test]
+fn every_class_op_and_dtype_is_drawn() {
+    for seed in 1..=3 {
+        let list = cases(seed, 0, 200, &[], Scale::GPU);
+        for class in Class::ALL {
+            let n = list.iter().filter(|c| c.class == class).count();
+            assert!(n >= 28, "seed {seed}: {n} cases of {}", class.name());
+        }
+    }
+    let all = drawn();
+    let mut seen = HashSet::new();
+    for c in &all {
+        seen.insert(format!("dtype {}", c.dtype));
+        match &c.op {
+            Op::Reduce { op, perm, .. } => {
+                seen.insert(format!("{} {}", c.class.name(), op.name()));
+                seen.insert(format!("{} rank {} perm {perm:?}", c.class.name(), c.dims.len()));
+            }
+            Op::Stats { pair, axis } => {
+                seen.insert(format!("{} axis {axis} of rank {}", pair.name(), c.dims.len()));
+            }
+            Op::Arg { max, axis } => {
+                seen.insert(format!("arg max={max} axis {axis} of rank {}", c.dims.len()));
+            }
+            Op::Row { op, form, weight, bias } => {
+                seen.insert(format!("{} {}", op.name(), form.name()));
+                seen.insert(format!("{} weight {weight} bias {bias}", op.name()));
+            }
+            Op::Chain { steps } => {
+                for s in steps {
+                    let name = match s {
+                        Step::Unary(u) => format!("chain {}", u.name()),
+                        Step::Affine { .. } => "chain affine".into(),
+                        Step::Operand { op, broadcast, .. } => {
+                            seen.insert(format!("rank {} broadcast {broadcast:?}", c.dims.len()));
+                            format!("chain {}", op.name())
+                        }
+                    };
+                    seen.insert(name);
+                }
+            }
+        }
+    }
+    let mut want: Vec<String> = ["f32", "f16", "bf16", "f64"]
+        .iter()
+        .map(|d| format!("dtype {d}"))
+        .collect();
+    for class in ["reduce_inner", "reduce_outer", "reduce_transposed"] {
+        for op in [
+            Reduction::Sum,
+            Reduction::Mean,
+            Reduction::Max,
+            Reduction::Min,
+            Reduction::Var,
+        ] {
+            want.push(format!("{class} {}", op.name()));
+        }
+    }
+    for perm in [
+        "[1, 0]",
+        "[0, 2, 1]",
+        "[1, 0, 2]",
+        "[1, 2, 0]",
+        "[2, 0, 1]",
+        "[2, 1, 0]",
+    ] {
+        let rank = perm.matches(',').count() + 1;
+        want.push(format!("reduce_transposed rank {rank} perm Some({perm})"));
+    }
+    for pair in ["mean_var", "sum_max"] {
+        for (axis, rank) in [(1, 2), (0, 2), (1, 3)] {
+            want.push(format!("{pair} axis {axis} of rank {rank}"));
+        }
+    }
+    for max in [true, false] {
+        for (axis, rank) in [(1, 2), (0, 2), (1, 3), (2, 3)] {
+            want.push(format!("arg max={max} axis {axis} of rank {rank}"));
+        }
+    }
+    for op in [RowOp::Softmax, RowOp::LogSoftmax, RowOp::RmsNorm, RowOp::LayerNorm] {
+        for form in [Form::Library, Form::Written] {
+            want.push(format!("{} {}", op.name(), form.name()));
+        }
+    }
+    want.push("rms_norm weight true bias false".into());
+    want.push("layer_norm weight true bias true".into());
+    for u in [
+        Unary::Relu,
+        Unary::Tanh,
+        Unary::Sigmoid,
+        Unary::Silu,
+        Unary::Gelu,
+        Unary::Exp,
+        Unary::ExpNegSq,
+        Unary::Log1pAbs,
+        Unary::Sqrt,
+        Unary::Log,
+    ] {
+        want.push(format!("chain {}", u.name()));
+    }
+    for b in [Binary::Add, Binary::Sub, Binary::Mul, Binary::Maximum] {
+        want.push(format!("chain {}", b.name()));
+    }
+    want.push("chain affine".into());
+    for b in ["[0]", "[1]", "[]"] {
+        want.push(format!("rank 2 broadcast {b}"));
+    }
+    for b in ["[0]", "[0, 1]", "[2]", "[1, 2]"] {
+        want.push(format!("rank 3 broadcast {b}"));
+    }
+    let missing: Vec<&String> = want.iter().filter(|w| !seen.contains(*w)).collect();
+    assert!(missing.is_empty(), "never drawn in 600 cases: {missing:?}");
+}
+
+#[test]
+fn ids_and_cases_are_stable_for_a_seed() {
+    let first = cases(7, 0, 40, &[], Scale::GPU);
+    assert_eq!(first, cases(7, 0, 40, &[], Scale::GPU));
+    let ids: HashSet<String> = first.iter().map(Case::id).collect();
+    assert_eq!(ids.len(), first.len(), "ids repeat");
+    assert_eq!(first[13].id(), "s7-0013");
+    // A slice is the same cases as in the whole list.
+    assert_eq!(cases(7, 10, 5, &[], Scale::GPU), first[10..15].to_vec());
+    assert_eq!(case(7, 22, Scale::GPU), first[22]);
+    // Filtering by class keeps the cases' ids and values.
+    let only = cases(7, 1, 3, &[Class::Argmax, Class::Stats], Scale::GPU);
+    let expected: Vec<Case> = [5, 11, 12].iter().map(|&i| first[i].clone()).collect();
+    assert_eq!(only, expected);
+    // The spec is a function of the case; another seed draws other cases.
+    assert_eq!(first[3].spec_json(), cases(7, 3, 1, &[], Scale::GPU)[0].spec_json());
+    let other = cases(8, 0, 40, &[], Scale::GPU);
+    let same = first
+        .iter()
+        .zip(&other)
+        .filter(|(a, b)| a.spec_json() == b.spec_json())
+        .count();
+    assert_eq!(same, 0, "seeds 7 and 8 drew {same} equal cases");
+    // The scale changes sizes, not structure.
+    let cpu = cases(7, 0, 40, &[], Scale::CPU);
+    for (g, c) in first.iter().zip(&cpu) {
+        assert_eq!((g.class, g.dtype, g.dims.len()), (c.class, c.dtype, c.dims.len()));
+    }
+}
+
+#[test]
+fn sizes_lie_in_the_scale() {
+    for scale in [Scale::GPU, Scale::CPU, SMALL] {
+        for seed in 1..=3 {
+            for c in cases(seed, 0, 200, &[], scale) {
+                let b = c.bytes();
+                assert!(
+                    (scale.min_bytes..=scale.max_bytes).contains(&b),
+                    "{} {}: {b} bytes outside {scale:?}",
+                    c.id(),
+                    c.describe()
+                );
+            }
+        }
+    }
+}
+
+/// The case's outputs realized on the CPU executor, and its f64 value.
+fn run(c: &Case) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let data = host_inputs(c);
+    let exact: Vec<Vec<f64>> = data.iter().map(HostData::to_f64).collect();
+    let inputs: Vec<Tensor> = data
+        .into_iter()
+        .zip(c.inputs())
+        .map(|(d, i)| d.into_tensor(&i.shape))
+        .collect();
+    let outputs = c
+        .build(&inputs)
+        .unwrap_or_else(|e| panic!("{}: the API refused {}: {e}", c.id(), c.describe()));
+    Tensor::realize_all(&outputs.iter().collect::<Vec<_>>()).unwrap();
+    let shapes: Vec<Vec<usize>> = outputs.iter().map(|o| o.dims().to_vec()).collect();
+    assert_eq!(shapes, c.output_shapes(), "{}: {}", c.id(), c.describe());
+    assert!(outputs.iter().all(|o| o.dtype() == c.output_dtype()));
+    let got = outputs.iter().map(|o| values(o).unwrap()).collect();
+    (got, evaluate(c, &exact))
+}
+
+#[test]
+fn every_class_agrees_with_its_f64_value_on_the_cpu() {
+    let mut checked = HashSet::new();
+    for seed in 1..=2 {
+        for c in cases(seed, 0, 28, &[], SMALL) {
+            let (got, want) = run(&c);
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    w.iter().any(|&v| v != 0.0),
+                    "{}: the expected value is all zeros",
+                    c.id()
+                );
+                if let Err(e) = compare(g, w, c.output_dtype()) {
+                    panic!("{} ({}, {}): {e}", c.id(), c.dtype, c.describe());
+                }
+            }
+            checked.insert(c.class);
+        }
+    }
+    assert_eq!(checked.len(), Class::ALL.len());
+}
+
+/// An f32 case of `class` over `x` of `dims`, for the checks below.
+fn f32_case(class: Class, dims: &[usize], op: Op) -> Case {
+    Case {
+        seed: 5,
+        index: 0,
+        class,
+        dtype: DType::F32,
+        dims: dims.to_vec(),
+        x_range: SIGNED,
+        op,
+    }
+}
+
+/// Each pair realizes the first case and checks it against the second's
+/// value, which differs in one respect a bug could get wrong: the check
+/// must fail. (Square shapes, so the outputs have the same size.)
+#[test]
+fn the_check_rejects_a_case_that_differs_in_one_respect() {
+    let reduce = |op, perm: Option<Vec<usize>>, axis| Op::Reduce { op, perm, axis };
+    let row = |op, weight| Op::Row {
+        op,
+        form: Form::Written,
+        weight,
+        bias: false,
+    };
+    let bias = |broadcast: Vec<usize>| Op::Chain {
+        steps: vec![
+            Step::Operand {
+                op: Binary::Add,
+                broadcast,
+                range: SIGNED,
+            },
+            Step::Unary(Unary::Tanh),
+        ],
+    };
+    let square = [48, 48];
+    let pairs = [
+        (reduce(Reduction::Sum, None, 1), reduce(Reduction::Mean, None, 1)),
+        (reduce(Reduction::Var, None, 1), reduce(Reduction::Mean, None, 1)),
+        (reduce(Reduction::Max, None, 0), reduce(Reduction::Max, None, 1)),
+        (
+            reduce(Reduction::Sum, Some(vec![1, 0]), 1),
+            reduce(Reduction::Sum, None, 1),
+        ),
+        (
+            Op::Stats {
+                pair: Pair::MeanVar,
+                axis: 1,
+            },
+            Op::Stats {
+                pair: Pair::MeanVar,
+                axis: 0,
+            },
+        ),
+        (Op::Arg { max: true, axis: 1 }, Op::Arg { max: false, axis: 1 }),
+        (row(RowOp::Softmax, false), row(RowOp::LogSoftmax, false)),
+        (row(RowOp::RmsNorm, true), row(RowOp::RmsNorm, false)),
+        (bias(vec![0]), bias(vec![1])),
+    ];
+    for (op, other) in pairs {
+        let c = f32_case(Class::ReduceInner, &square, op);
+        let d = f32_case(Class::ReduceInner, &square, other);
+        let (got, want) = run(&c);
+        assert!(compare(&got[0], &want[0], c.output_dtype()).is_ok(), "{}", c.describe());
+        let exact: Vec<Vec<f64>> = host_inputs(&d).iter().map(HostData::to_f64).collect();
+        let wrong = evaluate(&d, &exact);
+        assert!(
+            compare(&got[0], &wrong[0], c.output_dtype()).is_err(),
+            "{} passed as {}",
+            c.describe(),
+            d.describe()
+        );
+    }
+}
