@@ -47,9 +47,58 @@ report::
 ``compile`` the keys ``<mode>_ms``, ``<mode>_gbps`` and ``<mode>_pct_copy``,
 plus ``compile_first_call_ms``.
 
-Without torch or a CUDA device the script says so and exits 0. ``--selftest``
-runs the table formatting on fabricated figures: a format check only, never
-results.
+Sweep mode (``--sweep PATH``): reads the JSON of tilefuse's random sweep
+(``cargo run --release --example sweep -- --json PATH``), rebuilds every case
+from its ``spec`` in PyTorch on the GPU (random inputs of the same shapes,
+dtypes, value ranges and views; the library op where the case uses one,
+else the same ops as written), checks eager and torch.compile against the
+same function evaluated in float64 (relative error 1e-4 for f32, 1e-2 for f16
+and bf16, 1e-10 for f64; indices exactly) before timing them (CUDA events,
+median of ``--reps``), measures the copy bandwidth in the same process, and
+prints per case tilefuse's % of copy (from the JSON), eager's and compile's,
+and the ratio of tilefuse's % of copy to the better of the two (above 1:
+tilefuse faster); then the distributions (median and 10th percentile), on how
+many cases torch is faster, the geometric mean of the ratio, and per-class
+medians. The shapes are the JSON's: a GPU sweep's cases are 256 MiB or more,
+over 4x the L2 (a case under that is flagged). ``--start K --limit N`` takes a
+slice of the JSON's cases and ``--no-compile`` skips torch.compile, whose
+compile of a new case takes a second or more (Inductor's caches are off unless
+``--allow-cache``): a 200-case run with compile takes several minutes, so
+split it across calls with ``--start``/``--limit`` and one ``--json OUT`` each.
+
+The sweep's ``spec`` of a case::
+
+    {"op": "sum" | "mean" | "max" | "min" | "var"        # over axis of x viewed through perm
+           | "mean_var" | "sum_max"                       # two outputs over axis
+           | "argmax" | "argmin"                          # over axis
+           | "softmax" | "log_softmax" | "rms_norm" | "layer_norm"   # over the last axis
+           | "chain",                                     # steps applied to x in order
+     "dtype": "f32" | "f16" | "bf16" | "f64",
+     "shape": [int],                # x as stored, row-major
+     "perm": [int] | null,          # reductions: x.permute(perm) first
+     "axis": int,                   # the reduced (or normalised) axis
+     "form": "library" | "written", "weight": bool, "bias": bool, "eps": float | null,  # row ops
+     "steps": [{"op": unary} | {"op": "affine", "scale": float, "shift": float}
+               | {"op": "add" | "sub" | "mul" | "maximum", "input": int}],   # chains
+     "inputs": [{"name": str, "shape": [int], "range": [lo, hi], "broadcast_axes": [int]}],
+     "outputs": [{"shape": [int], "dtype": str}]}
+
+Unary steps: relu, tanh, sigmoid, silu, gelu_tanh, exp, exp_neg_sq (exp(-v*v)),
+log1p_abs (log(|v| + 1)), sqrt, log. Input values are the mean of two uniforms
+on [lo, hi]; var is unbiased; layer_norm's variance is biased. In the sweep
+JSON each case also has ``case`` (its id), ``class``, ``description``,
+``bytes`` (minimal), ``time_ms``, ``gbps``, ``pct_copy``, ``first_call_ms``,
+``kernels``, ``strategy`` and ``rel_error`` (null where not measured), ``ok``
+and ``error``; the top level has ``copy_gbps``, ``device`` and ``seed``.
+``--json OUT`` in sweep mode writes ``copy_gbps``, ``torch_version``,
+``device`` and ``cases`` entries with ``case``, ``class``, ``bytes``, and for
+each of ``eager`` and ``compile`` ``<mode>_ms``, ``<mode>_pct_copy`` and
+``<mode>_error`` (null, or why the mode was not timed), plus
+``compile_first_call_ms``.
+
+Without torch or a CUDA device the script says so and exits 0 (in sweep mode
+after printing tilefuse's figures). ``--selftest`` runs the table formatting
+of both modes on fabricated figures: a format check only, never results.
 """
 
 import argparse
@@ -262,6 +311,351 @@ def format_table(tilefuse, torch_doc):
     return "\n".join(out)
 
 
+# Every sweep case entry must have these keys, of these types (None: may be null).
+SWEEP_KEYS = {
+    "case": (str,),
+    "class": (str,),
+    "spec": (dict,),
+    "bytes": (int,),
+    "ok": (bool,),
+    "pct_copy": (int, float, type(None)),
+    "time_ms": (int, float, type(None)),
+}
+
+SWEEP_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64"}
+SWEEP_TOLERANCE = {"f32": 1e-4, "f16": 1e-2, "bf16": 1e-2, "f64": 1e-10}
+
+
+def load_sweep(path):
+    """Reads and checks a tilefuse sweep JSON (schema in the module docstring)."""
+    with open(path) as f:
+        doc = json.load(f)
+    if not isinstance(doc, dict) or not isinstance(doc.get("copy_gbps"), (int, float)):
+        raise ValueError(f"{path}: expected an object with a numeric top-level 'copy_gbps'")
+    cases = doc.get("cases")
+    if not isinstance(cases, list):
+        raise ValueError(f"{path}: expected a list under 'cases'")
+    for i, e in enumerate(cases):
+        for key, types in SWEEP_KEYS.items():
+            v = e.get(key) if isinstance(e, dict) else None
+            if not isinstance(e, dict) or key not in e or not isinstance(v, types) or (
+                    isinstance(v, bool) and bool not in types):
+                raise ValueError(f"{path}: cases[{i}] lacks '{key}' of type {types}")
+        spec = e["spec"]
+        if spec.get("dtype") not in SWEEP_DTYPES or not isinstance(spec.get("inputs"), list):
+            raise ValueError(f"{path}: cases[{i}] ({e['case']}) has a spec without a known dtype and inputs")
+    return doc
+
+
+def sweep_inputs(torch, spec):
+    """Random inputs of the spec's shapes and dtype: the mean of two uniforms on each input's range."""
+    dtype = getattr(torch, SWEEP_DTYPES[spec["dtype"]])
+    draw = torch.float64 if dtype == torch.float64 else torch.float32
+    out = []
+    for inp in spec["inputs"]:
+        lo, hi = inp["range"]
+        u = torch.rand(inp["shape"], device="cuda", dtype=draw)
+        u += torch.rand(inp["shape"], device="cuda", dtype=draw)
+        out.append((u.mul_((hi - lo) / 2).add_(lo)).to(dtype))
+        del u
+    return out
+
+
+def sweep_function(torch, spec):
+    """The case as a function of its inputs returning a tuple of outputs."""
+    F = torch.nn.functional
+    op, axis = spec["op"], spec.get("axis")
+    reductions = {
+        "sum": lambda v, a: v.sum(a),
+        "mean": lambda v, a: v.mean(a),
+        "max": lambda v, a: v.amax(a),
+        "min": lambda v, a: v.amin(a),
+        "var": lambda v, a: v.var(a),
+    }
+    if op in reductions:
+        perm = spec.get("perm")
+        red = reductions[op]
+        if perm:
+            return lambda x: (red(x.permute(*perm), axis),)
+        return lambda x: (red(x, axis),)
+    if op == "mean_var":
+        return lambda x: (x.mean(axis), x.var(axis))
+    if op == "sum_max":
+        return lambda x: (x.sum(axis), x.amax(axis))
+    if op == "argmax":
+        return lambda x: (x.argmax(axis),)
+    if op == "argmin":
+        return lambda x: (x.argmin(axis),)
+    if op == "chain":
+        return chain_function(torch, spec["steps"])
+    library, eps, n = spec.get("form") == "library", spec.get("eps"), spec["shape"][-1]
+    weight, bias = spec.get("weight"), spec.get("bias")
+
+    def affine(y, rest):
+        rest = list(rest)
+        if weight:
+            y = y * rest.pop(0)
+        if bias:
+            y = y + rest.pop(0)
+        return y
+
+    if op == "softmax":
+        if library:
+            return lambda x: (torch.softmax(x, -1),)
+
+        def softmax(x):
+            e = (x - x.amax(-1, keepdim=True)).exp()
+            return (e / e.sum(-1, keepdim=True),)
+        return softmax
+    if op == "log_softmax":
+        if library:
+            return lambda x: (torch.log_softmax(x, -1),)
+
+        def log_softmax(x):
+            d = x - x.amax(-1, keepdim=True)
+            return (d - d.exp().sum(-1, keepdim=True).log(),)
+        return log_softmax
+    if op == "rms_norm":
+        if library:
+            return lambda x, *wb: (F.rms_norm(x, (n,), wb[0] if weight else None, eps),)
+        return lambda x, *wb: (affine(x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps), wb),)
+    if op == "layer_norm":
+        if library:
+            def layer_norm(x, *wb):
+                rest = list(wb)
+                w = rest.pop(0) if weight else None
+                b = rest.pop(0) if bias else None
+                return (F.layer_norm(x, (n,), w, b, eps),)
+            return layer_norm
+
+        def written_layer_norm(x, *wb):
+            d = x - x.mean(-1, keepdim=True)
+            var = (d * d).mean(-1, keepdim=True)
+            return (affine(d * torch.rsqrt(var + eps), wb),)
+        return written_layer_norm
+    raise ValueError(f"unknown sweep op {op!r}")
+
+
+def chain_function(torch, steps):
+    """An elementwise chain: each step applied to the running value, operands by input index."""
+    F = torch.nn.functional
+    unary = {
+        "relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "silu": F.silu,
+        "gelu_tanh": lambda v: F.gelu(v, approximate="tanh"), "exp": torch.exp,
+        "exp_neg_sq": lambda v: torch.exp(-(v * v)), "log1p_abs": lambda v: torch.log(v.abs() + 1),
+        "sqrt": torch.sqrt, "log": torch.log,
+    }
+    binary = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "maximum": torch.maximum}
+    for step in steps:
+        if step["op"] not in unary and step["op"] not in binary and step["op"] != "affine":
+            raise ValueError(f"unknown chain step {step['op']!r}")
+
+    def chain(*inputs):
+        v = inputs[0]
+        for step in steps:
+            op = step["op"]
+            if op == "affine":
+                v = v * step["scale"] + step["shift"]
+            elif op in binary:
+                v = binary[op](v, inputs[step["input"]])
+            else:
+                v = unary[op](v)
+        return (v,)
+    return chain
+
+
+def sweep_check(torch, outs, want, dtype):
+    """None when `outs` match `want` (float64), else what differs."""
+    for k, (g, w) in enumerate(zip(outs, want)):
+        if tuple(g.shape) != tuple(w.shape):
+            return f"output {k} has shape {tuple(g.shape)}, float64 {tuple(w.shape)}"
+        if not w.is_floating_point():
+            wrong = int((g != w).sum().item())
+            if wrong:
+                return f"output {k}: {wrong} of {w.numel()} indices differ from float64"
+            continue
+        g = g.double()
+        err = ((g - w).norm() / w.norm().clamp_min(1e-300)).item()
+        if not err <= SWEEP_TOLERANCE[dtype]:
+            return f"output {k}: relative error {err:.3e} against float64 (tolerance {SWEEP_TOLERANCE[dtype]:g})"
+    return None
+
+
+def run_sweep_torch(torch, cases, reps, compile_too):
+    """Measures the copy bandwidth, then each case eager and compiled; returns the --json document."""
+    torch.manual_seed(0)
+    copy = copy_gbps(torch, reps)
+    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)
+    print(f"copy bandwidth (1 GiB copy_, r+w): {copy:.0f} GB/s; L2 {l2 >> 20} MiB", file=sys.stderr)
+    dynamo = getattr(torch, "_dynamo", None)
+    if dynamo is not None:
+        # Every case is a new function of new shapes: no recompile limit may send one back to eager.
+        for name in ("recompile_limit", "cache_size_limit"):
+            if hasattr(dynamo.config, name):
+                setattr(dynamo.config, name, 1 << 16)
+    rows = []
+    for e in cases:
+        spec, started = e["spec"], time.perf_counter()
+        row = {"case": e["case"], "class": e["class"], "bytes": e["bytes"]}
+        if e["bytes"] < 4 * l2:
+            print(f"  {e['case']}: {e['bytes'] >> 20} MiB is under 4x the L2", file=sys.stderr)
+        try:
+            fn = sweep_function(torch, spec)
+            args = sweep_inputs(torch, spec)
+            want = fn(*(a.double() for a in args))
+        except (RuntimeError, ValueError) as err:  # out of memory, an unknown op
+            row.update({f"{m}_error": f"not built: {err}" for m in ("eager", "compile")})
+            rows.append(row)
+            continue
+        modes = [("eager", fn)]
+        if compile_too:
+            if dynamo is not None:
+                dynamo.reset()
+            compiled = torch.compile(fn, dynamic=False)
+            modes.append(("compile", compiled))
+        for mode, f in modes:
+            try:
+                t0 = time.perf_counter()
+                outs = f(*args)
+                torch.cuda.synchronize()
+                if mode == "compile":
+                    row["compile_first_call_ms"] = (time.perf_counter() - t0) * 1e3
+                error = sweep_check(torch, outs, want, spec["dtype"])
+                del outs
+                if error is None:
+                    ms = median_ms(torch, f, args, reps)
+                    row[f"{mode}_ms"] = ms
+                    row[f"{mode}_pct_copy"] = 100 * e["bytes"] / (ms * 1e-3) / 1e9 / copy
+            except Exception as err:  # a failed compile, launch or timing is this mode's result, not the run's
+                error = f"{type(err).__name__}: {err}"
+            row[f"{mode}_error"] = error
+        if not compile_too:
+            row["compile_error"] = "not run (--no-compile)"
+        print(f"  {e['case']}: eager {fmt(row.get('eager_pct_copy'), '.1f', ' %')}, "
+              f"compile {fmt(row.get('compile_pct_copy'), '.1f', ' %')} "
+              f"({time.perf_counter() - started:.1f} s)", file=sys.stderr)
+        for mode in ("eager", "compile"):
+            if row.get(f"{mode}_error"):
+                print(f"    {mode}: {row[f'{mode}_error']}", file=sys.stderr)
+        rows.append(row)
+        del args, want
+        torch.cuda.empty_cache()
+    return {"copy_gbps": copy, "torch_version": torch.__version__,
+            "device": torch.cuda.get_device_name(), "cases": rows}
+
+
+def quantile(values, q):
+    """The element at `q` of the way from the smallest to the largest (rounded down), as the sweep reports."""
+    v = sorted(values)
+    return v[int((len(v) - 1) * q)]
+
+
+def format_sweep(sweep, torch_doc):
+    """The per-case table and the distributions of tilefuse's and torch's sweep figures, as text.
+
+    `torch_doc` may be None (tilefuse's figures alone); cases are joined on their id.
+    """
+    th = {r["case"]: r for r in (torch_doc or {}).get("cases", [])}
+    cases = [e for e in sweep["cases"] if not th or e["case"] in th]
+    header = ["case", "class", "dtype", "tilefuse %copy", "eager %copy", "compile %copy", "tilefuse/best torch",
+              "expression"]
+    lines, per = [], []
+    for e in cases:
+        p = th.get(e["case"], {})
+        t = e["pct_copy"] if e["ok"] else None
+        eager, comp = p.get("eager_pct_copy"), p.get("compile_pct_copy")
+        best = max((v for v in (eager, comp) if v is not None), default=None)
+        ratio = t / best if t is not None and best else None
+        per.append((e["class"], t, eager, comp, best, ratio))
+        lines.append([e["case"], e["class"], e["spec"]["dtype"], fmt(t, ".1f", " %") if e["ok"] else "FAILED",
+                      fmt(eager, ".1f", " %"), fmt(comp, ".1f", " %"), fmt(ratio, ".2f"), e.get("description", "")])
+    widths = [max(len(str(r[i])) for r in [header] + lines) for i in range(len(header))]
+    out = [f"copy bandwidth: tilefuse run {fmt(sweep.get('copy_gbps'), '.0f', ' GB/s')} "
+           f"({sweep.get('device', '?')}), torch run {fmt((torch_doc or {}).get('copy_gbps'), '.0f', ' GB/s')}"]
+    for r in [header, ["-" * w for w in widths]] + lines:
+        out.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+
+    def dist(name, values):
+        v = [x for x in values if x is not None]
+        if not v:
+            return f"{name}: —"
+        return f"{name}: median {statistics.median(v):.1f} %, p10 {quantile(v, 0.1):.1f} % ({len(v)} cases)"
+
+    out.append("")
+    failed = sum(1 for e in cases if not e["ok"])
+    out.append(f"{len(cases)} cases, {failed} failed in tilefuse")
+    for i, name in ((1, "tilefuse % of copy"), (2, "eager % of copy"), (3, "compile % of copy"),
+                    (4, "best torch % of copy")):
+        out.append(dist(name, [r[i] for r in per]))
+    ratios = [r[5] for r in per if r[5] is not None]
+    if ratios:
+        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        slower = sum(1 for r in ratios if r < 1.0)
+        out.append(f"torch faster on {slower} of {len(ratios)} cases; geometric mean of tilefuse/best torch "
+                   f"{geo:.2f}x, worst {min(ratios):.2f}x")
+    else:
+        out.append("torch faster on — cases (no case has both figures)")
+    classes = []
+    for c in dict.fromkeys(r[0] for r in per):
+        rs = [r for r in per if r[0] == c]
+        def med(i, spec=".1f", unit=" %"):
+            v = [r[i] for r in rs if r[i] is not None]
+            return fmt(statistics.median(v) if v else None, spec, unit)
+        classes.append(f"{c}: tilefuse {med(1)}, eager {med(2)}, compile {med(3)}, "
+                       f"ratio {med(5, '.2f', '')} ({len(rs)} cases)")
+    out.append("per-class medians:")
+    out.extend("  " + c for c in classes)
+    return "\n".join(out)
+
+
+def sweep_selftest():
+    """Formats fabricated sweep figures through the same JSON reading and table code as a real run."""
+    def entry(case, cls, pct, ok=True):
+        spec = {"op": "sum", "dtype": "f32", "shape": [8, 8], "perm": None, "axis": 1,
+                "inputs": [{"name": "x", "shape": [8, 8], "range": [-1.5, 2.5], "broadcast_axes": []}],
+                "outputs": [{"shape": [8], "dtype": "f32"}]}
+        return {"case": case, "class": cls, "description": f"fake {case}", "spec": spec, "bytes": 288,
+                "time_ms": 1.0 if ok else None, "gbps": 1.0 if ok else None, "pct_copy": pct if ok else None,
+                "first_call_ms": 2.0, "kernels": 1, "strategy": "k0[8]", "rel_error": 0.0, "ok": ok,
+                "error": None if ok else "fabricated failure"}
+    fake_sweep = {"copy_gbps": 4000.0, "device": "fake", "seed": 1, "cases": [
+        entry("s1-0000", "reduce_inner", 80.0), entry("s1-0001", "reduce_outer", 20.0),
+        entry("s1-0002", "reduce_inner", 90.0), entry("s1-0003", "argmax", 0.0, ok=False)]}
+    fake_torch = {"copy_gbps": 3900.0, "cases": [
+        {"case": "s1-0000", "eager_pct_copy": 40.0, "compile_pct_copy": 50.0},
+        {"case": "s1-0001", "eager_pct_copy": 40.0, "compile_pct_copy": None, "compile_error": "fabricated"},
+        {"case": "s1-0002", "eager_pct_copy": 45.0, "compile_pct_copy": 90.0},
+        {"case": "s1-0003", "eager_pct_copy": 10.0, "compile_pct_copy": 12.0}]}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(fake_sweep, f)
+    try:
+        text = format_sweep(load_sweep(f.name), fake_torch)
+    finally:
+        os.unlink(f.name)
+    rows = {line.split()[0]: line for line in text.splitlines() if line.startswith("s1-")}
+    assert "1.60" in rows["s1-0000"] and "0.50" in rows["s1-0001"] and "1.00" in rows["s1-0002"], text
+    assert "FAILED" in rows["s1-0003"], rows["s1-0003"]
+    assert "4 cases, 1 failed in tilefuse" in text, text
+    assert "torch faster on 1 of 3 cases" in text, text
+    assert f"geometric mean of tilefuse/best torch {(1.6 * 0.5 * 1.0) ** (1 / 3):.2f}x, worst 0.50x" in text, text
+    assert "tilefuse % of copy: median 80.0 %, p10 20.0 % (3 cases)" in text, text
+    assert "reduce_inner: tilefuse 85.0 %, eager 42.5 %, compile 70.0 %, ratio 1.30 (2 cases)" in text, text
+    assert "argmax: tilefuse —, eager 10.0 %" in text, text
+    bad = dict(fake_sweep, cases=[dict(fake_sweep["cases"][0], ok="yes")])
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(bad, f)
+    try:
+        load_sweep(f.name)
+        raise AssertionError("a case whose 'ok' is not a bool was accepted")
+    except ValueError:
+        pass
+    finally:
+        os.unlink(f.name)
+    alone = format_sweep(fake_sweep, None)
+    assert "torch faster on — cases" in alone, alone
+    print(text)
+
+
 def selftest():
     """Formats fabricated figures, through the same JSON reading and table code as a real run."""
     fake_tf = {"copy_gbps": 4000.0, "pipelines": [
@@ -296,6 +690,8 @@ def selftest():
     assert rows["sum"].split()[-1] == "—", rows["sum"]
     print("FORMAT CHECK ONLY: the figures below are fabricated, not measurements.")
     print(table)
+    print()
+    sweep_selftest()
     return 0
 
 
@@ -309,11 +705,19 @@ def main(argv=None):
                     help="timed calls cycle through N input sets (no L2 carry-over between calls)")
     ap.add_argument("--allow-cache", action="store_true", help="let Inductor use its on-disk caches")
     ap.add_argument("--selftest", action="store_true", help="format fabricated figures (a format check only)")
+    ap.add_argument("--sweep", metavar="PATH", help="tilefuse's sweep JSON: rebuild and time its cases in PyTorch")
+    ap.add_argument("--start", type=int, default=0, metavar="K", help="sweep: begin at the K-th case of the JSON")
+    ap.add_argument("--limit", type=int, metavar="N", help="sweep: at most N cases")
+    ap.add_argument("--no-compile", action="store_true", help="sweep: time eager only")
     args = ap.parse_args(argv)
     if args.selftest:
         return selftest()
     if args.reps < MIN_REPS:
         ap.error(f"--reps must be at least {MIN_REPS}")
+    if args.sweep:
+        return main_sweep(ap, args)
+    if args.start or args.limit is not None or args.no_compile:
+        ap.error("--start, --limit and --no-compile go with --sweep")
     try:
         tilefuse = load_tilefuse(args.tilefuse) if args.tilefuse else None
     except (OSError, ValueError) as e:
@@ -339,6 +743,38 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=2)
     print(format_table(tilefuse, doc))
+    return 0
+
+
+def main_sweep(ap, args):
+    """--sweep: tilefuse's sweep cases beside PyTorch eager and torch.compile."""
+    if args.tilefuse or args.only or args.rotate != 1:
+        ap.error("--tilefuse, --only and --rotate do not go with --sweep")
+    if args.start < 0 or (args.limit is not None and args.limit < 1):
+        ap.error("--start must be at least 0 and --limit at least 1")
+    try:
+        sweep = load_sweep(args.sweep)
+    except (OSError, ValueError) as e:
+        ap.error(f"cannot read --sweep: {e}")
+    end = None if args.limit is None else args.start + args.limit
+    sweep = dict(sweep, cases=sweep["cases"][args.start:end])
+    if not sweep["cases"]:
+        ap.error(f"--start {args.start} leaves no case of {args.sweep}")
+    if not args.allow_cache:
+        os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is None or not torch.cuda.is_available():
+        print("PyTorch with a CUDA device is not available here; no torch figures measured.")
+        print(format_sweep(sweep, None))
+        return 0
+    doc = run_sweep_torch(torch, sweep["cases"], args.reps, not args.no_compile)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=2)
+    print(format_sweep(sweep, doc))
     return 0
 
 
