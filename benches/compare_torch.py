@@ -109,6 +109,7 @@ import statistics
 import sys
 import tempfile
 import time
+import warnings
 
 # Every tilefuse pipeline entry must have these keys, of these types.
 TILEFUSE_KEYS = {
@@ -481,8 +482,9 @@ def sweep_check(torch, outs, want, dtype):
     return None
 
 
-def run_sweep_torch(torch, cases, reps, compile_too):
-    """Measures the copy bandwidth, then each case eager and compiled; returns the --json document."""
+def run_sweep_torch(torch, cases, reps, compile_too, json_out=None):
+    """Measures the copy bandwidth, then each case eager and compiled; returns the --json document,
+    also written to `json_out` after every case (so a run cut short keeps what it measured)."""
     torch.manual_seed(0)
     copy = copy_gbps(torch, reps)
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)
@@ -494,7 +496,12 @@ def run_sweep_torch(torch, cases, reps, compile_too):
             if hasattr(dynamo.config, name):
                 setattr(dynamo.config, name, 1 << 16)
     rows = []
+    doc = {"copy_gbps": copy, "torch_version": torch.__version__,
+           "device": torch.cuda.get_device_name(), "cases": rows}
     for e in cases:
+        if json_out and rows:
+            with open(json_out, "w") as f:
+                json.dump(doc, f, indent=2)
         spec, started = e["spec"], time.perf_counter()
         row = {"case": e["case"], "class": e["class"], "bytes": e["bytes"]}
         if e["bytes"] < 4 * l2:
@@ -540,8 +547,7 @@ def run_sweep_torch(torch, cases, reps, compile_too):
         rows.append(row)
         del args, want
         torch.cuda.empty_cache()
-    return {"copy_gbps": copy, "torch_version": torch.__version__,
-            "device": torch.cuda.get_device_name(), "cases": rows}
+    return doc
 
 
 def quantile(values, q):
@@ -770,7 +776,9 @@ def main_sweep(ap, args):
         print("PyTorch with a CUDA device is not available here; no torch figures measured.")
         print(format_sweep(sweep, None))
         return 0
-    doc = run_sweep_torch(torch, sweep["cases"], args.reps, not args.no_compile)
+    # Caches are off on purpose; Inductor warns of it once per compile.
+    warnings.filterwarnings("ignore", message=".*force disabled by torch.compiler.config.force_disable_caches")
+    doc = run_sweep_torch(torch, sweep["cases"], args.reps, not args.no_compile, args.json)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=2)
