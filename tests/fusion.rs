@@ -468,3 +468,59 @@ fn single_kernel_split_reductions_match_the_reference_on_the_cpu_executor() {
         common::compare(&run(&g, &opts)[0], &want[0]).unwrap_or_else(|e| panic!("{here}: {e}"));
     }
 }
+
+#[test]
+fn column_reductions_of_every_float_dtype_with_nodes_after_them_split_and_match_the_reference() {
+    // A column reduction split across the rows keeps its partials in the
+    // accumulation dtype (f32 for f16 and bf16) and runs what follows the
+    // reduction (a mean's scale, a cast, an op with a kept-space operand)
+    // where the partials combine: one kernel, many grid points.
+    let opts = FusionOptions::gpu();
+    for dtype in [DType::F32, DType::F16, DType::BF16, DType::F64] {
+        for case in ["mean", "max_cast", "sum_plus_bias", "var"] {
+            // Rows longer than a row kernel takes whole, so that the
+            // variance's two reductions are two kernels.
+            let (rows, cols) = if case == "var" { (20000, 257) } else { (4096, 300) };
+            let mut g = G::default();
+            let x = small_ints(&mut g, dtype, &[rows, cols]);
+            let out = match case {
+                "mean" => g.mean(x, &[0]),
+                "max_cast" => {
+                    let m = g.reduce(ReduceOp::Max, x, &[0]);
+                    g.cast(m, DType::F32)
+                }
+                "sum_plus_bias" => {
+                    let s = g.reduce(ReduceOp::Sum, x, &[0]);
+                    let s = g.reshape(s, &[cols]);
+                    let bias = small_ints(&mut g, dtype, &[cols]);
+                    g.add(s, bias)
+                }
+                _ => {
+                    // The two-pass variance: a mean, then the mean of the
+                    // squared deviations (two kernels, each split).
+                    let m = g.mean(x, &[0]);
+                    let m = g.broadcast_to(m, &[rows, cols]);
+                    let d = g.sub(x, m);
+                    let d2 = g.mul(d, d);
+                    g.mean(d2, &[0])
+                }
+            };
+            let g = g.finish(&[out]);
+            let p = plan(&g, &opts).unwrap();
+            let here = format!("{case} over axis 0 of {dtype}[{rows}, {cols}]");
+            let kernels = if case == "var" { 2 } else { 1 };
+            assert_eq!(p.kernels.len(), kernels, "{here}: {}", explain(&g, &opts).unwrap());
+            for k in &p.kernels {
+                let text = k.program.to_string();
+                assert!(text.contains("last_point g0"), "{here}: {text}");
+                assert!(
+                    k.program.grid.iter().product::<u64>() >= 128,
+                    "{here}: {:?}",
+                    k.program.grid
+                );
+            }
+            let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+            common::compare(&run(&g, &opts)[0], &want[0]).unwrap_or_else(|e| panic!("{here}: {e}"));
+        }
+    }
+}

@@ -47,7 +47,7 @@ pub(crate) struct Ctx<'a> {
 pub(crate) struct MemAccess {
     node: usize,
     layout: Layout,
-    space: Space,
+    pub space: Space,
     /// Whether the access stores.
     pub write: bool,
 }
