@@ -524,3 +524,80 @@ fn column_reductions_of_every_float_dtype_with_nodes_after_them_split_and_match_
         }
     }
 }
+
+#[test]
+fn reductions_through_permuted_views_walk_memory_in_order_and_match_the_reference() {
+    // The kernel's innermost axis is the one contiguous in the largest
+    // operand's memory, whatever the view's logical order: a reduction
+    // through a transposed view becomes a row or column reduction of the
+    // underlying buffer. Values, including argmax indices, are the view's.
+    for opts in [FusionOptions::gpu(), FusionOptions::cpu()] {
+        for dtype in [DType::F32, DType::BF16, DType::F16] {
+            for case in [
+                "sum0_of_3d",
+                "max_last_of_2d",
+                "mean_middle",
+                "argmax_last",
+                "argmin_first",
+                "sum_plus_view",
+            ] {
+                let mut g = G::default();
+                let out = match case {
+                    "sum0_of_3d" => {
+                        // [60, 5, 203] in memory, seen as [203, 5, 60].
+                        let x = small_ints(&mut g, dtype, &[60, 5, 203]);
+                        let v = g.permute(x, &[2, 1, 0]);
+                        g.reduce(ReduceOp::Sum, v, &[0])
+                    }
+                    "max_last_of_2d" => {
+                        // [6000, 257] in memory, seen as [257, 6000], max over its last axis.
+                        let x = small_ints(&mut g, dtype, &[6000, 257]);
+                        let v = g.permute(x, &[1, 0]);
+                        g.reduce(ReduceOp::Max, v, &[1])
+                    }
+                    "mean_middle" => {
+                        let x = small_ints(&mut g, dtype, &[30, 700, 41]);
+                        let v = g.permute(x, &[2, 0, 1]);
+                        g.mean(v, &[1])
+                    }
+                    "argmax_last" => {
+                        let x = small_ints(&mut g, dtype, &[3001, 129]);
+                        let v = g.permute(x, &[1, 0]);
+                        g.reduce(ReduceOp::ArgMax, v, &[1])
+                    }
+                    "argmin_first" => {
+                        let x = small_ints(&mut g, dtype, &[129, 3001]);
+                        let v = g.permute(x, &[1, 0]);
+                        g.reduce(ReduceOp::ArgMin, v, &[0])
+                    }
+                    _ => {
+                        // Two operands in different orders: the larger one's order is walked.
+                        let x = small_ints(&mut g, dtype, &[400, 300]);
+                        let y = small_ints(&mut g, dtype, &[300, 400]);
+                        let yt = g.permute(y, &[1, 0]);
+                        let s = g.add(x, yt);
+                        g.reduce(ReduceOp::Sum, s, &[0])
+                    }
+                };
+                let g = g.finish(&[out]);
+                let here = format!("{case} of {dtype} on {:?}", opts.target);
+                let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+                common::compare(&run(&g, &opts)[0], &want[0]).unwrap_or_else(|e| panic!("{here}: {e}"));
+            }
+        }
+    }
+    // A column reduction through a transposed view gets the column split.
+    let mut g = G::default();
+    let x = small_ints(&mut g, DType::BF16, &[20000, 300]);
+    let v = g.permute(x, &[1, 0]);
+    let r = g.reduce(ReduceOp::Max, v, &[1]);
+    let g = g.finish(&[r]);
+    let p = plan(&g, &FusionOptions::gpu()).unwrap();
+    assert_eq!(p.kernels.len(), 1);
+    assert!(p.kernels[0].program.to_string().contains("last_point g0"));
+    assert!(
+        p.kernels[0].program.grid.iter().product::<u64>() >= 128,
+        "{:?}",
+        p.kernels[0].program.grid
+    );
+}
