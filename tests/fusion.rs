@@ -468,3 +468,136 @@ fn single_kernel_split_reductions_match_the_reference_on_the_cpu_executor() {
         common::compare(&run(&g, &opts)[0], &want[0]).unwrap_or_else(|e| panic!("{here}: {e}"));
     }
 }
+
+#[test]
+fn column_reductions_of_every_float_dtype_with_nodes_after_them_split_and_match_the_reference() {
+    // A column reduction split across the rows keeps its partials in the
+    // accumulation dtype (f32 for f16 and bf16) and runs what follows the
+    // reduction (a mean's scale, a cast, an op with a kept-space operand)
+    // where the partials combine: one kernel, many grid points.
+    let opts = FusionOptions::gpu();
+    for dtype in [DType::F32, DType::F16, DType::BF16, DType::F64] {
+        for case in ["mean", "max_cast", "sum_plus_bias", "var"] {
+            // Rows longer than a row kernel takes whole, so that the
+            // variance's two reductions are two kernels.
+            let (rows, cols) = if case == "var" { (20000, 257) } else { (4096, 300) };
+            let mut g = G::default();
+            let x = small_ints(&mut g, dtype, &[rows, cols]);
+            let out = match case {
+                "mean" => g.mean(x, &[0]),
+                "max_cast" => {
+                    let m = g.reduce(ReduceOp::Max, x, &[0]);
+                    g.cast(m, DType::F32)
+                }
+                "sum_plus_bias" => {
+                    let s = g.reduce(ReduceOp::Sum, x, &[0]);
+                    let s = g.reshape(s, &[cols]);
+                    let bias = small_ints(&mut g, dtype, &[cols]);
+                    g.add(s, bias)
+                }
+                _ => {
+                    // The two-pass variance: a mean, then the mean of the
+                    // squared deviations (two kernels, each split).
+                    let m = g.mean(x, &[0]);
+                    let m = g.broadcast_to(m, &[rows, cols]);
+                    let d = g.sub(x, m);
+                    let d2 = g.mul(d, d);
+                    g.mean(d2, &[0])
+                }
+            };
+            let g = g.finish(&[out]);
+            let p = plan(&g, &opts).unwrap();
+            let here = format!("{case} over axis 0 of {dtype}[{rows}, {cols}]");
+            let kernels = if case == "var" { 2 } else { 1 };
+            assert_eq!(p.kernels.len(), kernels, "{here}: {}", explain(&g, &opts).unwrap());
+            for k in &p.kernels {
+                let text = k.program.to_string();
+                assert!(text.contains("last_point g0"), "{here}: {text}");
+                assert!(
+                    k.program.grid.iter().product::<u64>() >= 128,
+                    "{here}: {:?}",
+                    k.program.grid
+                );
+            }
+            let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+            common::compare(&run(&g, &opts)[0], &want[0]).unwrap_or_else(|e| panic!("{here}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn reductions_through_permuted_views_walk_memory_in_order_and_match_the_reference() {
+    // The kernel's innermost axis is the one contiguous in the largest
+    // operand's memory, whatever the view's logical order: a reduction
+    // through a transposed view becomes a row or column reduction of the
+    // underlying buffer. Values, including argmax indices, are the view's.
+    for opts in [FusionOptions::gpu(), FusionOptions::cpu()] {
+        for dtype in [DType::F32, DType::BF16, DType::F16] {
+            for case in [
+                "sum0_of_3d",
+                "max_last_of_2d",
+                "mean_middle",
+                "argmax_last",
+                "argmin_first",
+                "sum_plus_view",
+            ] {
+                let mut g = G::default();
+                let out = match case {
+                    "sum0_of_3d" => {
+                        // [60, 5, 203] in memory, seen as [203, 5, 60].
+                        let x = small_ints(&mut g, dtype, &[60, 5, 203]);
+                        let v = g.permute(x, &[2, 1, 0]);
+                        g.reduce(ReduceOp::Sum, v, &[0])
+                    }
+                    "max_last_of_2d" => {
+                        // [6000, 257] in memory, seen as [257, 6000], max over its last axis.
+                        let x = small_ints(&mut g, dtype, &[6000, 257]);
+                        let v = g.permute(x, &[1, 0]);
+                        g.reduce(ReduceOp::Max, v, &[1])
+                    }
+                    "mean_middle" => {
+                        let x = small_ints(&mut g, dtype, &[30, 700, 41]);
+                        let v = g.permute(x, &[2, 0, 1]);
+                        g.mean(v, &[1])
+                    }
+                    "argmax_last" => {
+                        let x = small_ints(&mut g, dtype, &[3001, 129]);
+                        let v = g.permute(x, &[1, 0]);
+                        g.reduce(ReduceOp::ArgMax, v, &[1])
+                    }
+                    "argmin_first" => {
+                        let x = small_ints(&mut g, dtype, &[129, 3001]);
+                        let v = g.permute(x, &[1, 0]);
+                        g.reduce(ReduceOp::ArgMin, v, &[0])
+                    }
+                    _ => {
+                        // Two operands in different orders: the larger one's order is walked.
+                        let x = small_ints(&mut g, dtype, &[400, 300]);
+                        let y = small_ints(&mut g, dtype, &[300, 400]);
+                        let yt = g.permute(y, &[1, 0]);
+                        let s = g.add(x, yt);
+                        g.reduce(ReduceOp::Sum, s, &[0])
+                    }
+                };
+                let g = g.finish(&[out]);
+                let here = format!("{case} of {dtype} on {:?}", opts.target);
+                let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+                common::compare(&run(&g, &opts)[0], &want[0]).unwrap_or_else(|e| panic!("{here}: {e}"));
+            }
+        }
+    }
+    // A column reduction through a transposed view gets the column split.
+    let mut g = G::default();
+    let x = small_ints(&mut g, DType::BF16, &[20000, 300]);
+    let v = g.permute(x, &[1, 0]);
+    let r = g.reduce(ReduceOp::Max, v, &[1]);
+    let g = g.finish(&[r]);
+    let p = plan(&g, &FusionOptions::gpu()).unwrap();
+    assert_eq!(p.kernels.len(), 1);
+    assert!(p.kernels[0].program.to_string().contains("last_point g0"));
+    assert!(
+        p.kernels[0].program.grid.iter().product::<u64>() >= 128,
+        "{:?}",
+        p.kernels[0].program.grid
+    );
+}

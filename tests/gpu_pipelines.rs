@@ -456,6 +456,31 @@ fn split_reductions_are_one_launch_and_bit_identical_over_many_runs() {
         let (x1, x2) = (x.clone(), x.clone());
         cases.push((format!("colsum {rows}x{cols}"), Box::new(move || x1.sum(&[0], false))));
         cases.push((format!("colmean {rows}x{cols}"), Box::new(move || x2.mean(&[0], false))));
+        // Partials in f32 for the half types, and nodes after the reduction.
+        let (xh, xb) = (x.cast(DType::F16), x.cast(DType::BF16));
+        Tensor::realize_all(&[&xh, &xb]).unwrap();
+        let (xh1, xb1, x3) = (xh.clone(), xb.clone(), x.clone());
+        cases.push((
+            format!("colsum f16 {rows}x{cols}"),
+            Box::new(move || xh1.sum(&[0], false)),
+        ));
+        cases.push((
+            format!("colmean bf16 {rows}x{cols}"),
+            Box::new(move || xb1.mean(&[0], false)),
+        ));
+        cases.push((
+            format!("colmax f16 as f32 {rows}x{cols}"),
+            Box::new(move || xh.max(&[0], false).cast(DType::F32)),
+        ));
+        let bias = t(data_f32(cols, 14), &[cols]);
+        cases.push((
+            format!("colmax bf16 + bias {rows}x{cols}"),
+            Box::new(move || xb.max(&[0], false).cast(DType::F32) + &bias),
+        ));
+        cases.push((
+            format!("colmean as f16 {rows}x{cols}"),
+            Box::new(move || x3.mean(&[0], false).cast(DType::F16)),
+        ));
     }
     for (name, build) in cases {
         let out = build();

@@ -62,9 +62,11 @@ pub(crate) struct ColumnSplit {
 }
 
 /// `Some` when `group` is, on a GPU, a single non-arg reduction over the
-/// outer of two coalesced axes whose only result is the reduction, in a
-/// dtype it accumulates in, of at least a million elements, with too few
-/// column tiles to fill the device.
+/// outer of two coalesced axes, of at least a million elements, with too
+/// few column tiles to fill the device, whose results are the reduction or
+/// nodes after it (a mean's scale, a cast, an op with another kept-space
+/// operand). The partials are kept in the accumulation dtype (f32 for f16
+/// and bf16), and the nodes after the reduction run where they combine.
 pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &[Axis]) -> Option<ColumnSplit> {
     if cx.opts.target != TileTarget::Gpu || group.shape.broadcast {
         return None;
@@ -75,9 +77,10 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
     }
     let g = cx.g;
     let (r, op) = single_reduce(g, group)?;
-    let dtype = g.nodes[r].dtype;
-    let only_result = group.shape.space.iter().all(|(&n, &s)| s == Space::Full || n == r) && stores == [r];
-    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) || !only_result || acc_dtype(dtype) != dtype {
+    // Every result is in the reduced space: nothing of the full space is
+    // stored, since the partial kernel's points each see a run of rows.
+    let reduced_results = stores.iter().all(|n| group.shape.space[n] == Space::Reduced);
+    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) || !reduced_results || stores.is_empty() {
         return None;
     }
     let mut col_tile = pow2(cols.extent).min(PARTIAL_TILE / 4);
@@ -126,7 +129,9 @@ pub(crate) fn column_split(
     };
     let dtype = g.nodes[r].dtype;
     let op = effective(op, dtype);
-    let cols = views[store_of[&r]].extents[1];
+    // Partials and their combine in the accumulation dtype.
+    let acc = acc_dtype(dtype);
+    let cols = views[store_of[stores_first(&store_of)]].extents[1];
     let (row_tile, col_tile) = cs.tile;
     let col_tiles = cols.div_ceil(col_tile as u64);
     let partial = BufferRef::Temp(buffers.len());
@@ -135,7 +140,14 @@ pub(crate) fn column_split(
     // The partials: grid [parts, column tiles], rows of a run in a loop.
     let mut b = Builder::new(name, &[cs.parts, col_tiles]);
     b.math(cx.opts.math);
-    let loads: Vec<usize> = (0..accesses.len()).filter(|&i| !accesses[i].write).collect();
+    // The partial kernel reads what the full space reads; the combine reads
+    // the kept-space operands of the nodes after the reduction and stores.
+    let loads: Vec<usize> = (0..accesses.len())
+        .filter(|&i| !accesses[i].write && accesses[i].space == Space::Full)
+        .collect();
+    let finals: Vec<usize> = (0..accesses.len())
+        .filter(|&i| accesses[i].write || accesses[i].space == Space::Reduced)
+        .collect();
     let split_views: Vec<ViewSpec> = views
         .iter()
         .map(|v| ViewSpec {
@@ -147,10 +159,11 @@ pub(crate) fn column_split(
         .collect();
     let (mut vs, mut masked, mut args) = declare(cx, &mut b, accesses, &split_views, &loads, None);
     let (scalars, fulls) = declare_scalars(cx, &mut b, group);
-    let p = b.param(format!("t{}", buffers.len()), dtype, partial_len, Access::ReadWrite);
+    let p = b.param(format!("t{}", buffers.len()), acc, partial_len, Access::ReadWrite);
     args.push(partial);
-    buffers.push(BufferDecl::temp(dtype, partial_len));
-    let out = store_of[&r];
+    buffers.push(BufferDecl::temp(acc, partial_len));
+    // The partials' view takes the place of an access of its own.
+    let out = accesses.len();
     vs.insert(
         out,
         b.view(
@@ -187,10 +200,11 @@ pub(crate) fn column_split(
         vec![Some(0), None, Some(1)],
         vs,
         masked,
-        load_of,
-        store_of,
+        load_of.clone(),
+        HashMap::from([(r, out)]),
     );
-    lw.scalars = scalars;
+    lw.scalars = scalars.clone();
+    lw.partial = Some(r);
     lw.body(&mut b)?;
 
     // The last point of each column tile: the partials' rows in order.
@@ -211,13 +225,28 @@ pub(crate) fn column_split(
             ..v.clone()
         })
         .collect();
-    let (ovs, _, out_args) = declare(cx, &mut b, accesses, &out_views, &[out], None);
+    let (ovs, omasked, out_args) = declare(cx, &mut b, accesses, &out_views, &finals, None);
     args.extend(out_args);
-    let out_view = ovs[&out];
     let ragged = cs.parts % tile_rows as u64 != 0;
     let masked_cols = cols % col_tile as u64 != 0;
     let shape = [tile_rows, col_tile];
-    let acc = b.acc(ValueType::new(dtype, &shape), identity(op, dtype));
+    let acc_id = b.acc(ValueType::new(acc, &shape), identity(op, acc));
+    // The nodes after the reduction, over the kept columns of one tile.
+    let kept = vec![
+        Axis {
+            extent: cs.parts * cs.rows_per_part,
+            reduced: true,
+            tile: 1,
+        },
+        Axis {
+            extent: cols,
+            reduced: false,
+            tile: col_tile,
+        },
+    ];
+    let mut fin = Lowerer::new(cx, group, kept, vec![None, Some(1)], ovs, omasked, load_of, store_of);
+    fin.scalars = scalars;
+    let mut failure = Ok(());
     b.last_point(0, counter, |b| {
         b.loop_(cs.parts.div_ceil(tile_rows as u64), |b, var| {
             let mut x = b.load(
@@ -230,21 +259,23 @@ pub(crate) fn column_split(
                 let row = b.iota(&shape, 0, IndexExpr::loop_var(var));
                 let lim = b.constant(Scalar::Int(cs.parts as i128, DType::I64), DType::I64, &shape);
                 let inside = b.binary(BinaryOp::Lt, row, lim);
-                let id = b.constant(identity(op, dtype), dtype, &shape);
+                let id = b.constant(identity(op, acc), acc, &shape);
                 x = b.select(inside, x, id);
             }
-            b.acc_update(acc, acc_op(op), x);
+            b.acc_update(acc_id, acc_op(op), x);
         });
-        let total = b.acc_read(acc);
+        let total = b.acc_read(acc_id);
         let total = b.reduce(tile_op(op), total, 0);
-        b.store(
-            out_view,
-            &[IndexExpr::constant(0), IndexExpr::grid(1)],
-            total,
-            masked_cols,
-        );
+        failure = fin.finish(b, r, total);
     });
+    failure?;
     Ok(vec![(b.finish()?, args, fulls)])
+}
+
+/// The access of some stored node (every stored node has the reduced
+/// space's columns).
+fn stores_first(store_of: &HashMap<usize, usize>) -> &usize {
+    store_of.keys().min().expect("a column split stores a result")
 }
 
 /// The smallest power of two at least `x` (1 for 0).

@@ -66,6 +66,10 @@ pub(crate) struct Lowerer<'a> {
     pub store_of: HashMap<usize, usize>,
     /// Set for the first kernel of a split reduction.
     pub split: Option<Split>,
+    /// Set for the partial kernel of a column split: the reduction whose
+    /// value is a partial, stored in its accumulation dtype, and after
+    /// which nothing runs (its consumers run where the partials combine).
+    pub partial: Option<usize>,
     /// The scalar argument of each `Full` node the group reads.
     pub scalars: HashMap<usize, ScalarId>,
     loop_of: Vec<Option<LoopId>>,
@@ -96,6 +100,7 @@ impl<'a> Lowerer<'a> {
             load_of,
             store_of,
             split: None,
+            partial: None,
             scalars: HashMap::new(),
             loop_of,
             scope: Scope::default(),
@@ -186,8 +191,13 @@ impl<'a> Lowerer<'a> {
                     Op::Reduce { op, .. } => {
                         let x = self.operand(b, n, 0)?;
                         let r = self.reduce_tile(b, x, *op, g.nodes[n].dtype);
-                        self.finish_reduce(b, n, r)
+                        if self.partial == Some(n) {
+                            r
+                        } else {
+                            self.finish_reduce(b, n, r)
+                        }
                     }
+                    _ if self.partial.is_some() && self.space(n) == Space::Reduced => continue,
                     _ => self.node(b, n)?,
                 };
                 self.define(b, n, v);
@@ -257,9 +267,13 @@ impl<'a> Lowerer<'a> {
                 if wide {
                     r = self.reduce_axes(b, r, n);
                 }
-                let v = self.finish_reduce(b, n, r);
+                let v = if self.partial == Some(n) {
+                    r
+                } else {
+                    self.finish_reduce(b, n, r)
+                };
                 self.define(b, n, v);
-            } else if self.space(n) == Space::Reduced {
+            } else if self.space(n) == Space::Reduced && self.partial.is_none() {
                 let v = self.node(b, n)?;
                 self.define(b, n, v);
             }
@@ -302,9 +316,16 @@ impl<'a> Lowerer<'a> {
         } else {
             part(b, IndexExpr::constant(0))
         };
+        self.finish(b, r, total)
+    }
+
+    /// Defines reduction `r` from `total`, its combined value in the
+    /// accumulation dtype, then runs the group's other reduced-space nodes
+    /// (the reduction's consumers), storing what is stored.
+    pub fn finish(&mut self, b: &mut Builder, r: usize, total: ValueId) -> Result<()> {
         let v = self.finish_reduce(b, r, total);
         self.define(b, r, v);
-        for &n in &nodes {
+        for n in self.group.nodes.clone() {
             if n != r && self.space(n) == Space::Reduced {
                 let v = self.node(b, n)?;
                 self.define(b, n, v);
@@ -339,7 +360,10 @@ impl<'a> Lowerer<'a> {
     fn define(&mut self, b: &mut Builder, n: usize, v: ValueId) {
         self.scope.vals.insert(n, v);
         if let Some(&i) = self.store_of.get(&n) {
-            let dtype = self.cx.g.nodes[n].dtype;
+            let dtype = match self.partial {
+                Some(p) if p == n => acc_dtype(self.cx.g.nodes[n].dtype),
+                _ => self.cx.g.nodes[n].dtype,
+            };
             let v = self.coerce(b, v, dtype);
             let index = self.partition(self.space(n));
             b.store(self.views[&i], &index, v, self.masked[&i]);

@@ -21,7 +21,7 @@ use super::emit::{Lowerer, Split, SplitOut};
 use super::group::{Group, Space};
 use super::layout::{map_onto, Layout};
 use super::plan::{BufferDecl, BufferKind, BufferRef};
-use super::tiling::{choose_tiles, coalesce, Axis};
+use super::tiling::{choose_tiles, coalesce_in, Axis};
 use super::FusionOptions;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
@@ -47,7 +47,7 @@ pub(crate) struct Ctx<'a> {
 pub(crate) struct MemAccess {
     node: usize,
     layout: Layout,
-    space: Space,
+    pub space: Space,
     /// Whether the access stores.
     pub write: bool,
 }
@@ -146,7 +146,8 @@ pub(crate) fn lower(
         let s = map_onto(&a.layout, dims).ok_or_else(|| internal(name, format!("{a:?} does not fit {dims:?}")))?;
         strides.push((s, a.space == Space::Full));
     }
-    let runs = coalesce(&gs.full, &gs.axes, &strides);
+    let order = axis_order(cx, &gs.full, &accesses, &strides);
+    let runs = coalesce_in(&order, &gs.full, &gs.axes, &strides);
     let mut axes: Vec<Axis> = runs
         .iter()
         .map(|run| Axis {
@@ -415,6 +416,40 @@ pub(crate) fn single_reduce(g: &Subgraph, group: &Group) -> Option<(usize, Reduc
     });
     let first = reduces.next()?;
     reduces.next().is_none().then_some(first)
+}
+
+/// The order in which a group's iteration axes are walked, outermost
+/// first: their logical order, unless the largest operand read over the
+/// full space is laid out in another order (a transposed or permuted view),
+/// whose order of decreasing strides is then taken, so that the innermost
+/// axis of the kernel is the one contiguous in that operand's memory. A
+/// reduction through a transposed view thus reads along memory rather than
+/// across it. An operand broadcast along an axis (stride 0) keeps the
+/// logical order.
+fn axis_order(cx: &Ctx, full: &[usize], accesses: &[MemAccess], strides: &[(Vec<i64>, bool)]) -> Vec<usize> {
+    let logical: Vec<usize> = (0..full.len()).collect();
+    let bytes = |a: &MemAccess| {
+        let n = &cx.g.nodes[a.node];
+        n.shape.numel() as u64 * n.dtype.size_in_bytes() as u64
+    };
+    let primary = accesses
+        .iter()
+        .zip(strides)
+        .filter(|(a, _)| !a.write && a.space == Space::Full)
+        .max_by_key(|(a, _)| bytes(a));
+    let Some((_, (s, _))) = primary else { return logical };
+    let moving: Vec<usize> = logical.iter().copied().filter(|&k| full[k] != 1).collect();
+    if moving.iter().any(|&k| s[k] == 0) {
+        return logical;
+    }
+    let mut order = moving.clone();
+    // Stable: axes of equal stride keep their logical order.
+    order.sort_by_key(|&k| std::cmp::Reverse(s[k].unsigned_abs()));
+    if order == moving {
+        return logical;
+    }
+    order.extend(logical.iter().copied().filter(|&k| full[k] == 1));
+    order
 }
 
 /// `Some((grid points, tiles per point, atomic))` when the group is a

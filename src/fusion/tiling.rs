@@ -34,9 +34,22 @@ impl Axis {
 /// full extents, the reduced axes, and for each access its strides over the
 /// full axes and whether it sees the reduced axes (a reduced-space access
 /// does not).
+#[cfg(test)]
 pub(crate) fn coalesce(full: &[usize], reduced: &[usize], accesses: &[(Vec<i64>, bool)]) -> Vec<Vec<usize>> {
+    let order: Vec<usize> = (0..full.len()).collect();
+    coalesce_in(&order, full, reduced, accesses)
+}
+
+/// [`coalesce`] with the axes walked in `order` (outermost first, a
+/// permutation of the axes) instead of their logical order.
+pub(crate) fn coalesce_in(
+    order: &[usize],
+    full: &[usize],
+    reduced: &[usize],
+    accesses: &[(Vec<i64>, bool)],
+) -> Vec<Vec<usize>> {
     let mut runs: Vec<Vec<usize>> = vec![];
-    for k in 0..full.len() {
+    for &k in order {
         if full[k] == 1 {
             continue;
         }
