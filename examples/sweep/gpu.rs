@@ -29,7 +29,7 @@ impl Gpu {
         if 4 * l2 > floor {
             println!(
                 "note: 4× this GPU's L2 ({} MiB) is more than the sweep's {} MiB floor",
-                4 * l2 >> 20,
+                (4 * l2) >> 20,
                 floor >> 20
             );
         }
