@@ -365,7 +365,10 @@ fn reductions_over_empty_axes_give_the_identity() {
 }
 
 #[test]
-fn argmax_of_rows_longer_than_a_tile_loops_twice() {
+fn argmax_of_rows_longer_than_a_tile_reads_them_once_on_the_gpu_and_twice_on_the_cpu() {
+    // On a GPU the best value and its index accumulate together, element
+    // by element (one loop); the CPU executor finds the maximum first and
+    // then its first index (two loops).
     let n = 20_000;
     let mut v = vec![0.0f32; 2 * n];
     // Row 0: the maximum 7 first at 9000 (second tile) and again at 15000.
@@ -378,9 +381,17 @@ fn argmax_of_rows_longer_than_a_tile_loops_twice() {
     let x = g.data_buf(tilefuse::storage::HostBuffer::from_elements(&v), &[2, n]);
     let a = g.reduce(ReduceOp::ArgMax, x, &[1]);
     let g = g.finish(&[a]);
-    let p = plan(&g, &FusionOptions::gpu()).unwrap();
-    assert!(p.kernels[0].program.to_string().matches("loop").count() == 2);
-    assert_eq!(run(&g, &FusionOptions::gpu())[0].to_vec::<i64>(), vec![9000, 19999]);
+    for (opts, loops) in [(FusionOptions::gpu(), 1), (FusionOptions::cpu(), 2)] {
+        let p = plan(&g, &opts).unwrap();
+        let text = p.kernels[0].program.to_string();
+        assert_eq!(text.matches("loop").count(), loops, "{:?}: {text}", opts.target);
+        assert_eq!(
+            run(&g, &opts)[0].to_vec::<i64>(),
+            vec![9000, 19999],
+            "{:?}",
+            opts.target
+        );
+    }
 }
 
 #[test]

@@ -23,16 +23,16 @@
 //! 16 runs of 1024 rows (512 blocks); each tile's last block reads 16 × 128
 //! partials.
 
-use super::emit::Lowerer;
+use super::emit::{arg_pick, arg_step, Lowerer, PartRows};
 use super::group::{Group, Space};
-use super::lower::{declare, declare_scalars, last_point_counter, single_reduce, Ctx, Lowered, MemAccess, ViewSpec};
+use super::lower::{declare, declare_scalars, last_point_counter, Ctx, Lowered, MemAccess, ViewSpec};
 use super::plan::{BufferDecl, BufferRef};
 use super::reduction::{acc_dtype, acc_op, effective, identity, tile_op};
 use super::tiling::Axis;
 use super::TileTarget;
 use crate::dtype::{DType, Scalar};
 use crate::graph::Op;
-use crate::kernels::ir::{Access, Builder, IndexExpr, ValueType};
+use crate::kernels::ir::{Access, AccId, Builder, IndexExpr, ValueId, ValueType, ViewId};
 use crate::ops::{BinaryOp, Padding, ReduceOp};
 use std::collections::HashMap;
 
@@ -49,62 +49,99 @@ const FEW_POINTS: u64 = 264;
 const MIN_ELEMENTS: u64 = 1 << 20;
 
 /// How a column reduction is split.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct ColumnSplit {
-    /// The reduction node.
-    reduce: usize,
+    /// The reduction nodes (one, if it is an arg reduction).
+    reduces: Vec<usize>,
+    /// Whether the one reduction is an argmax or argmin.
+    arg: bool,
+    /// The extent of the kept axis outside the rows, if there is one.
+    outer: Option<u64>,
     /// Runs of rows (grid points along the rows).
     parts: u64,
-    /// Rows per run.
+    /// Rows between the starts of two runs.
+    step: u64,
+    /// Rows each run reads: `step`, plus the rows the parts do not divide.
     rows_per_part: u64,
     /// The partial kernel's tile: rows, columns.
     tile: (u32, u32),
 }
 
-/// `Some` when `group` is, on a GPU, a single non-arg reduction over the
-/// outer of two coalesced axes, of at least a million elements, with too
-/// few column tiles to fill the device, whose results are the reduction or
-/// nodes after it (a mean's scale, a cast, an op with another kept-space
+/// `Some` when `group` is, on a GPU, a reduction over a strided axis (the
+/// coalesced axes `[rows, cols]` or `[outer, rows, cols]`, rows reduced)
+/// of at least a million elements whose kept tiles are too few to fill the
+/// device: one or more reductions of one input space (sum, max, a mean's
+/// sum ...), or one argmax/argmin, whose results are the reductions or
+/// nodes after them (a mean's scale, a cast, an op with another kept-space
 /// operand). The partials are kept in the accumulation dtype (f32 for f16
-/// and bf16), and the nodes after the reduction run where they combine.
+/// and bf16), and the nodes after the reductions run where they combine.
+///
+/// The rows are cut into as many runs as fill the device with at least two
+/// row tiles each; where no divisor of the rows is within a factor of two
+/// of that, the runs start `rows / parts` apart and each reads the next
+/// one's first `rows % parts` rows without counting them.
 pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &[Axis]) -> Option<ColumnSplit> {
     if cx.opts.target != TileTarget::Gpu || group.shape.broadcast {
         return None;
     }
-    let [rows, cols] = axes else { return None };
+    let (outer, rows, cols) = match axes {
+        [rows, cols] => (None, rows, cols),
+        [outer, rows, cols] if !outer.reduced => (Some(outer.extent), rows, cols),
+        _ => return None,
+    };
     if !rows.reduced || cols.reduced {
         return None;
     }
     let g = cx.g;
-    let (r, op) = single_reduce(g, group)?;
+    let reduces: Vec<usize> = group
+        .nodes
+        .iter()
+        .copied()
+        .filter(|&n| matches!(g.nodes[n].op, Op::Reduce { .. }))
+        .collect();
+    let arg = reduces
+        .iter()
+        .any(|&n| matches!(g.nodes[n].op, Op::Reduce { op: ReduceOp::ArgMax | ReduceOp::ArgMin, .. }));
     // Every result is in the reduced space: nothing of the full space is
     // stored, since the partial kernel's points each see a run of rows.
     let reduced_results = stores.iter().all(|n| group.shape.space[n] == Space::Reduced);
-    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) || !reduced_results || stores.is_empty() {
+    if reduces.is_empty() || (arg && group.nodes.len() > 1) || !reduced_results || stores.is_empty() {
         return None;
     }
+    let o = outer.unwrap_or(1);
+    // An arg reduction keeps a value and an i64 index per element of the
+    // tile: half the tile, a quarter with 8-byte values, keeps them in
+    // registers.
+    let partial_tile = match arg {
+        false => PARTIAL_TILE,
+        true if g.nodes[g.nodes[reduces[0]].inputs[0]].dtype.size_in_bytes() >= 8 => PARTIAL_TILE / 4,
+        true => PARTIAL_TILE / 2,
+    };
     let mut col_tile = pow2(cols.extent).min(PARTIAL_TILE / 4);
-    let row_tile = (PARTIAL_TILE / col_tile).min(pow2(rows.extent));
+    let row_tile = (partial_tile / col_tile).min(pow2(rows.extent));
     let col_tiles = cols.extent.div_ceil(col_tile);
-    if col_tiles >= FEW_POINTS || rows.extent < 4 * row_tile || rows.extent * cols.extent < MIN_ELEMENTS {
+    if o * col_tiles >= FEW_POINTS || rows.extent < 4 * row_tile || o * rows.extent * cols.extent < MIN_ELEMENTS {
         return None;
     }
     // Narrower column tiles until the last point of a tile reads few partials.
     let wanted_points = super::COLUMN_SPLIT_POINTS;
-    while col_tile > MIN_COL_TILE && wanted_points.div_ceil(cols.extent.div_ceil(col_tile)) * col_tile > LAST_POINT_READ
-    {
+    let parts_for = |col_tile: u64| wanted_points.div_ceil(o * cols.extent.div_ceil(col_tile));
+    while col_tile > MIN_COL_TILE && parts_for(col_tile) * col_tile > LAST_POINT_READ {
         col_tile /= 2;
     }
-    let row_tile = (PARTIAL_TILE / col_tile).min(pow2(rows.extent));
-    let col_tiles = cols.extent.div_ceil(col_tile);
+    let row_tile = (partial_tile / col_tile).max(1).min(pow2(rows.extent));
     // Enough grid points to fill the device, each with at least two tiles of rows.
-    let wanted = wanted_points.div_ceil(col_tiles);
-    let most = wanted.min(rows.extent / (2 * row_tile)).max(1);
-    let parts = (1..=most).rev().find(|d| rows.extent % d == 0).unwrap_or(1);
+    let most = parts_for(col_tile).min(rows.extent / (2 * row_tile)).max(1);
+    let divisor = (1..=most).rev().find(|d| rows.extent % d == 0).unwrap_or(1);
+    let parts = if 2 * divisor >= most { divisor } else { most };
+    let step = rows.extent / parts;
     (parts > 1).then_some(ColumnSplit {
-        reduce: r,
+        reduces,
+        arg,
+        outer,
         parts,
-        rows_per_part: rows.extent / parts,
+        step,
+        rows_per_part: rows.extent - step * (parts - 1),
         tile: (row_tile as u32, col_tile as u32),
     })
 }
@@ -123,22 +160,26 @@ pub(crate) fn column_split(
     cs: ColumnSplit,
 ) -> crate::error::Result<Vec<Lowered>> {
     let g = cx.g;
-    let r = cs.reduce;
-    let Op::Reduce { op, .. } = g.nodes[r].op else {
-        unreachable!("a column split has one reduction")
+    // With an outer axis the grid is [outer, parts, column tiles], else
+    // [parts, column tiles]; `lead` is the rank of the outer axes (0 or 1).
+    let lead = cs.outer.is_some() as usize;
+    let o = cs.outer.unwrap_or(1);
+    let outer_axis = |tile: u32| Axis {
+        extent: o,
+        reduced: false,
+        tile,
     };
-    let dtype = g.nodes[r].dtype;
-    let op = effective(op, dtype);
-    // Partials and their combine in the accumulation dtype.
-    let acc = acc_dtype(dtype);
-    let cols = views[store_of[stores_first(&store_of)]].extents[1];
+    let cols = views[store_of[stores_first(&store_of)]].extents[lead + 1];
     let (row_tile, col_tile) = cs.tile;
     let col_tiles = cols.div_ceil(col_tile as u64);
-    let partial = BufferRef::Temp(buffers.len());
-    let partial_len = cs.parts * cols;
+    let partial_len = o * cs.parts * cols;
+    // The outer extents, strides and tile of a view (nothing without an outer axis).
+    let lead_of = |v: &ViewSpec| (v.extents[..lead].to_vec(), v.strides[..lead].to_vec());
 
-    // The partials: grid [parts, column tiles], rows of a run in a loop.
-    let mut b = Builder::new(name, &[cs.parts, col_tiles]);
+    // The partials: rows of a run in a loop.
+    let mut grid = vec![o; lead];
+    grid.extend([cs.parts, col_tiles]);
+    let mut b = Builder::new(name, &grid);
     b.math(cx.opts.math);
     // The partial kernel reads what the full space reads; the combine reads
     // the kept-space operands of the nodes after the reduction and stores.
@@ -150,33 +191,53 @@ pub(crate) fn column_split(
         .collect();
     let split_views: Vec<ViewSpec> = views
         .iter()
-        .map(|v| ViewSpec {
-            extents: vec![cs.parts, cs.rows_per_part, v.extents[1]],
-            strides: vec![v.strides[0] * cs.rows_per_part as i64, v.strides[0], v.strides[1]],
-            tile: vec![1, row_tile, col_tile],
-            offset: v.offset,
+        .map(|v| {
+            let (mut extents, mut strides) = lead_of(v);
+            let (sr, sc) = (v.strides[lead], v.strides[lead + 1]);
+            extents.extend([cs.parts, cs.rows_per_part, v.extents[lead + 1]]);
+            strides.extend([sr * cs.step as i64, sr, sc]);
+            let mut tile = vec![1; lead];
+            tile.extend([1, row_tile, col_tile]);
+            ViewSpec {
+                extents,
+                strides,
+                tile,
+                offset: v.offset,
+            }
         })
         .collect();
     let (mut vs, mut masked, mut args) = declare(cx, &mut b, accesses, &split_views, &loads, None);
     let (scalars, fulls) = declare_scalars(cx, &mut b, group);
-    let p = b.param(format!("t{}", buffers.len()), acc, partial_len, Access::ReadWrite);
-    args.push(partial);
-    buffers.push(BufferDecl::temp(acc, partial_len));
-    // The partials' view takes the place of an access of its own.
-    let out = accesses.len();
-    vs.insert(
-        out,
-        b.view(
-            p,
-            &[cs.parts, 1, cols],
-            &[cols as i64, 0, 1],
-            0,
-            &[1, 1, col_tile],
-            Padding::Zero,
-        ),
-    );
-    masked.insert(out, cols % col_tile as u64 != 0);
-    let axes = vec![
+    // One partials buffer per reduction (an arg reduction's values and
+    // indices), each a view standing for an access of its own.
+    let partial_dtypes: Vec<DType> = if cs.arg {
+        let input = g.nodes[g.nodes[cs.reduces[0]].inputs[0]].dtype;
+        vec![acc_dtype(input), DType::I64]
+    } else {
+        cs.reduces.iter().map(|&r| acc_dtype(g.nodes[r].dtype)).collect()
+    };
+    let mut partials = vec![];
+    let mut partial_store = HashMap::new();
+    for (k, &dtype) in partial_dtypes.iter().enumerate() {
+        let p = b.param(format!("t{}", buffers.len()), dtype, partial_len, Access::ReadWrite);
+        args.push(BufferRef::Temp(buffers.len()));
+        buffers.push(BufferDecl::temp(dtype, partial_len));
+        let out = accesses.len() + k;
+        let mut extents = vec![o; lead];
+        extents.extend([cs.parts, 1, cols]);
+        let mut strides = vec![(cs.parts * cols) as i64; lead];
+        strides.extend([cols as i64, 0, 1]);
+        let mut tile = vec![1; lead];
+        tile.extend([1, 1, col_tile]);
+        vs.insert(out, b.view(p, &extents, &strides, 0, &tile, Padding::Zero));
+        masked.insert(out, cols % col_tile as u64 != 0);
+        if !cs.arg {
+            partial_store.insert(cs.reduces[k], out);
+        }
+        partials.push(p);
+    }
+    let mut axes = vec![outer_axis(1); lead];
+    axes.extend([
         Axis {
             extent: cs.parts,
             reduced: false,
@@ -192,49 +253,58 @@ pub(crate) fn column_split(
             reduced: false,
             tile: col_tile,
         },
-    ];
-    let mut lw = Lowerer::new(
-        cx,
-        group,
-        axes,
-        vec![Some(0), None, Some(1)],
-        vs,
-        masked,
-        load_of.clone(),
-        HashMap::from([(r, out)]),
-    );
+    ]);
+    let mut grid_axis: Vec<Option<u8>> = (0..lead as u8).map(Some).collect();
+    grid_axis.extend([Some(lead as u8), None, Some(lead as u8 + 1)]);
+    let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of.clone(), partial_store);
     lw.scalars = scalars.clone();
-    lw.partial = Some(r);
+    lw.part_rows = Some(PartRows {
+        part_axis: lead,
+        axis: lead + 1,
+        parts: cs.parts,
+        step: cs.step,
+    });
+    if cs.arg {
+        lw.arg_partials = Some((accesses.len(), accesses.len() + 1));
+    } else {
+        lw.partials = cs.reduces.clone();
+    }
     lw.body(&mut b)?;
 
     // The last point of each column tile: the partials' rows in order.
-    let counter = last_point_counter(&mut b, buffers, &mut args, col_tiles);
+    let counter = last_point_counter(&mut b, buffers, &mut args, o * col_tiles);
     let tile_rows = pow2(cs.parts).min((LAST_POINT_READ / col_tile as u64).max(1)) as u32;
-    let pv = b.view(
-        p,
-        &[cs.parts, cols],
-        &[cols as i64, 1],
-        0,
-        &[tile_rows, col_tile],
-        Padding::Zero,
-    );
+    let pvs: Vec<ViewId> = partials
+        .iter()
+        .map(|&p| {
+            let mut extents = vec![o; lead];
+            extents.extend([cs.parts, cols]);
+            let mut strides = vec![(cs.parts * cols) as i64; lead];
+            strides.extend([cols as i64, 1]);
+            let mut tile = vec![1; lead];
+            tile.extend([tile_rows, col_tile]);
+            b.view(p, &extents, &strides, 0, &tile, Padding::Zero)
+        })
+        .collect();
     let out_views: Vec<ViewSpec> = views
         .iter()
-        .map(|v| ViewSpec {
-            tile: vec![1, col_tile],
-            ..v.clone()
+        .map(|v| {
+            let mut tile = vec![1; lead];
+            tile.extend([1, col_tile]);
+            ViewSpec { tile, ..v.clone() }
         })
         .collect();
     let (ovs, omasked, out_args) = declare(cx, &mut b, accesses, &out_views, &finals, None);
     args.extend(out_args);
     let ragged = cs.parts % tile_rows as u64 != 0;
     let masked_cols = cols % col_tile as u64 != 0;
-    let shape = [tile_rows, col_tile];
-    let acc_id = b.acc(ValueType::new(acc, &shape), identity(op, acc));
+    let mut shape = vec![1; lead];
+    shape.extend([tile_rows, col_tile]);
     // The nodes after the reduction, over the kept columns of one tile.
-    let kept = vec![
+    let mut kept = vec![outer_axis(1); lead];
+    kept.extend([
         Axis {
-            extent: cs.parts * cs.rows_per_part,
+            extent: cs.step * (cs.parts - 1) + cs.rows_per_part,
             reduced: true,
             tile: 1,
         },
@@ -243,30 +313,83 @@ pub(crate) fn column_split(
             reduced: false,
             tile: col_tile,
         },
-    ];
-    let mut fin = Lowerer::new(cx, group, kept, vec![None, Some(1)], ovs, omasked, load_of, store_of);
+    ]);
+    let mut kept_grid: Vec<Option<u8>> = (0..lead as u8).map(Some).collect();
+    kept_grid.extend([None, Some(lead as u8 + 1)]);
+    let mut fin = Lowerer::new(cx, group, kept, kept_grid, ovs, omasked, load_of, store_of);
     fin.scalars = scalars;
+    let row_axis = lead as u8;
     let mut failure = Ok(());
-    b.last_point(0, counter, |b| {
-        b.loop_(cs.parts.div_ceil(tile_rows as u64), |b, var| {
-            let mut x = b.load(
-                pv,
-                &[IndexExpr::loop_var(var), IndexExpr::grid(1)],
-                ragged || masked_cols,
-            );
-            if ragged {
-                // Rows past the last partial count as the identity.
-                let row = b.iota(&shape, 0, IndexExpr::loop_var(var));
+    b.last_point(lead as u8, counter, |b| {
+        let index = |var| {
+            let mut index: Vec<IndexExpr> = (0..lead as u8).map(IndexExpr::grid).collect();
+            index.extend([IndexExpr::loop_var(var), IndexExpr::grid(lead as u8 + 1)]);
+            index
+        };
+        // Rows past the last partial are not counted.
+        let inside = |b: &mut Builder, var| {
+            ragged.then(|| {
+                let row = b.iota(&shape, row_axis, IndexExpr::loop_var(var));
                 let lim = b.constant(Scalar::Int(cs.parts as i128, DType::I64), DType::I64, &shape);
-                let inside = b.binary(BinaryOp::Lt, row, lim);
-                let id = b.constant(identity(op, acc), acc, &shape);
-                x = b.select(inside, x, id);
+                b.binary(BinaryOp::Lt, row, lim)
+            })
+        };
+        let loops = cs.parts.div_ceil(tile_rows as u64);
+        if cs.arg {
+            let r = cs.reduces[0];
+            let is_max = matches!(g.nodes[r].op, Op::Reduce { op: ReduceOp::ArgMax, .. });
+            let best = if is_max { ReduceOp::Max } else { ReduceOp::Min };
+            let dt = partial_dtypes[0];
+            let vacc = b.acc(ValueType::new(dt, &shape), identity(best, dt));
+            let iacc = b.acc(ValueType::new(DType::I64, &shape), Scalar::Int(-1, DType::I64));
+            b.loop_(loops, |b, var| {
+                let x = b.load(pvs[0], &index(var), ragged || masked_cols);
+                let j = b.load(pvs[1], &index(var), ragged || masked_cols);
+                let valid = inside(b, var);
+                arg_step(b, (vacc, iacc), x, j, valid, is_max, dt);
+            });
+            let (v, i) = (b.acc_read(vacc), b.acc_read(iacc));
+            let (_, idx) = arg_pick(b, v, i, row_axis, is_max, dt);
+            failure = fin.finish(b, &[(r, idx)]);
+            return;
+        }
+        let ops: Vec<ReduceOp> = cs
+            .reduces
+            .iter()
+            .map(|&r| {
+                let Op::Reduce { op, .. } = g.nodes[r].op else {
+                    unreachable!("the reductions of a column split are reductions")
+                };
+                effective(op, g.nodes[r].dtype)
+            })
+            .collect();
+        let accs: Vec<AccId> = ops
+            .iter()
+            .zip(&partial_dtypes)
+            .map(|(&op, &acc)| b.acc(ValueType::new(acc, &shape), identity(op, acc)))
+            .collect();
+        b.loop_(loops, |b, var| {
+            let mut valid = None;
+            for (k, &op) in ops.iter().enumerate() {
+                let mut x = b.load(pvs[k], &index(var), ragged || masked_cols);
+                if ragged {
+                    let valid = *valid.get_or_insert_with(|| inside(b, var).expect("ragged rows have a mask"));
+                    let id = b.constant(identity(op, partial_dtypes[k]), partial_dtypes[k], &shape);
+                    x = b.select(valid, x, id);
+                }
+                b.acc_update(accs[k], acc_op(op), x);
             }
-            b.acc_update(acc_id, acc_op(op), x);
         });
-        let total = b.acc_read(acc_id);
-        let total = b.reduce(tile_op(op), total, 0);
-        failure = fin.finish(b, r, total);
+        let totals: Vec<(usize, ValueId)> = cs
+            .reduces
+            .iter()
+            .zip(ops.iter().zip(&accs))
+            .map(|(&r, (&op, &acc))| {
+                let total = b.acc_read(acc);
+                (r, b.reduce(tile_op(op), total, row_axis))
+            })
+            .collect();
+        failure = fin.finish(b, &totals);
     });
     failure?;
     Ok(vec![(b.finish()?, args, fulls)])

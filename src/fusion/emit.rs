@@ -47,6 +47,24 @@ pub(crate) struct Split {
     pub out: SplitOut,
 }
 
+/// How the rows of a column split's partial kernel are shared: point `p`
+/// of kept axis `part_axis` reads rows `p * step ..` of reduced axis
+/// `axis` (whose extent is the rows each point reads), and counts the
+/// first `step` of them, the last point all. Where the parts do not divide
+/// the rows, each point's run thus overlaps the next one's first rows,
+/// which it reads but does not count.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PartRows {
+    /// The axis of the parts (kept, tile 1).
+    pub part_axis: usize,
+    /// The reduced axis: the rows of one part.
+    pub axis: usize,
+    /// The number of parts.
+    pub parts: u64,
+    /// The rows between the starts of two parts.
+    pub step: u64,
+}
+
 pub(crate) struct Lowerer<'a> {
     /// The lowering context.
     pub cx: &'a Ctx<'a>,
@@ -66,10 +84,16 @@ pub(crate) struct Lowerer<'a> {
     pub store_of: HashMap<usize, usize>,
     /// Set for the first kernel of a split reduction.
     pub split: Option<Split>,
-    /// Set for the partial kernel of a column split: the reduction whose
-    /// value is a partial, stored in its accumulation dtype, and after
-    /// which nothing runs (its consumers run where the partials combine).
-    pub partial: Option<usize>,
+    /// Set for the partial kernel of a column split: the reductions whose
+    /// values are partials, stored in their accumulation dtype, and after
+    /// which nothing runs (their consumers run where the partials combine).
+    pub partials: Vec<usize>,
+    /// Set for the partial kernel of a column split: how its rows are
+    /// shared among the points of the parts axis.
+    pub part_rows: Option<PartRows>,
+    /// Set for the partial kernel of a split arg reduction: the accesses
+    /// its best values and their indices are stored through.
+    pub arg_partials: Option<(usize, usize)>,
     /// The scalar argument of each `Full` node the group reads.
     pub scalars: HashMap<usize, ScalarId>,
     loop_of: Vec<Option<LoopId>>,
@@ -100,7 +124,9 @@ impl<'a> Lowerer<'a> {
             load_of,
             store_of,
             split: None,
-            partial: None,
+            partials: vec![],
+            part_rows: None,
+            arg_partials: None,
             scalars: HashMap::new(),
             loop_of,
             scope: Scope::default(),
@@ -191,13 +217,13 @@ impl<'a> Lowerer<'a> {
                     Op::Reduce { op, .. } => {
                         let x = self.operand(b, n, 0)?;
                         let r = self.reduce_tile(b, x, *op, g.nodes[n].dtype);
-                        if self.partial == Some(n) {
+                        if self.partials.contains(&n) {
                             r
                         } else {
                             self.finish_reduce(b, n, r)
                         }
                     }
-                    _ if self.partial.is_some() && self.space(n) == Space::Reduced => continue,
+                    _ if !self.partials.is_empty() && self.space(n) == Space::Reduced => continue,
                     _ => self.node(b, n)?,
                 };
                 self.define(b, n, v);
@@ -267,13 +293,13 @@ impl<'a> Lowerer<'a> {
                 if wide {
                     r = self.reduce_axes(b, r, n);
                 }
-                let v = if self.partial == Some(n) {
+                let v = if self.partials.contains(&n) {
                     r
                 } else {
                     self.finish_reduce(b, n, r)
                 };
                 self.define(b, n, v);
-            } else if self.space(n) == Space::Reduced && self.partial.is_none() {
+            } else if self.space(n) == Space::Reduced && self.partials.is_empty() {
                 let v = self.node(b, n)?;
                 self.define(b, n, v);
             }
@@ -316,17 +342,20 @@ impl<'a> Lowerer<'a> {
         } else {
             part(b, IndexExpr::constant(0))
         };
-        self.finish(b, r, total)
+        self.finish(b, &[(r, total)])
     }
 
-    /// Defines reduction `r` from `total`, its combined value in the
-    /// accumulation dtype, then runs the group's other reduced-space nodes
-    /// (the reduction's consumers), storing what is stored.
-    pub fn finish(&mut self, b: &mut Builder, r: usize, total: ValueId) -> Result<()> {
-        let v = self.finish_reduce(b, r, total);
-        self.define(b, r, v);
+    /// Defines each reduction `r` of `totals` from `total`, its combined
+    /// value in the accumulation dtype, then runs the group's other
+    /// reduced-space nodes (the reductions' consumers), storing what is
+    /// stored.
+    pub fn finish(&mut self, b: &mut Builder, totals: &[(usize, ValueId)]) -> Result<()> {
+        for &(r, total) in totals {
+            let v = self.finish_reduce(b, r, total);
+            self.define(b, r, v);
+        }
         for n in self.group.nodes.clone() {
-            if n != r && self.space(n) == Space::Reduced {
+            if totals.iter().all(|&(r, _)| r != n) && self.space(n) == Space::Reduced {
                 let v = self.node(b, n)?;
                 self.define(b, n, v);
             }
@@ -360,9 +389,10 @@ impl<'a> Lowerer<'a> {
     fn define(&mut self, b: &mut Builder, n: usize, v: ValueId) {
         self.scope.vals.insert(n, v);
         if let Some(&i) = self.store_of.get(&n) {
-            let dtype = match self.partial {
-                Some(p) if p == n => acc_dtype(self.cx.g.nodes[n].dtype),
-                _ => self.cx.g.nodes[n].dtype,
+            let dtype = if self.partials.contains(&n) {
+                acc_dtype(self.cx.g.nodes[n].dtype)
+            } else {
+                self.cx.g.nodes[n].dtype
             };
             let v = self.coerce(b, v, dtype);
             let index = self.partition(self.space(n));
@@ -508,17 +538,33 @@ impl<'a> Lowerer<'a> {
         }
         let shape = self.tile(Space::Full);
         let mut mask = None;
+        let and = |b: &mut Builder, mask: Option<ValueId>, inside: ValueId| {
+            Some(match mask {
+                Some(m) => b.binary(BinaryOp::BitAnd, m, inside),
+                None => inside,
+            })
+        };
+        let overlap = self.part_rows.filter(|pr| self.axes[pr.axis].extent != pr.step);
         for k in self.reduced_axes() {
-            if !self.axes[k].ragged() {
+            if !self.axes[k].ragged() || overlap.is_some_and(|pr| pr.axis == k) {
                 continue;
             }
             let iota = b.iota(&shape, k as u8, self.index(k, Space::Full));
             let lim = b.constant(Scalar::Int(self.axes[k].extent as i128, DType::I64), DType::I64, &shape);
             let inside = b.binary(BinaryOp::Lt, iota, lim);
-            mask = Some(match mask {
-                Some(m) => b.binary(BinaryOp::BitAnd, m, inside),
-                None => inside,
-            });
+            mask = and(b, mask, inside);
+        }
+        if let Some(pr) = overlap {
+            // A part counts its first `step` rows; the last counts them all.
+            let int = |b: &mut Builder, v: u64| b.constant(Scalar::Int(v as i128, DType::I64), DType::I64, &shape);
+            let row = b.iota(&shape, pr.axis as u8, self.index(pr.axis, Space::Full));
+            let part = b.iota(&shape, pr.part_axis as u8, self.index(pr.part_axis, Space::Full));
+            let last = int(b, pr.parts - 1);
+            let is_last = b.binary(BinaryOp::Eq, part, last);
+            let (all, step) = (int(b, self.axes[pr.axis].extent), int(b, pr.step));
+            let lim = b.select(is_last, all, step);
+            let inside = b.binary(BinaryOp::Lt, row, lim);
+            mask = and(b, mask, inside);
         }
         self.scope.mask = Some(mask);
         mask
@@ -583,15 +629,19 @@ impl<'a> Lowerer<'a> {
             return Ok(());
         }
         let k = red[0];
-        let (best, best_op) = if *op == ReduceOp::ArgMax {
+        let is_max = *op == ReduceOp::ArgMax;
+        let (best, best_op) = if is_max {
             (ReduceOp::Max, BinaryOp::Maximum)
         } else {
             (ReduceOp::Min, BinaryOp::Minimum)
         };
         let in_dtype = self.cx.g.nodes[node.inputs[0]].dtype;
-        let looped = self.axes[k].count() > 1;
+        let looped = self.split.is_some() || self.loop_count(k) > 1;
         let dt = acc_dtype(in_dtype);
         let red_shape = self.tile(Space::Reduced);
+        if self.cx.opts.target == TileTarget::Gpu && (looped || self.part_rows.is_some()) {
+            return self.arg_single_pass(b, n, k, is_max, dt);
+        }
         // Pass 1: the best value.
         let m = if looped {
             let acc = b.acc(ValueType::new(dt, &red_shape), identity(best, dt));
@@ -644,4 +694,122 @@ impl<'a> Lowerer<'a> {
         self.define(b, n, idx);
         Ok(())
     }
+
+    /// Arg reduction `n` over reduced axis `k` in one read of its input:
+    /// whole-tile accumulators of the best value and its index, updated
+    /// element by element, then reduced across the tile ([`arg_pick`]).
+    /// In the partial kernel of a column split the indices count from the
+    /// part's first row, and the best value and index of each column are
+    /// stored as partials instead of the result.
+    fn arg_single_pass(&mut self, b: &mut Builder, n: usize, k: usize, is_max: bool, dt: DType) -> Result<()> {
+        let full = self.tile(Space::Full);
+        let best = if is_max { ReduceOp::Max } else { ReduceOp::Min };
+        let vacc = b.acc(ValueType::new(dt, &full), identity(best, dt));
+        let iacc = b.acc(ValueType::new(DType::I64, &full), Scalar::Int(-1, DType::I64));
+        let offset = self.part_rows.map(|pr| (pr.part_axis, pr.step));
+        let mut failure = Ok(());
+        self.looped(b, 0, &mut |lw, b| {
+            let x = match lw.operand(b, n, 0) {
+                Ok(x) => x,
+                Err(e) => {
+                    failure = Err(e);
+                    return;
+                }
+            };
+            let x = lw.coerce(b, x, dt);
+            let valid = lw.mask(b);
+            let mut j = b.iota(&full, k as u8, lw.index(k, Space::Full));
+            if let Some((pa, step)) = offset {
+                let p = b.iota(&full, pa as u8, lw.index(pa, Space::Full));
+                let s = b.constant(Scalar::Int(step as i128, DType::I64), DType::I64, &full);
+                let first = b.binary(BinaryOp::Mul, p, s);
+                j = b.binary(BinaryOp::Add, j, first);
+            }
+            arg_step(b, (vacc, iacc), x, j, valid, is_max, dt);
+        });
+        failure?;
+        let (v, i) = (b.acc_read(vacc), b.acc_read(iacc));
+        let (m, idx) = arg_pick(b, v, i, k as u8, is_max, dt);
+        match self.arg_partials {
+            Some((vi, ii)) => {
+                let index = self.partition(Space::Reduced);
+                b.store(self.views[&vi], &index, m, self.masked[&vi]);
+                b.store(self.views[&ii], &index, idx, self.masked[&ii]);
+            }
+            None => self.define(b, n, idx),
+        }
+        Ok(())
+    }
+}
+
+/// One step of a single-pass arg reduction whose accumulators `(values,
+/// indices)` see, at each element, indices in increasing order: `x` (in
+/// `dt`) at indices `j`, counted where `valid`. The value accumulator keeps
+/// the running maximum (minimum), NaN-propagating; the index accumulator
+/// the index of the first element holding it (NaN counts as both the
+/// maximum and the minimum, so the first NaN wins), and -1 while nothing
+/// was counted.
+pub(crate) fn arg_step(
+    b: &mut Builder,
+    (vacc, iacc): (AccId, AccId),
+    x: ValueId,
+    j: ValueId,
+    valid: Option<ValueId>,
+    is_max: bool,
+    dt: DType,
+) {
+    let shape = b.value_type(x).map(|t| t.shape.to_vec()).unwrap_or_default();
+    let (v, i) = (b.acc_read(vacc), b.acc_read(iacc));
+    let mut better = b.binary(if is_max { BinaryOp::Gt } else { BinaryOp::Lt }, x, v);
+    if dt.is_float() {
+        let x_nan = b.binary(BinaryOp::Ne, x, x);
+        let v_number = b.binary(BinaryOp::Eq, v, v);
+        better = b.binary(BinaryOp::BitOr, better, x_nan);
+        better = b.binary(BinaryOp::BitAnd, better, v_number);
+    }
+    let none = b.constant(Scalar::Int(-1, DType::I64), DType::I64, &shape);
+    let fresh = b.binary(BinaryOp::Eq, i, none);
+    let mut take = b.binary(BinaryOp::BitOr, better, fresh);
+    if let Some(m) = valid {
+        take = b.binary(BinaryOp::BitAnd, take, m);
+    }
+    // A taken index is above every index seen before, so `max` sets it.
+    let idx = b.select(take, j, none);
+    b.acc_update(iacc, BinaryOp::Maximum, idx);
+    let best = if is_max { ReduceOp::Max } else { ReduceOp::Min };
+    let x = match valid {
+        Some(m) => {
+            let id = b.constant(identity(best, dt), dt, &shape);
+            b.select(m, x, id)
+        }
+        None => x,
+    };
+    b.acc_update(vacc, acc_op(best), x);
+}
+
+/// The best value and its first index along `axis` of the tiles `v` and
+/// `i` of a single-pass arg reduction ([`arg_step`]): the maximum
+/// (minimum), then the smallest counted index holding it or NaN.
+pub(crate) fn arg_pick(
+    b: &mut Builder,
+    v: ValueId,
+    i: ValueId,
+    axis: u8,
+    is_max: bool,
+    dt: DType,
+) -> (ValueId, ValueId) {
+    let shape = b.value_type(v).map(|t| t.shape.to_vec()).unwrap_or_default();
+    let m = b.reduce(if is_max { TileReduce::Max } else { TileReduce::Min }, v, axis);
+    let mb = b.broadcast(m, &shape);
+    let mut hit = b.binary(BinaryOp::Eq, v, mb);
+    if dt.is_float() {
+        let nan = b.binary(BinaryOp::Ne, v, v);
+        hit = b.binary(BinaryOp::BitOr, hit, nan);
+    }
+    let none = b.constant(Scalar::Int(-1, DType::I64), DType::I64, &shape);
+    let counted = b.binary(BinaryOp::Ne, i, none);
+    hit = b.binary(BinaryOp::BitAnd, hit, counted);
+    let far = b.constant(Scalar::Int(i64::MAX as i128, DType::I64), DType::I64, &shape);
+    let idx = b.select(hit, i, far);
+    (m, b.reduce(TileReduce::Min, idx, axis))
 }

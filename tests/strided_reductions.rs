@@ -1,0 +1,208 @@
+//! Reductions over a strided axis (a first or middle axis, or one a view
+//! makes strided) planned for a GPU: the reduced rows are split across the
+//! grid and combined at the last point, for every reduction, argmax and
+//! argmin included, every dtype, row counts the parts divide and ones they
+//! do not (prime), with and without an outer kept axis. The plans run on
+//! the CPU executor and are checked against the f64 reference.
+
+mod common;
+
+use common::ptx_check::{spilling, summary, Modules};
+use common::G;
+use tilefuse::fusion::{explain, plan, FusionOptions};
+use tilefuse::graph::{ReduceOp, Subgraph};
+use tilefuse::kernels::ptx_gen::ptxas::ptxas_for_tests;
+use tilefuse::storage::HostBuffer;
+use tilefuse::{DType, Scalar};
+
+fn run(g: &Subgraph, opts: &FusionOptions) -> Vec<HostBuffer> {
+    common::run_plan(g, &plan(g, opts).unwrap()).unwrap()
+}
+
+/// A `dtype` input of `shape` holding small integers in [-8, 8) (exact in
+/// every dtype, so sums of narrow floats are exact and maxima are tied
+/// many times over), with NaN at the flat positions `nans` (floats only).
+fn input(g: &mut G, dtype: DType, shape: &[usize], nans: &[usize]) -> usize {
+    let n = shape.iter().product();
+    let mut buf = HostBuffer::zeros(dtype, n);
+    for i in 0..n {
+        let v = ((i * 7919 + i / 3) % 16) as f64 - 8.0;
+        buf.set(i, Scalar::Float(v, DType::F64));
+    }
+    if dtype.is_float() {
+        for &i in nans {
+            buf.set(i, Scalar::Float(f64::NAN, DType::F64));
+        }
+    }
+    g.data_buf(buf, shape)
+}
+
+/// Plans `g` for a GPU, checks it is one kernel split across at least 128
+/// grid points that combine at a last point, and that its values on the
+/// CPU executor are the reference's.
+fn check_split(g: &Subgraph, here: &str) {
+    let opts = FusionOptions::gpu();
+    let p = plan(g, &opts).unwrap();
+    assert_eq!(p.kernels.len(), 1, "{here}: {}", explain(g, &opts).unwrap());
+    let k = &p.kernels[0];
+    let text = k.program.to_string();
+    assert!(text.contains("last_point"), "{here}: {text}");
+    assert!(
+        k.program.grid.iter().product::<u64>() >= 128,
+        "{here}: grid {:?}",
+        k.program.grid
+    );
+    let want = tilefuse::graph::reference::evaluate(g).unwrap();
+    let got = run(g, &opts);
+    for (got, want) in got.iter().zip(&want) {
+        common::compare(got, want).unwrap_or_else(|e| panic!("{here}: {e}"));
+    }
+}
+
+/// Shapes and the axis reduced: a first axis with a prime row count (the
+/// parts overlap), a middle axis with few outer points, prime and not.
+const SHAPES: [(&[usize], usize); 3] = [(&[9973, 130], 0), (&[6, 9973, 40], 1), (&[4, 4096, 72], 1)];
+
+/// Sums, maxima, minima and means over the strided axes of [`SHAPES`],
+/// for every dtype (the ops rotate with the case).
+fn reduction_cases() -> Vec<(String, Subgraph)> {
+    let mut cases = vec![];
+    let mut k = 0;
+    for (shape, axis) in SHAPES {
+        for dtype in [DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32] {
+            let ops = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min];
+            let op = ops[k % 3];
+            k += 1;
+            let mean = dtype.is_float() && k % 2 == 0;
+            let mut g = G::default();
+            let x = input(&mut g, dtype, shape, &[]);
+            let r = if mean {
+                g.mean(x, &[axis])
+            } else {
+                g.reduce(op, x, &[axis])
+            };
+            let here = format!("{op:?} (mean {mean}) over axis {axis} of {dtype}{shape:?}");
+            cases.push((here, g.finish(&[r])));
+        }
+    }
+    cases
+}
+
+/// Argmax and argmin over the strided axes of [`SHAPES`], with NaN in
+/// some columns, in the first and in a later part, so that the first NaN
+/// of a column wins across parts.
+fn arg_cases() -> Vec<(String, Subgraph)> {
+    let mut cases = vec![];
+    for (shape, axis) in SHAPES {
+        for dtype in [DType::F32, DType::BF16, DType::F64, DType::I32] {
+            for op in [ReduceOp::ArgMax, ReduceOp::ArgMin] {
+                let numel: usize = shape.iter().product();
+                let cols = *shape.last().unwrap();
+                let nans = [
+                    3 * cols + 5,
+                    numel - 2 * cols + 5,
+                    numel / 2 + 7,
+                    numel / 2 + 7 + 40 * cols,
+                ];
+                let mut g = G::default();
+                let x = input(&mut g, dtype, shape, &nans);
+                let r = g.reduce(op, x, &[axis]);
+                let here = format!("{op:?} over axis {axis} of {dtype}{shape:?}");
+                cases.push((here, g.finish(&[r])));
+            }
+        }
+    }
+    cases
+}
+
+/// Reductions through a transposed view: [130, 9973] in memory, seen as
+/// [9973, 130], reduced over the view's last axis (memory's first).
+fn transposed_cases() -> Vec<(String, Subgraph)> {
+    [ReduceOp::Sum, ReduceOp::ArgMax]
+        .into_iter()
+        .map(|op| {
+            let mut g = G::default();
+            let x = input(&mut g, DType::F32, &[9973, 130], &[777]);
+            let v = g.permute(x, &[1, 0]);
+            let r = g.reduce(op, v, &[1]);
+            (format!("{op:?} of a transposed [9973, 130]"), g.finish(&[r]))
+        })
+        .collect()
+}
+
+#[test]
+fn strided_sums_maxima_and_means_split_across_the_grid_and_match_the_reference() {
+    for (here, g) in reduction_cases() {
+        check_split(&g, &here);
+    }
+}
+
+#[test]
+fn strided_argmax_and_argmin_split_across_the_grid_take_the_first_best_index() {
+    for (here, g) in arg_cases() {
+        check_split(&g, &here);
+    }
+}
+
+#[test]
+fn strided_reductions_through_a_transposed_view_split_across_the_grid() {
+    for (here, g) in transposed_cases() {
+        check_split(&g, &here);
+    }
+}
+
+#[test]
+fn every_split_program_assembles_without_spilling() {
+    let Some(ptxas) = ptxas_for_tests("tests/strided_reductions.rs") else {
+        return;
+    };
+    let mut modules = Modules::default();
+    let all = [reduction_cases(), arg_cases(), transposed_cases(), row_arg_cases()].concat();
+    for (here, g) in &all {
+        for k in &plan(g, &FusionOptions::gpu()).unwrap().kernels {
+            modules.add(here, &k.program).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    let assembled = modules.assemble(&ptxas).unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", summary(&assembled));
+    let spills: Vec<String> = spilling(&assembled).iter().map(|a| a.label.clone()).collect();
+    assert!(spills.is_empty(), "spilling: {spills:?}");
+}
+
+/// Row argmax and argmin over rows of several tiles: ties across tiles, a
+/// NaN in the ragged last tile, a row of one repeated value (its first
+/// index), every dtype.
+fn row_arg_cases() -> Vec<(String, Subgraph)> {
+    let (rows, n) = (3, 20_011);
+    let mut cases = vec![];
+    for dtype in [DType::F32, DType::F16, DType::F64, DType::I32] {
+        for op in [ReduceOp::ArgMax, ReduceOp::ArgMin] {
+            let mut buf = HostBuffer::zeros(dtype, rows * n);
+            for i in 0..n {
+                let v = ((i * 31) % 7) as f64;
+                buf.set(i, Scalar::Float(v, DType::F64));
+                buf.set(2 * n + i, Scalar::Float(4.0, DType::F64));
+            }
+            if dtype.is_float() {
+                buf.set(n + n - 3, Scalar::Float(f64::NAN, DType::F64));
+            }
+            let mut g = G::default();
+            let x = g.data_buf(buf, &[rows, n]);
+            let r = g.reduce(op, x, &[1]);
+            cases.push((format!("{op:?} of rows of {dtype}[{rows}, {n}]"), g.finish(&[r])));
+        }
+    }
+    cases
+}
+
+#[test]
+fn row_argmax_and_argmin_read_their_rows_once_on_the_gpu() {
+    let opts = FusionOptions::gpu();
+    for (here, g) in row_arg_cases() {
+        let p = plan(&g, &opts).unwrap();
+        let text = p.kernels[0].program.to_string();
+        assert_eq!(text.matches("loop").count(), 1, "{here}: {text}");
+        let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+        common::compare(&run(&g, &opts)[0], &want[0]).unwrap_or_else(|e| panic!("{here}: {e}"));
+    }
+}
