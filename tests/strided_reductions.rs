@@ -206,3 +206,33 @@ fn row_argmax_and_argmin_read_their_rows_once_on_the_gpu() {
         common::compare(&run(&g, &opts)[0], &want[0]).unwrap_or_else(|e| panic!("{here}: {e}"));
     }
 }
+
+#[test]
+fn sibling_reductions_of_one_input_are_one_kernel_that_reads_it_once() {
+    // Sum and max of one tensor over one axis: one kernel (split across the
+    // grid over a strided axis), both results the reference's.
+    for (shape, axis) in SHAPES {
+        for dtype in [DType::F32, DType::BF16] {
+            let mut g = G::default();
+            let x = input(&mut g, dtype, shape, &[]);
+            let s = g.reduce(ReduceOp::Sum, x, &[axis]);
+            let m = g.reduce(ReduceOp::Max, x, &[axis]);
+            let g = g.finish(&[s, m]);
+            check_split(&g, &format!("sum and max over axis {axis} of {dtype}{shape:?}"));
+        }
+    }
+    // Over rows, on either target.
+    for opts in [FusionOptions::gpu(), FusionOptions::cpu()] {
+        let mut g = G::default();
+        let x = input(&mut g, DType::F32, &[300, 5000], &[]);
+        let s = g.reduce(ReduceOp::Sum, x, &[1]);
+        let m = g.reduce(ReduceOp::Min, x, &[1]);
+        let g = g.finish(&[s, m]);
+        let p = plan(&g, &opts).unwrap();
+        assert_eq!(p.kernels.len(), 1, "{:?}: {}", opts.target, explain(&g, &opts).unwrap());
+        let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+        for (got, want) in run(&g, &opts).iter().zip(&want) {
+            common::compare(got, want).unwrap();
+        }
+    }
+}

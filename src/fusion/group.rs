@@ -6,7 +6,9 @@
 //! joins the largest such group it can, or starts its own. An operand that
 //! stays outside the node's group is materialised by its own group, except a
 //! cheap one (see [`Analysis::is_cheap`]), which is recomputed in the
-//! consumer's group instead.
+//! consumer's group instead. A reduction of data no group computes joins,
+//! where it can, a group holding another reduction of the same data (sum
+//! and max of one tensor: one kernel, one read).
 
 use super::analysis::{is_arg_reduce, Analysis, ChainKind, Source};
 use super::layout::squeeze;
@@ -215,6 +217,30 @@ pub(crate) fn group(g: &Subgraph, an: &Analysis, max_row_tile: usize) -> Vec<Gro
                             cands.push(h);
                         }
                     }
+                }
+            }
+        }
+        // A reduction of inputs no group computes (a sibling of another
+        // reduction of the same data) may join a group that reads the same
+        // data, so the two share one read of it.
+        if cands.is_empty() && matches!(g.nodes[n].op, Op::Reduce { .. }) && !is_arg_reduce(&g.nodes[n].op) {
+            let leaves: Vec<usize> = sources
+                .iter()
+                .filter_map(|s| match s {
+                    Source::Chain { base, .. } if !an.computed[*base] => Some(*base),
+                    _ => None,
+                })
+                .collect();
+            for (k, set) in sets.iter().enumerate() {
+                let Some((nodes, _)) = set else { continue };
+                let reads = nodes.iter().any(|&m| {
+                    matches!(g.nodes[m].op, Op::Reduce { .. })
+                        && an.sources(g, m).iter().any(
+                            |s| matches!(s, Source::Chain { base, .. } if leaves.contains(base)),
+                        )
+                });
+                if reads && !cands.contains(&k) {
+                    cands.push(k);
                 }
             }
         }
