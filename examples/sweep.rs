@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release --example sweep -- [--seed S] [--start K] [--cases N] [--only CLASS[,CLASS]]
-//!     [--reps N] [--json PATH] [--cpu] [--sizes gpu|cpu] [--list]
+//!     [--reps N] [--json PATH] [--cpu] [--sizes gpu|cpu] [--list] [--ptx DIR]
 //! ```
 //!
 //! The cases (`benches/common/sweep_cases.rs`): case `i` of seed `S` is
@@ -16,7 +16,9 @@
 //! every case's minimal bytes (inputs read once + outputs written once) lie
 //! in 256 MiB–1.5 GiB, on the CPU in 32–128 MiB (`--sizes` picks either
 //! whatever the device). `--list` prints the cases and their class counts
-//! and runs nothing.
+//! and runs nothing; `--ptx DIR` writes each case's kernels as planned for
+//! a GPU (tile programs, sm_90 PTX, `ptxas -v` resources where `ptxas` is
+//! found) and runs nothing, with or without a GPU.
 //!
 //! For each case, on fresh random inputs (never all zeros):
 //! 1. the first call: wall time from recording the expression to its
@@ -74,6 +76,9 @@ mod gpu;
 #[path = "sweep/report.rs"]
 mod report;
 
+#[path = "sweep/ptx.rs"]
+mod ptx;
+
 use rayon::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -84,7 +89,7 @@ use tilefuse::fusion::Plan;
 use tilefuse::{Config, Device, Tensor};
 
 const USAGE: &str = "usage: sweep [--seed S] [--start K] [--cases N] [--only CLASS[,CLASS]] [--reps N] \
-                     [--json PATH] [--cpu] [--sizes gpu|cpu] [--list]";
+                     [--json PATH] [--cpu] [--sizes gpu|cpu] [--list] [--ptx DIR]";
 
 /// Options from the command line.
 #[derive(Debug)]
@@ -98,6 +103,7 @@ pub struct Args {
     cpu: bool,
     sizes: Option<Scale>,
     list: bool,
+    ptx: Option<String>,
 }
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -111,6 +117,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
         cpu: false,
         sizes: None,
         list: false,
+        ptx: None,
     };
     let mut it = args;
     while let Some(a) = it.next() {
@@ -132,6 +139,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--json" => out.json = Some(value()?),
             "--cpu" => out.cpu = true,
             "--list" => out.list = true,
+            "--ptx" => out.ptx = Some(value()?),
             "--sizes" => {
                 out.sizes = Some(match value()?.as_str() {
                     "gpu" => Scale::GPU,
@@ -220,6 +228,14 @@ fn run(args: &Args) -> tilefuse::Result<()> {
     let cases = sweep_cases::cases(args.seed, args.start, args.cases, &args.only, scale);
     if args.list {
         report::print_list(&cases, scale);
+        return Ok(());
+    }
+    if let Some(dir) = &args.ptx {
+        let cases = sweep_cases::cases(args.seed, args.start, args.cases, &args.only, args.sizes.unwrap_or(Scale::GPU));
+        if let Err(e) = ptx::write(&cases, dir) {
+            eprintln!("sweep: {e}");
+            std::process::exit(1);
+        }
         return Ok(());
     }
     let reps = args.reps.unwrap_or(if on_gpu { 50 } else { 5 });

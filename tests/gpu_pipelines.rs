@@ -482,6 +482,42 @@ fn split_reductions_are_one_launch_and_bit_identical_over_many_runs() {
             Box::new(move || x3.mean(&[0], false).cast(DType::F16)),
         ));
     }
+    // Middle axes with few outer points and row counts the parts do not
+    // divide (9973 is prime), argmax and argmin over strided axes (the
+    // periodic data ties the maximum many times: the first index wins).
+    for shape in [vec![9973, 130], vec![6, 9973, 40], vec![4, 4096, 72]] {
+        let axis = shape.len() - 2;
+        let n: usize = shape.iter().product();
+        let x = t(data_f32(n, 15), &shape);
+        let xb = x.cast(DType::BF16);
+        xb.realize().unwrap();
+        let (x1, x2, x3, x4, x5) = (x.clone(), x.clone(), x.clone(), x.clone(), xb.clone());
+        let a = axis as isize;
+        cases.push((
+            format!("sum axis {axis} {shape:?}"),
+            Box::new(move || x1.sum(&[a], false)),
+        ));
+        cases.push((
+            format!("mean axis {axis} {shape:?}"),
+            Box::new(move || x2.mean(&[a], false)),
+        ));
+        cases.push((
+            format!("argmax axis {axis} {shape:?}"),
+            Box::new(move || x3.argmax(a, false)),
+        ));
+        cases.push((
+            format!("argmin axis {axis} {shape:?}"),
+            Box::new(move || x4.argmin(a, false)),
+        ));
+        cases.push((
+            format!("argmax bf16 axis {axis} {shape:?}"),
+            Box::new(move || x5.argmax(a, false)),
+        ));
+        cases.push((
+            format!("max bf16 axis {axis} {shape:?}"),
+            Box::new(move || xb.max(&[a], false)),
+        ));
+    }
     for (name, build) in cases {
         let out = build();
         let want = reference_of(&out);
@@ -497,6 +533,25 @@ fn split_reductions_are_one_launch_and_bit_identical_over_many_runs() {
             assert!(stats.plan_cache_hit && stats.kernels_launched == 1, "{name}, run {run}");
             let got = host_of(&again);
             assert_eq!(got.bytes(), first.bytes(), "{name}: run {run} differs from the first");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn sibling_reductions_of_one_tensor_match_the_reference() {
+    // Sum and max of one tensor, realized together, over a strided axis
+    // (one split kernel) and over rows.
+    let _g = gpu();
+    for (shape, axis) in [(vec![6, 9973, 40], 1isize), (vec![9973, 130], 0), (vec![300, 5000], 1)] {
+        let n: usize = shape.iter().product();
+        let x = Tensor::from_vec(data_f32(n, 16), &shape).to(GPU);
+        let (s, m) = (x.sum(&[axis], false), x.max(&[axis], false));
+        let want = [reference_of(&s), reference_of(&m)];
+        Tensor::realize_all(&[&s, &m]).unwrap();
+        for (got, want) in [host_of(&s), host_of(&m)].iter().zip(&want) {
+            compare_with(got, want, tolerance(want.dtype()), 2048.0)
+                .unwrap_or_else(|e| panic!("{shape:?} axis {axis}: {e}"));
         }
     }
 }

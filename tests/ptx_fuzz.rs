@@ -141,6 +141,105 @@ fn every_program_of_the_fuzzer_assembles() {
     }
 }
 
+/// What running one program on the interpreter's CPU model gave.
+#[derive(Debug, PartialEq)]
+enum ModelRun {
+    /// Every module (tuned and quick) ran and matched the executor's bytes.
+    Ran(usize),
+    /// Some module has a form the model lacks (the message).
+    NotModelled(String),
+}
+
+/// Runs integer `program` on the CPU executor and, generated for sm_90
+/// (tuned and quick text) and assembled for the GPU interpreter, on its CPU
+/// model (`ptx_vm::emulate`), over inputs and scalars drawn from a stream
+/// seeded by `seed`; panics where a parameter's bytes differ. Modules that
+/// do not generate or assemble are skipped (not counted in `Ran`).
+fn run_on_model(program: &tilefuse::kernels::ir::Program, seed: u64) -> ModelRun {
+    use tilefuse::kernels::cpu::{execute_with_scalars, Arg};
+    use tilefuse::kernels::ptx_gen::{generate, generate_quick};
+    use tilefuse::kernels::ptx_vm::emulate::{self, Memory};
+    use tilefuse::storage::HostBuffer;
+    use tilefuse::{DType, Scalar};
+    let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
+    // Inputs: bytes of a stream seeded by the program, bools 0 or 1.
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let inputs: Vec<HostBuffer> = program
+        .params
+        .iter()
+        .map(|q| {
+            let mut h = HostBuffer::zeros(q.dtype, q.len as usize);
+            for b in h.bytes_mut() {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                *b = (x >> 56) as u8 & if q.dtype == DType::Bool { 1 } else { 0xff };
+            }
+            h
+        })
+        .collect();
+    // Scalar arguments from the same stream, of every width.
+    let scalars: Vec<Scalar> = program
+        .scalars
+        .iter()
+        .map(|&d| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            match d {
+                DType::Bool => Scalar::Bool(x >> 63 == 1),
+                d if d.is_float() => Scalar::Float((x >> 40) as f64 / 65536.0 - 128.0, d),
+                d => Scalar::Int((x as i64) as i128, d),
+            }
+        })
+        .collect();
+    let words: Vec<u64> = program
+        .scalars
+        .iter()
+        .zip(&scalars)
+        .map(|(&d, &s)| s.element_bits(d))
+        .collect();
+    let mut want = inputs.clone();
+    let mut args: Vec<Arg<'_>> = want.iter_mut().map(Arg::Write).collect();
+    execute_with_scalars(program, &mut args, &scalars).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    // The launch fills what has an initial value first.
+    let filled: Vec<Vec<u8>> = program
+        .params
+        .iter()
+        .zip(&inputs)
+        .map(|(q, h)| match q.init {
+            Some(init) => {
+                let mut one = HostBuffer::zeros(q.dtype, 1);
+                one.set(0, init.0);
+                one.bytes().repeat(q.len as usize)
+            }
+            None => h.bytes().to_vec(),
+        })
+        .collect();
+    let mut ran = 0;
+    for module in [generate(program, &target), generate_quick(program, &target)] {
+        let Ok(module) = module else { continue };
+        let Ok(code) = ptx_vm::assemble(&module, 232_448) else {
+            continue;
+        };
+        let mut mem = Memory(filled.clone());
+        let blocks = u32::try_from(module.grid_blocks).unwrap();
+        match emulate::run_with_scalars(&code, blocks, &mut mem, &words) {
+            Ok(()) => {
+                for (i, (got, w)) in mem.0.iter().zip(&want).enumerate() {
+                    assert!(
+                        got == w.bytes(),
+                        "seed {seed}: {} ({}): parameter {i} differs from the executor\n{}",
+                        program.name,
+                        module.mapping,
+                        module.text
+                    );
+                }
+                ran += 1;
+            }
+            Err(e) if e.starts_with("form") || e.starts_with("operand") => return ModelRun::NotModelled(e),
+            Err(e) => panic!("seed {seed}: {}: {e}", program.name),
+        }
+    }
+    ModelRun::Ran(ran)
+}
+
 /// The fuzzer's integer programs (every parameter an integer or bool, so
 /// no result depends on an order of float operations), generated for sm_90
 /// (tuned and quick text), assembled for the GPU interpreter and run on its
@@ -148,12 +247,6 @@ fn every_program_of_the_fuzzer_assembles() {
 /// parameter. Programs with a form the model lacks are counted, not run.
 #[test]
 fn integer_programs_of_the_fuzzer_run_on_the_interpreter_model_like_the_executor() {
-    use tilefuse::kernels::cpu::{execute_with_scalars, Arg};
-    use tilefuse::kernels::ptx_gen::{generate, generate_quick};
-    use tilefuse::kernels::ptx_vm::emulate::{self, Memory};
-    use tilefuse::storage::HostBuffer;
-    use tilefuse::{DType, Scalar};
-    let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
     let (mut ran, mut not_modelled, mut skipped) = (0, std::collections::BTreeMap::<String, usize>::new(), 0);
     // Enough modules to cover the generator's shapes, few enough for a
     // debug build.
@@ -173,85 +266,12 @@ fn integer_programs_of_the_fuzzer_run_on_the_interpreter_model_like_the_executor
                     skipped += 1;
                     continue;
                 }
-                // Inputs: bytes of a stream seeded by the program, bools 0 or 1.
-                let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-                let inputs: Vec<HostBuffer> = program
-                    .params
-                    .iter()
-                    .map(|q| {
-                        let mut h = HostBuffer::zeros(q.dtype, q.len as usize);
-                        for b in h.bytes_mut() {
-                            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                            *b = (x >> 56) as u8 & if q.dtype == DType::Bool { 1 } else { 0xff };
-                        }
-                        h
-                    })
-                    .collect();
-                // Scalar arguments from the same stream, of every width.
-                let scalars: Vec<Scalar> = program
-                    .scalars
-                    .iter()
-                    .map(|&d| {
-                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                        match d {
-                            DType::Bool => Scalar::Bool(x >> 63 == 1),
-                            d if d.is_float() => Scalar::Float((x >> 40) as f64 / 65536.0 - 128.0, d),
-                            d => Scalar::Int((x as i64) as i128, d),
-                        }
-                    })
-                    .collect();
-                let words: Vec<u64> = program
-                    .scalars
-                    .iter()
-                    .zip(&scalars)
-                    .map(|(&d, &s)| s.element_bits(d))
-                    .collect();
-                let mut want = inputs.clone();
-                let mut args: Vec<Arg<'_>> = want.iter_mut().map(Arg::Write).collect();
-                execute_with_scalars(program, &mut args, &scalars).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-                // The launch fills what has an initial value first.
-                let filled: Vec<Vec<u8>> = program
-                    .params
-                    .iter()
-                    .zip(&inputs)
-                    .map(|(q, h)| match q.init {
-                        Some(init) => {
-                            let mut one = HostBuffer::zeros(q.dtype, 1);
-                            one.set(0, init.0);
-                            one.bytes().repeat(q.len as usize)
-                        }
-                        None => h.bytes().to_vec(),
-                    })
-                    .collect();
-                for module in [generate(program, &target), generate_quick(program, &target)] {
-                    let Ok(module) = module else {
-                        skipped += 1;
-                        continue;
-                    };
-                    let Ok(code) = ptx_vm::assemble(&module, 232_448) else {
-                        skipped += 1;
-                        continue;
-                    };
-                    let mut mem = Memory(filled.clone());
-                    let blocks = u32::try_from(module.grid_blocks).unwrap();
-                    match emulate::run_with_scalars(&code, blocks, &mut mem, &words) {
-                        Ok(()) => {
-                            for (i, (got, w)) in mem.0.iter().zip(&want).enumerate() {
-                                assert!(
-                                    got == w.bytes(),
-                                    "seed {seed}: {} ({}): parameter {i} differs from the executor\n{}",
-                                    program.name,
-                                    module.mapping,
-                                    module.text
-                                );
-                            }
-                            ran += 1;
-                        }
-                        Err(e) if e.starts_with("form") || e.starts_with("operand") => {
-                            *not_modelled.entry(e).or_default() += 1;
-                        }
-                        Err(e) => panic!("seed {seed}: {}: {e}", program.name),
+                match run_on_model(program, seed) {
+                    ModelRun::Ran(n) => {
+                        ran += n;
+                        skipped += 2 - n;
                     }
+                    ModelRun::NotModelled(e) => *not_modelled.entry(e).or_default() += 1,
                 }
             }
         }
@@ -266,6 +286,38 @@ fn integer_programs_of_the_fuzzer_run_on_the_interpreter_model_like_the_executor
         ran >= 100,
         "only {ran} modules ran on the model: the test checks too little"
     );
+}
+
+/// Row reductions of every row length from a few elements to past a
+/// block-wide run, in i32 and i64 (sums, maxima, argmax): rows several to a
+/// run reduce in registers and by shuffles within a row's lanes; each
+/// planned kernel runs on the interpreter's model like the executor.
+#[test]
+fn row_reductions_of_every_length_run_on_the_interpreter_model_like_the_executor() {
+    use common::G;
+    use tilefuse::graph::ReduceOp;
+    use tilefuse::DType;
+    let mut ran = 0;
+    for cols in [2, 3, 8, 16, 33, 48, 64, 100, 200, 256, 300, 700, 1024, 1500] {
+        for (dtype, op) in [
+            (DType::I32, ReduceOp::Sum),
+            (DType::I64, ReduceOp::Max),
+            (DType::I32, ReduceOp::ArgMax),
+            (DType::U8, ReduceOp::Min),
+        ] {
+            let mut g = G::default();
+            let x = g.data(dtype, &[37, cols]);
+            let r = g.reduce(op, x, &[1]);
+            let g = g.finish(&[r]);
+            for k in &plan(&g, &FusionOptions::gpu()).unwrap().kernels {
+                match run_on_model(&k.program, cols as u64) {
+                    ModelRun::Ran(n) => ran += n,
+                    ModelRun::NotModelled(e) => panic!("{op:?} of {dtype}[37, {cols}]: not modelled: {e}"),
+                }
+            }
+        }
+    }
+    assert!(ran >= 100, "only {ran} modules ran");
 }
 
 /// Graphs whose kernels once needed more than a block's 48 KiB of static

@@ -11,11 +11,15 @@
 //! its element may not exist: in the last, partial run of `P` elements, or
 //! when a round has more groups than outputs left.
 //!
-//! Two cases skip the published tile:
+//! Three cases skip the published tile:
 //! - A reduction of the last axis whose block-wide runs of atoms lie inside
 //!   one row combines each thread's own slots in registers, then the warp
 //!   by shuffles; only one partial per warp and row goes through shared
 //!   memory.
+//! - A reduction of the last axis whose rows are shorter than a block-wide
+//!   run (several rows to a run) combines each thread's atom in registers,
+//!   then the row's lanes by shuffles; one partial per warp of a row goes
+//!   through shared memory.
 //! - A reduction to a single element is combined by every thread from the
 //!   warp partials, so every thread holds it: such a value, and constants
 //!   and elementwise results of such values, are *uniform*, and a broadcast
@@ -217,6 +221,9 @@ impl Emitter<'_> {
         if inner == 1 && !src_layout.partial && len % (threads * src_layout.atom) == 0 {
             return self.reduce_rows_in_registers(dst, bin, d, &id, &regs, len, &st.shape);
         }
+        if inner == 1 && !src_layout.partial && len < threads * src_layout.atom && len % src_layout.atom == 0 {
+            return self.reduce_short_rows_in_registers(dst, bin, d, &id, &regs, len, &st.shape);
+        }
         let mut group = 1u32;
         while group * 2 <= threads / outputs.max(1) && group < len {
             group *= 2;
@@ -316,20 +323,7 @@ impl Emitter<'_> {
         let outputs = l.numel / len;
         let warps = threads / 32;
         let (size, _) = shared_slot(d);
-        let bytes = outputs * warps * size;
-        // The partials go where the latest exchange's readers are not
-        // reading (after its bytes, or at the start), so no barrier is
-        // needed before they are written; one is where neither fits.
-        let (base, wait) = match self.exchange_reads {
-            None => (0, false),
-            Some((start, _)) if bytes <= start => (0, false),
-            Some((_, end)) => match end.checked_next_multiple_of(8) {
-                Some(after) if after.checked_add(bytes).is_some_and(|e| e <= SHARED_LIMIT) => (after, false),
-                _ => (0, true),
-            },
-        };
-        self.reserve_shared(base + bytes)?;
-        self.exchange_reads = Some((base, base + bytes));
+        let (base, wait) = self.partials_at(outputs * warps * size)?;
         self.comment(format!(
             "reduce the last axis of {shape:?} in registers: {outputs} outputs, {warps} warp partials each"
         ));
@@ -371,6 +365,89 @@ impl Emitter<'_> {
             }
             let slot = self.reg(Class::B32);
             self.ins(format!("add.u32 {slot}, {warp}, {}", o as u32 * warps));
+            let at = self.shared_addr(&slot, size, base);
+            self.st_shared(d, &Some(leader.clone()), &format!("[{at}]"), &acc);
+        }
+        self.ins("bar.sync 0");
+        self.gather_partials(dst, bin, d, id, warps, base)
+    }
+
+    /// Where `bytes` of warp partials go in shared memory, reserved and
+    /// recorded as the latest exchange's reads: where the latest exchange's
+    /// readers are not reading (after its bytes, or at the start), so no
+    /// barrier is needed before they are written; at the start after a
+    /// barrier (`true`) where neither fits.
+    fn partials_at(&mut self, bytes: u32) -> Result<(u32, bool)> {
+        let (base, wait) = match self.exchange_reads {
+            None => (0, false),
+            Some((start, _)) if bytes <= start => (0, false),
+            Some((_, end)) => match end.checked_next_multiple_of(8) {
+                Some(after) if after.checked_add(bytes).is_some_and(|e| e <= SHARED_LIMIT) => (after, false),
+                _ => (0, true),
+            },
+        };
+        self.reserve_shared(base + bytes)?;
+        self.exchange_reads = Some((base, base + bytes));
+        Ok((base, wait))
+    }
+
+    /// The reduction of the last axis when its rows are shorter than a
+    /// block-wide run of atoms (`len < T · A`, a multiple of `A`): the
+    /// `len / A` consecutive threads of a row each combine their atom in
+    /// registers, then combine by shuffles within the row's lanes (up to a
+    /// warp), and one partial per warp of a row goes through shared
+    /// memory. No element of the source is published.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_short_rows_in_registers(
+        &mut self,
+        dst: ValueId,
+        bin: BinaryOp,
+        d: DType,
+        id: &str,
+        regs: &[String],
+        len: u32,
+        shape: &[u32],
+    ) -> Result<()> {
+        let l = self.layout(shape);
+        let threads = self.block.threads;
+        let per_row = len / l.atom;
+        let span = per_row.min(32);
+        let warps = (per_row / 32).max(1);
+        let rows_per_run = threads * l.atom / len;
+        let outputs = l.numel / len;
+        let (size, _) = shared_slot(d);
+        let (base, wait) = self.partials_at(outputs * warps * size)?;
+        self.comment(format!(
+            "reduce the last axis of {shape:?} in registers: {outputs} rows of {per_row} threads, {warps} warp partials each"
+        ));
+        let tid = self.reg(Class::B32);
+        self.ins(format!("mov.u32 {tid}, %tid.x"));
+        // This thread's row within a run, and its warp within the row.
+        let (row, warp, lane) = (self.reg(Class::B32), self.reg(Class::B32), self.reg(Class::B32));
+        self.div_const("u32", &row, &tid, per_row as u64);
+        self.rem_const("u32", &warp, &tid, per_row as u64);
+        self.div_const("u32", &warp, &warp, 32);
+        self.rem_const("u32", &lane, &tid, span as u64);
+        let leader = self.reg(Class::Pred);
+        self.ins(format!("setp.eq.u32 {leader}, {lane}, 0"));
+        if wait {
+            // Readers of an earlier exchange may still be reading there.
+            self.ins("bar.sync 0");
+        }
+        for r in 0..l.repeats {
+            let mut acc = regs[(r * l.atom) as usize].clone();
+            for a in 1..l.atom {
+                acc = self.binary(bin, d, &acc, &regs[(r * l.atom + a) as usize])?;
+            }
+            let mut off = span / 2;
+            while off >= 1 {
+                let other = self.shuffle(d, &acc, off);
+                acc = self.binary(bin, d, &acc, &other)?;
+                off /= 2;
+            }
+            let slot = self.reg(Class::B32);
+            self.ins(format!("add.u32 {slot}, {row}, {}", r * rows_per_run));
+            self.ins(format!("mad.lo.u32 {slot}, {slot}, {warps}, {warp}"));
             let at = self.shared_addr(&slot, size, base);
             self.st_shared(d, &Some(leader.clone()), &format!("[{at}]"), &acc);
         }
