@@ -231,7 +231,13 @@ fn run(args: &Args) -> tilefuse::Result<()> {
         return Ok(());
     }
     if let Some(dir) = &args.ptx {
-        let cases = sweep_cases::cases(args.seed, args.start, args.cases, &args.only, args.sizes.unwrap_or(Scale::GPU));
+        let cases = sweep_cases::cases(
+            args.seed,
+            args.start,
+            args.cases,
+            &args.only,
+            args.sizes.unwrap_or(Scale::GPU),
+        );
         if let Err(e) = ptx::write(&cases, dir) {
             eprintln!("sweep: {e}");
             std::process::exit(1);

@@ -236,3 +236,70 @@ fn sibling_reductions_of_one_input_are_one_kernel_that_reads_it_once() {
         }
     }
 }
+
+/// The two-pass variance of `x` over `axis`: the mean of the squared
+/// deviations from the mean.
+fn variance(g: &mut G, x: usize, axis: usize) -> usize {
+    let shape = g.shape(x);
+    let m = g.mean(x, &[axis]);
+    let m = g.broadcast_to(m, &shape);
+    let d = g.sub(x, m);
+    let d2 = g.mul(d, d);
+    g.mean(d2, &[axis])
+}
+
+#[test]
+fn a_variance_over_a_strided_axis_keeps_whole_lines_of_the_contiguous_axis() {
+    // A kernel that broadcasts the mean back over the rows must hold whole
+    // rows of a 32-wide piece of the contiguous (kept) axis: [8, 7424, 96]
+    // cannot (8192 x 32 elements), so the variance is two split kernels;
+    // [8, 99, 1162] can (128 x 32), one kernel with 32 or more columns.
+    let opts = FusionOptions::gpu();
+    for (shape, kernels) in [([8usize, 7424, 96], 2), ([8, 99, 1162], 1)] {
+        let mut g = G::default();
+        let x = input(&mut g, DType::F32, &shape, &[]);
+        let v = variance(&mut g, x, 1);
+        let g = g.finish(&[v]);
+        let p = plan(&g, &opts).unwrap();
+        let here = format!("variance over axis 1 of {shape:?}");
+        assert_eq!(p.kernels.len(), kernels, "{here}: {}", explain(&g, &opts).unwrap());
+        for k in &p.kernels {
+            let text = k.program.to_string();
+            // The views of the input (parameter p0) in the program's text.
+            let inner = |line: &str| -> u32 {
+                let tile = line.split("tile [").nth(1).and_then(|t| t.split(']').next()).unwrap();
+                tile.rsplit(", ").next().unwrap().parse().unwrap()
+            };
+            let views: Vec<&str> = text.lines().filter(|l| l.contains(" = view p0 ")).collect();
+            assert!(
+                !views.is_empty() && views.iter().all(|l| inner(l) >= 32),
+                "{here}: {text}"
+            );
+        }
+        let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+        common::compare(&run(&g, &opts)[0], &want[0]).unwrap_or_else(|e| panic!("{here}: {e}"));
+    }
+}
+
+#[test]
+fn a_strided_reduction_with_few_kept_tiles_takes_narrower_ones_to_fill_the_gpu() {
+    // 12 rows are too few to split, and 4096-wide tiles of [4, 12, 100000]
+    // give 100 grid points: narrower pieces of the contiguous axis (at
+    // least 32) give every SM blocks, and the rows the budget they free.
+    let mut g = G::default();
+    let x = input(&mut g, DType::F32, &[4, 12, 100_000], &[]);
+    let r = g.reduce(ReduceOp::Max, x, &[1]);
+    let g = g.finish(&[r]);
+    let opts = FusionOptions::gpu();
+    let p = plan(&g, &opts).unwrap();
+    let k = &p.kernels[0];
+    assert_eq!(p.kernels.len(), 1);
+    assert!(
+        k.program.grid.iter().product::<u64>() >= 264,
+        "grid {:?}",
+        k.program.grid
+    );
+    assert!(!k.program.to_string().contains("last_point"));
+    let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+    common::compare(&run(&g, &opts)[0], &want[0]).unwrap();
+}

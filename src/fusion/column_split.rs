@@ -43,7 +43,7 @@ const LAST_POINT_READ: u64 = 4096;
 /// The narrowest column tile of a split: 128 bytes of f32.
 const MIN_COL_TILE: u64 = 32;
 /// The most grid points below which a column reduction is split.
-const FEW_POINTS: u64 = 264;
+pub(crate) const FEW_POINTS: u64 = 264;
 /// The fewest elements a column reduction must read to be split: below,
 /// a second launch costs more than the parallelism gains.
 const MIN_ELEMENTS: u64 = 1 << 20;

@@ -144,6 +144,15 @@ impl GroupShape {
                 }
                 row = row.saturating_mul(gs.full[a].next_power_of_two());
             }
+            // Where the axis contiguous in memory is kept (the reduced axes
+            // are strided), a row kernel's tile holds whole rows of a piece
+            // of that axis: at least a 32-wide piece, so that its loads
+            // read whole lines.
+            if let Some(k) = contiguous_axis(g, an, nodes, &gs.full) {
+                if !gs.axes.contains(&k) {
+                    row = row.saturating_mul(gs.full[k].next_power_of_two().min(32));
+                }
+            }
             if row > max_row_tile {
                 return None;
             }
@@ -180,6 +189,32 @@ impl GroupShape {
             .collect();
         bcast == reduced
     }
+}
+
+/// The axis of iteration space `full` along which the largest operand
+/// `nodes` read over the full space from outside them has its smallest
+/// nonzero stride (the one contiguous in its memory), if any.
+fn contiguous_axis(g: &Subgraph, an: &Analysis, nodes: &[usize], full: &[usize]) -> Option<usize> {
+    let mut best: Option<(usize, Vec<i64>)> = None;
+    for &n in nodes {
+        for src in an.sources(g, n) {
+            let Source::Chain { base, layout, .. } = src else { continue };
+            if nodes.contains(&base) {
+                continue;
+            }
+            let Some(strides) = super::layout::map_onto(&layout, full) else {
+                continue;
+            };
+            let size = g.nodes[base].shape.numel();
+            if !best.as_ref().is_some_and(|(s, _)| size <= *s) {
+                best = Some((size, strides));
+            }
+        }
+    }
+    let (_, strides) = best?;
+    (0..full.len())
+        .filter(|&k| full[k] > 1 && strides[k] != 0)
+        .min_by_key(|&k| strides[k].unsigned_abs())
 }
 
 /// A kernel-to-be: the computed nodes it evaluates.
