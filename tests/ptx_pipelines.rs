@@ -377,3 +377,50 @@ fn suite_kernels_run_on_the_interpreter() {
         }
     }
 }
+
+#[test]
+fn rows_up_to_two_to_the_fourteen_stay_in_one_kernel_and_do_not_spill() {
+    // Softmax, log-softmax, layer and RMS norm over rows of up to 2^14
+    // (values computed in f32; 2^13 for f64): one kernel each on a GPU,
+    // the row in registers, and no spills. Longer rows would need more
+    // than 64 registers a thread at 1024 threads (f32 2^15 spills).
+    let Some(ptxas) = ptxas_for_tests("tests/ptx_pipelines.rs (long rows)") else {
+        return;
+    };
+    let mut modules = Modules::default();
+    for (dtype, cols) in [
+        (DType::F32, 16384),
+        (DType::F32, 9001),
+        (DType::F16, 16384),
+        (DType::BF16, 12000),
+        (DType::F64, 8192),
+        (DType::F64, 5000),
+    ] {
+        let x = Inputs::Zeros(dtype);
+        for (name, g) in [
+            ("softmax", pipelines::softmax_of(x, 64, cols)),
+            ("log_softmax", pipelines::log_softmax_of(x, 64, cols)),
+            ("layer_norm", pipelines::layer_norm_of(x, 64, cols)),
+            ("rms_norm", pipelines::rms_norm_of(x, 64, cols)),
+        ] {
+            let p = plan(&g, &FusionOptions::gpu()).unwrap();
+            let here = format!("{name} {dtype}[64, {cols}]");
+            assert_eq!(p.kernels.len(), 1, "{here}");
+            modules
+                .add(&here, &p.kernels[0].program)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    let all = modules.assemble(&ptxas).unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", summary(&all));
+    for a in all.iter().filter(|a| a.sm == 90) {
+        let r = &a.resources;
+        let spilled = r.spill_store_bytes + r.spill_load_bytes;
+        println!(
+            "{}: {} threads, {} registers, {spilled} B spilled",
+            a.label, a.module.block_threads, r.registers
+        );
+    }
+    let spills: Vec<&str> = spilling(&all).iter().map(|a| a.label.as_str()).collect();
+    assert!(spills.is_empty(), "spilling: {spills:?}");
+}

@@ -148,12 +148,34 @@ impl GroupShape {
             // are strided), a row kernel's tile holds whole rows of a piece
             // of that axis: at least a 32-wide piece, so that its loads
             // read whole lines.
-            if let Some(k) = contiguous_axis(g, an, nodes, &gs.full) {
+            // Such a tile is reduced across its rows through shared memory
+            // (the whole tile published): at most `STRIDED_ROW_TILE`.
+            // Longer rows are only taken whole along the last axis, the one
+            // contiguous in memory, where they reduce in registers.
+            let trailing = (0..gs.full.len())
+                .rev()
+                .filter(|&k| gs.full[k] != 1)
+                .take(gs.axes.iter().filter(|&&a| gs.full[a] != 1).count())
+                .all(|k| gs.axes.contains(&k));
+            let contiguous = contiguous_axis(g, an, nodes, &gs.full);
+            let mut limit = if trailing && !contiguous.is_some_and(|k| !gs.axes.contains(&k)) {
+                max_row_tile
+            } else {
+                max_row_tile.min(STRIDED_ROW_TILE)
+            };
+            if let Some(k) = contiguous {
                 if !gs.axes.contains(&k) {
-                    row = row.saturating_mul(gs.full[k].next_power_of_two().min(32));
+                    row = row.saturating_mul(gs.full[k].next_power_of_two().min(super::tiling::WHOLE_LINE as usize));
+                    limit = limit.min(STRIDED_ROW_TILE);
                 }
             }
-            if row > max_row_tile {
+            // The limits are in 4-byte elements: half for 8-byte values.
+            let widest = nodes
+                .iter()
+                .map(|&n| g.nodes[n].dtype.compute_type().size_in_bytes())
+                .max()
+                .unwrap_or(4);
+            if row > limit * 4 / widest.max(4) {
                 return None;
             }
         }
@@ -190,6 +212,10 @@ impl GroupShape {
         bcast == reduced
     }
 }
+
+/// The most elements (of 4 bytes) of a row kernel's tile whose rows run
+/// along a strided axis: 32 KiB, exchanged through shared memory once.
+const STRIDED_ROW_TILE: usize = 8192;
 
 /// The axis of iteration space `full` along which the largest operand
 /// `nodes` read over the full space from outside them has its smallest

@@ -80,15 +80,25 @@ pub(crate) fn choose_tiles(axes: &mut [Axis], budget: u64, whole_rows: bool) {
             left = (left / a.tile as u64).max(1);
         }
     }
-    for a in axes.iter_mut().rev() {
+    let last = axes.len().saturating_sub(1);
+    for (k, a) in axes.iter_mut().enumerate().rev() {
         if whole_rows && a.reduced {
             continue;
         }
-        let t = pow2(a.extent).min(pow2_floor(left));
+        let mut t = pow2(a.extent).min(pow2_floor(left));
+        if whole_rows && k == last {
+            // Whole rows over strided reduced axes still read whole lines:
+            // at least a 32-wide piece of the innermost (kept) axis
+            // (grouping keeps such tiles within its row limit).
+            t = t.max(pow2(a.extent).min(WHOLE_LINE));
+        }
         a.tile = t as u32;
         left = (left / t).max(1);
     }
 }
+
+/// The narrowest piece of a kept innermost axis a row kernel takes.
+pub(crate) const WHOLE_LINE: u64 = 32;
 
 /// The smallest power of two at least `x` (1 for 0).
 fn pow2(x: u64) -> u64 {
