@@ -15,7 +15,7 @@
 //! consumers instead adds its partials atomically into the result, which
 //! starts at zero: one kernel, but the order of the additions varies.
 
-use super::analysis::{ChainKind, Source};
+use super::analysis::{is_arg_reduce, ChainKind, Source};
 use super::column_split::{column_split, column_split_of};
 use super::emit::{Lowerer, Split, SplitOut};
 use super::group::{Group, Space};
@@ -197,6 +197,16 @@ pub(crate) fn lower(
             }
         }
         super::TileTarget::Gpu if group.nodes.iter().any(|&n| heavy(n)) => (cx.opts.tile_elements as u64 / 4).max(1),
+        // An arg reduction accumulates a value and an i64 index per element
+        // of its tile: half the tile, a quarter for 8-byte values, keeps
+        // them in registers at full occupancy.
+        super::TileTarget::Gpu if group.nodes.iter().any(|&n| is_arg_reduce(&cx.g.nodes[n].op)) => {
+            let wide = group.nodes.iter().any(|&n| {
+                let input = cx.g.nodes[n].inputs.first().map(|&i| cx.g.nodes[i].dtype);
+                is_arg_reduce(&cx.g.nodes[n].op) && input.is_some_and(|d| d.size_in_bytes() >= 8)
+            });
+            (cx.opts.tile_elements as u64 / if wide { 4 } else { 2 }).max(1)
+        }
         _ => cx.opts.tile_elements as u64,
     };
     choose_tiles(&mut axes, budget, gs.broadcast);
