@@ -320,17 +320,19 @@ fn row_reductions_of_every_length_run_on_the_interpreter_model_like_the_executor
     assert!(ran >= 100, "only {ran} modules ran");
 }
 
-/// Graphs whose kernels once needed more than a block's 48 KiB of static
-/// shared memory: a staged tile (up to 32 KiB) beside an exchange of
-/// 33 KiB (an i64 argmax over [64, 64] tiles, seed 200949). They are
-/// generated without staging now; every module assembles.
+/// Graphs whose kernels need large exchanges through shared memory: once a
+/// staged tile (up to 32 KiB) beside an exchange of 33 KiB (an i64 argmax
+/// over [64, 64] tiles, seed 200949) needed more than a block's 48 KiB of
+/// static shared memory. Tiles are no longer staged, and that argmax now
+/// reduces by shuffles; seeds 200645 and 201563 still make exchanges of
+/// 36–40 KiB, and every module fits and assembles.
 #[test]
 fn kernels_with_a_staged_tile_and_a_large_exchange_fit_static_shared_memory() {
     let Some(ptxas) = ptxas_for_tests("tests/ptx_fuzz.rs (shared memory)") else {
         return;
     };
     let mut modules = Modules::default();
-    for seed in [200_949] {
+    for seed in [200_949, 200_645, 201_563] {
         let g = fuzzgen::generate(seed).0;
         for opts in gpu_options(seed) {
             let p = plan(&g, &opts).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
