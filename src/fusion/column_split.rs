@@ -1,15 +1,28 @@
-//! Column reductions split across the rows on a GPU.
+//! Reductions over a strided axis split across the rows on a GPU.
 //!
-//! A reduction over the outer axis of a `[rows, cols]` iteration space (a
-//! column sum) has only `cols / tile` grid points, too few to fill a GPU.
-//! Here the rows are cut into `parts` runs: the kernel has grid
-//! `[parts, column tiles]`, each point reducing its run of rows into a row
-//! of a `[parts, cols]` partials buffer. The points of one column tile
-//! count themselves out on that tile's counter, and the last of them
-//! ([`Inst::LastPoint`](crate::kernels::ir::Inst::LastPoint) over grid
-//! axis 0) reduces the tile's columns of the partials in row order into
-//! the result. Both orders are fixed, so the result does not depend on
-//! scheduling.
+//! A reduction over a first or middle axis (coalesced `[rows, cols]` or
+//! `[outer, rows, cols]`, rows reduced, the columns contiguous) has only
+//! `outer × cols / tile` grid points, too few to fill a GPU. Here the rows
+//! are cut into `parts` runs: the kernel has grid `[outer, parts, column
+//! tiles]` (no outer axis: `[parts, column tiles]`), each point reducing its
+//! run of rows into a row of an `[outer, parts, cols]` partials buffer, one
+//! per reduction (sum and max of one input share the read). The points of
+//! one column tile count themselves out on that tile's counter, and the
+//! last of them ([`Inst::LastPoint`](crate::kernels::ir::Inst::LastPoint)
+//! over the parts axis) reduces the tile's columns of the partials in row
+//! order into the result. Both orders are fixed, so the result does not
+//! depend on scheduling.
+//!
+//! Where no divisor of the rows is near the wanted number of runs (a prime
+//! row count), the runs start `rows / parts` apart and each also reads the
+//! next run's first `rows % parts` rows, masked out of its result; the
+//! last run counts all of its rows.
+//!
+//! An argmax or argmin keeps, per element of the tile, the best value and
+//! the index of its first occurrence (NaN counting as both the maximum and
+//! the minimum), updated in one read ([`super::emit::arg_step`]); its
+//! partials are the best value and the row index of each column, and the
+//! last point combines them in row order, so the first best index wins.
 //!
 //! One counter per column tile rather than one for the kernel: the combine
 //! of a tile can start as soon as that tile's points are done, and the
