@@ -303,3 +303,102 @@ fn a_strided_reduction_with_few_kept_tiles_takes_narrower_ones_to_fill_the_gpu()
     let want = tilefuse::graph::reference::evaluate(&g).unwrap();
     common::compare(&run(&g, &opts)[0], &want[0]).unwrap();
 }
+
+/// A small deterministic generator for the threshold cases below.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len() as u64) as usize]
+    }
+}
+
+#[test]
+fn random_strided_reductions_on_both_sides_of_the_split_thresholds_match_the_reference() {
+    // Shapes drawn around the thresholds the GPU plan uses (a million
+    // elements, four row tiles, 264 kept grid points, 32-wide kept tiles,
+    // rows the parts divide or not), every reduction and dtype, reduced
+    // over a first or middle axis, directly or through a transposed view,
+    // sometimes with a sibling reduction: GPU plans on the CPU executor
+    // against the f64 reference.
+    let mut rng = Lcg(0x5eed_2027);
+    let opts = FusionOptions::gpu();
+    let (mut split, mut unsplit) = (0, 0);
+    for case in 0..120 {
+        let dtype = rng.pick(&[DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32]);
+        let op = rng.pick(&[
+            ReduceOp::Sum,
+            ReduceOp::Max,
+            ReduceOp::Min,
+            ReduceOp::ArgMax,
+            ReduceOp::ArgMin,
+            ReduceOp::Sum,
+        ]);
+        let mean = op == ReduceOp::Sum && dtype.is_float() && rng.below(2) == 0;
+        let cols = rng.pick(&[1usize, 5, 31, 32, 33, 96, 130, 257, 1000, 4100]);
+        let outer = rng.pick(&[1usize, 1, 2, 3, 7]);
+        // Rows near the element threshold for these columns, odd or even.
+        let target = (1usize << 20) / (cols * outer);
+        let rows = (target as f64 * rng.pick(&[0.3, 0.9, 1.1, 2.5])) as usize | rng.below(2) as usize;
+        let rows = rows.clamp(3, 200_000);
+        let shape: Vec<usize> = if outer > 1 {
+            vec![outer, rows, cols]
+        } else {
+            vec![rows, cols]
+        };
+        let axis = shape.len() - 2;
+        let transposed = rng.below(4) == 0;
+        let sibling = !matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) && rng.below(3) == 0;
+        let numel: usize = shape.iter().product();
+        let nans = [numel / 3, numel / 3 + cols];
+        let mut g = G::default();
+        let (x, axis) = if transposed {
+            // The same memory seen with its last two axes swapped: the
+            // reduction over the view's last axis is over memory's rows.
+            let x = input(&mut g, dtype, &shape, &nans);
+            let mut perm: Vec<usize> = (0..shape.len()).collect();
+            perm.swap(axis, axis + 1);
+            (g.permute(x, &perm), axis + 1)
+        } else {
+            (input(&mut g, dtype, &shape, &nans), axis)
+        };
+        let r = if mean {
+            g.mean(x, &[axis])
+        } else {
+            g.reduce(op, x, &[axis])
+        };
+        let mut outs = vec![r];
+        if sibling {
+            outs.push(g.reduce(ReduceOp::Max, x, &[axis]));
+        }
+        let g = g.finish(&outs);
+        let here = format!(
+            "case {case}: {op:?} (mean {mean}, sibling {sibling}, transposed {transposed}) over axis {axis} of {dtype}{shape:?}"
+        );
+        let p = plan(&g, &opts).unwrap_or_else(|e| panic!("{here}: {e}"));
+        if p.kernels.iter().any(|k| k.program.to_string().contains("last_point")) {
+            split += 1;
+        } else {
+            unsplit += 1;
+        }
+        let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+        let got = run(&g, &opts);
+        for (got, want) in got.iter().zip(&want) {
+            common::compare(got, want).unwrap_or_else(|e| panic!("{here}: {e}"));
+        }
+    }
+    // Both sides of the thresholds were drawn.
+    assert!(split >= 20 && unsplit >= 20, "{split} split, {unsplit} not");
+}
