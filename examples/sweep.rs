@@ -364,13 +364,13 @@ pub fn plan_of(outputs: &[Tensor]) -> tilefuse::Result<Arc<Plan>> {
     tilefuse::fusion::plan(&tilefuse::graph::extract(&nodes), &options)
 }
 
-/// The plan's strategy as the report labels it: each kernel's program name
-/// and grid.
+/// The plan's strategy as the report labels it: each kernel's program
+/// name, grid and chosen schedule.
 pub fn strategy(plan: &Plan) -> String {
     let kernels: Vec<String> = plan
         .kernels
         .iter()
-        .map(|k| format!("{}{:?}", k.program.name, k.program.grid.as_slice()))
+        .map(|k| format!("{}{:?} ({})", k.program.name, k.program.grid.as_slice(), k.strategy))
         .collect();
     kernels.join(" + ")
 }

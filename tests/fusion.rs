@@ -42,6 +42,26 @@ fn chain_is_one_kernel() {
 }
 
 #[test]
+fn plans_record_the_strategy_of_each_kernel_and_explain_prints_it() {
+    // The chain: one tiled 1-D kernel; the sum: split across the grid.
+    let opts = FusionOptions::gpu();
+    let chain = plan(&pipelines::chain(100_003), &opts).unwrap();
+    let tilefuse::fusion::Strategy::Tiled { axes } = &chain.kernels[0].strategy else {
+        panic!("{:?}", chain.kernels[0].strategy)
+    };
+    assert_eq!(axes.len(), 1);
+    assert_eq!((axes[0].0, axes[0].2), (100_003, false));
+    let sum = plan(&pipelines::sum(1 << 22), &opts).unwrap();
+    assert!(
+        matches!(sum.kernels[0].strategy, tilefuse::fusion::Strategy::SplitReduction { parts, atomic: false, .. } if parts > 1),
+        "{:?}",
+        sum.kernels[0].strategy
+    );
+    let text = explain(&pipelines::sum(1 << 22), &opts).unwrap();
+    assert!(text.contains("strategy: split reduction:"), "{text}");
+}
+
+#[test]
 fn bias_gelu_is_one_kernel() {
     check_kernels(&pipelines::bias_gelu(64, 4096), 1);
 }

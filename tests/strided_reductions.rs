@@ -9,7 +9,7 @@ mod common;
 
 use common::ptx_check::{spilling, summary, Modules};
 use common::G;
-use tilefuse::fusion::{explain, plan, FusionOptions};
+use tilefuse::fusion::{explain, plan, FusionOptions, Strategy};
 use tilefuse::graph::{ReduceOp, Subgraph};
 use tilefuse::kernels::ptx_gen::ptxas::ptxas_for_tests;
 use tilefuse::storage::HostBuffer;
@@ -47,6 +47,12 @@ fn check_split(g: &Subgraph, here: &str) {
     let k = &p.kernels[0];
     let text = k.program.to_string();
     assert!(text.contains("last_point"), "{here}: {text}");
+    assert!(
+        matches!(k.strategy, Strategy::ColumnSplit { parts, .. } if parts > 1),
+        "{here}: {}",
+        k.strategy
+    );
+    assert!(explain(g, &opts).unwrap().contains("strategy: column split"), "{here}");
     assert!(
         k.program.grid.iter().product::<u64>() >= 128,
         "{here}: grid {:?}",

@@ -64,11 +64,12 @@ pub fn write(cases: &[Case], dir: &str) -> Result<(), String> {
             };
             writeln!(
                 table,
-                "  k{k} {} grid {:?} ({} blocks of {} threads): {resources}",
+                "  k{k} {} grid {:?} ({} blocks of {} threads), {}: {resources}",
                 kernel.program.name,
                 kernel.program.grid.as_slice(),
                 module.grid_blocks,
-                module.block_threads
+                module.block_threads,
+                kernel.strategy
             )
             .unwrap();
         }

@@ -39,7 +39,7 @@
 use super::emit::{arg_pick, arg_step, Lowerer, PartRows};
 use super::group::{Group, Space};
 use super::lower::{declare, declare_scalars, last_point_counter, Ctx, Lowered, MemAccess, ViewSpec};
-use super::plan::{BufferDecl, BufferRef};
+use super::plan::{BufferDecl, BufferRef, Strategy};
 use super::reduction::{acc_dtype, acc_op, effective, identity, tile_op};
 use super::tiling::Axis;
 use super::TileTarget;
@@ -405,7 +405,14 @@ pub(crate) fn column_split(
         failure = fin.finish(b, &totals);
     });
     failure?;
-    Ok(vec![(b.finish()?, args, fulls)])
+    let strategy = Strategy::ColumnSplit {
+        outer: o,
+        parts: cs.parts,
+        step: cs.step,
+        rows_per_part: cs.rows_per_part,
+        tile: cs.tile,
+    };
+    Ok(vec![(b.finish()?, args, fulls, strategy)])
 }
 
 /// The access of some stored node (every stored node has the reduced

@@ -41,6 +41,7 @@ fn describe(g: &Subgraph, p: &Plan) -> String {
         let names: Vec<String> = k.nodes.iter().map(|&n| g.nodes[n].op.name()).collect();
         let _ = writeln!(s, "kernel {i}: {}", names.join(", "));
         let _ = writeln!(s, "  nodes {:?}, args {:?}", k.nodes, k.args);
+        let _ = writeln!(s, "  strategy: {}", k.strategy);
         for line in k.program.to_string().lines() {
             let _ = writeln!(s, "  {line}");
         }

@@ -20,7 +20,7 @@ use super::column_split::{column_split, column_split_of};
 use super::emit::{Lowerer, Split, SplitOut};
 use super::group::{Group, Space};
 use super::layout::{map_onto, Layout};
-use super::plan::{BufferDecl, BufferKind, BufferRef};
+use super::plan::{BufferDecl, BufferKind, BufferRef, Strategy};
 use super::tiling::{choose_tiles, coalesce_in, Axis};
 use super::FusionOptions;
 use crate::dtype::{DType, Scalar};
@@ -57,7 +57,7 @@ const MIN_SPLIT_TILES: u64 = 4;
 
 /// A program of a group and what its launch binds: the buffer of each
 /// parameter and the `Full` node of each scalar argument.
-pub(crate) type Lowered = (Program, Vec<BufferRef>, Vec<usize>);
+pub(crate) type Lowered = (Program, Vec<BufferRef>, Vec<usize>, Strategy);
 
 /// Declares a scalar argument of `b` for each `Full` node the group's
 /// nodes read, in the order they are first read: the argument of each node,
@@ -268,8 +268,11 @@ pub(crate) fn lower(
         let (scalars, fulls) = declare_scalars(cx, &mut b, group);
         let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
         lw.scalars = scalars;
+        let strategy = Strategy::Tiled {
+            axes: lw.axes.iter().map(|a| (a.extent, a.tile, a.reduced)).collect(),
+        };
         lw.body(&mut b)?;
-        out.push((b.finish()?, args, fulls));
+        out.push((b.finish()?, args, fulls, strategy));
         return Ok(out);
     };
     let atomic_init = if atomic {
@@ -332,7 +335,7 @@ pub(crate) fn lower(
         b.last_point(0, counter, |b| combined = lw.combine(b, pv, parts, tile));
         combined?;
     }
-    out.push((b.finish()?, args, fulls));
+    out.push((b.finish()?, args, fulls, Strategy::SplitReduction { parts, tiles, atomic }));
     Ok(out)
 }
 

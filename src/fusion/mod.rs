@@ -77,7 +77,7 @@ mod tiling;
 pub use cache::{cache_stats, CacheStats};
 pub(crate) use cache::{lookup as cached_plan, GraphKey, KeyWriter};
 pub use explain::explain;
-pub use plan::{BufferDecl, BufferKind, BufferRef, Plan, PlannedKernel};
+pub use plan::{BufferDecl, BufferKind, BufferRef, Plan, PlannedKernel, Strategy};
 
 use crate::config::FusionConfig;
 use crate::error::{Error, Result};
@@ -252,9 +252,10 @@ fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
             opts,
             buffer: &buffer,
         };
-        for (program, args, fulls) in lower::lower(&cx, grp, &stores, &name, &mut buffers)? {
+        for (program, args, fulls, strategy) in lower::lower(&cx, grp, &stores, &name, &mut buffers)? {
             kernels.push(PlannedKernel {
                 program: Arc::new(program),
+                strategy,
                 args,
                 scalars: fulls.iter().map(|n| full_position[n]).collect(),
                 nodes: grp.nodes.clone(),

@@ -53,11 +53,81 @@ pub enum BufferRef {
     Temp(usize),
 }
 
+/// The schedule lowering chose for a kernel, recorded before its program
+/// was built; [`explain`](super::explain) prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Strategy {
+    /// One grid point per tile of the kept axes, the reduced axes within
+    /// the tile or walked by loops. `axes` are the coalesced iteration axes,
+    /// outermost first: extent, tile, and whether reduced.
+    Tiled {
+        /// The coalesced axes.
+        axes: Vec<(u64, u32, bool)>,
+    },
+    /// A reduction over everything split across `parts` grid points of
+    /// `tiles` tiles each, combined in order at the last point (or added
+    /// atomically).
+    SplitReduction {
+        /// Grid points.
+        parts: u64,
+        /// Tiles of each point.
+        tiles: u64,
+        /// Whether the partials are added atomically (not deterministic).
+        atomic: bool,
+    },
+    /// A reduction over a strided axis: `[outer, rows, cols]` with the rows
+    /// cut into `parts` runs `step` rows apart, each reading `rows_per_part`
+    /// rows in `tile` (rows, columns), combined per column tile at the last
+    /// point.
+    ColumnSplit {
+        /// The kept extent outside the rows (1 if none).
+        outer: u64,
+        /// Runs of rows.
+        parts: u64,
+        /// Rows between the starts of two runs.
+        step: u64,
+        /// Rows each run reads.
+        rows_per_part: u64,
+        /// The partial kernel's tile: rows, columns.
+        tile: (u32, u32),
+    },
+}
+
+impl std::fmt::Display for Strategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Strategy::Tiled { axes } => {
+                let axis = |&(e, t, r): &(u64, u32, bool)| format!("{e}{}/{t}", if r { "r" } else { "" });
+                let axes: Vec<String> = axes.iter().map(axis).collect();
+                write!(f, "tiled [{}]", axes.join(", "))
+            }
+            Strategy::SplitReduction { parts, tiles, atomic } => {
+                let how = if *atomic { "atomic" } else { "last point" };
+                write!(f, "split reduction: {parts} parts of {tiles} tiles, {how}")
+            }
+            Strategy::ColumnSplit {
+                outer,
+                parts,
+                step,
+                rows_per_part,
+                tile,
+            } => write!(
+                f,
+                "column split: {outer} outer, {parts} runs of {rows_per_part} rows {step} apart, tile [{}, {}]",
+                tile.0, tile.1
+            ),
+        }
+    }
+}
+
 /// One kernel launch of a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedKernel {
     /// The tile program.
     pub program: Arc<Program>,
+    /// The schedule chosen for it.
+    pub strategy: Strategy,
     /// The buffer bound to each parameter of the program, in parameter order.
     pub args: Vec<BufferRef>,
     /// The value bound to each scalar argument of the program, in argument
