@@ -282,6 +282,61 @@ fn casts_truncate_saturate_wrap_and_round_to_nearest_even() {
 }
 
 #[test]
+fn half_casts_of_whole_tiles_match_element_by_element_conversion() {
+    // The tile casts between f32 and f16/bf16 convert whole slices (vector
+    // instructions where the CPU has them): over bit patterns of every
+    // class (NaN, infinities, subnormals, ties, overflow) and a length
+    // that is not a multiple of the vector width, each element is what
+    // `from_f32`/`to_f32` give.
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut bits = vec![
+        0u32,
+        0x8000_0000,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0001,
+        0x0000_0001,
+        0x3880_0000,
+    ];
+    for _ in 0..1000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        bits.push(x as u32);
+    }
+    let xs: Vec<f32> = bits.iter().map(|&b| f32::from_bits(b)).collect();
+    let b = HostBuffer::from_elements(&xs);
+    let h = map(&[&b], DType::F16, |p, v| p.cast(v[0], DType::F16)).to_vec::<f16>();
+    let bf = map(&[&b], DType::BF16, |p, v| p.cast(v[0], DType::BF16)).to_vec::<bf16>();
+    for (i, &v) in xs.iter().enumerate() {
+        assert_eq!(h[i].to_bits(), f16::from_f32(v).to_bits(), "f16 of {:#x}", bits[i]);
+        assert_eq!(bf[i].to_bits(), bf16::from_f32(v).to_bits(), "bf16 of {:#x}", bits[i]);
+    }
+    let back16 = map(&[&HostBuffer::from_elements(&h)], DType::F32, |p, v| {
+        p.cast(v[0], DType::F32)
+    })
+    .to_vec::<f32>();
+    let back_bf = map(&[&HostBuffer::from_elements(&bf)], DType::F32, |p, v| {
+        p.cast(v[0], DType::F32)
+    })
+    .to_vec::<f32>();
+    for i in 0..xs.len() {
+        assert_eq!(
+            back16[i].to_bits(),
+            h[i].to_f32().to_bits(),
+            "f32 of f16 {:#x}",
+            h[i].to_bits()
+        );
+        assert_eq!(
+            back_bf[i].to_bits(),
+            bf[i].to_f32().to_bits(),
+            "f32 of bf16 {:#x}",
+            bf[i].to_bits()
+        );
+    }
+}
+
+#[test]
 fn bool_tiles_take_logic_and_comparisons() {
     let a = HostBuffer::from_elements(&[false, false, true, true]);
     let b = HostBuffer::from_elements(&[false, true, false, true]);
