@@ -636,7 +636,7 @@ impl<'a> Lowerer<'a> {
             (ReduceOp::Min, BinaryOp::Minimum)
         };
         let in_dtype = self.cx.g.nodes[node.inputs[0]].dtype;
-        let looped = self.split.is_some() || self.loop_count(k) > 1;
+        let looped = self.axes[k].count() > 1;
         let dt = acc_dtype(in_dtype);
         let red_shape = self.tile(Space::Reduced);
         if self.cx.opts.target == TileTarget::Gpu && (looped || self.part_rows.is_some()) {

@@ -144,31 +144,27 @@ impl GroupShape {
                 }
                 row = row.saturating_mul(gs.full[a].next_power_of_two());
             }
-            // Where the axis contiguous in memory is kept (the reduced axes
-            // are strided), a row kernel's tile holds whole rows of a piece
-            // of that axis: at least a 32-wide piece, so that its loads
-            // read whole lines.
-            // Such a tile is reduced across its rows through shared memory
-            // (the whole tile published): at most `STRIDED_ROW_TILE`.
-            // Longer rows are only taken whole along the last axis, the one
-            // contiguous in memory, where they reduce in registers.
+            // Rows longer than `STRIDED_ROW_TILE` are only taken whole along
+            // the trailing axes where those are the contiguous ones: they
+            // reduce in registers. Where the reduced axes are strided (the
+            // contiguous axis kept), the tile holds whole rows of a 32-wide
+            // piece of the contiguous axis, so that its loads read whole
+            // lines, and is reduced across its rows through shared memory.
             let trailing = (0..gs.full.len())
                 .rev()
                 .filter(|&k| gs.full[k] != 1)
                 .take(gs.axes.iter().filter(|&&a| gs.full[a] != 1).count())
                 .all(|k| gs.axes.contains(&k));
-            let contiguous = contiguous_axis(g, an, nodes, &gs.full);
-            let mut limit = if trailing && !contiguous.is_some_and(|k| !gs.axes.contains(&k)) {
-                max_row_tile
-            } else {
-                max_row_tile.min(STRIDED_ROW_TILE)
-            };
-            if let Some(k) = contiguous {
-                if !gs.axes.contains(&k) {
-                    row = row.saturating_mul(gs.full[k].next_power_of_two().min(super::tiling::WHOLE_LINE as usize));
-                    limit = limit.min(STRIDED_ROW_TILE);
-                }
+            let mut strided = !trailing;
+            if let Some(k) = contiguous_axis(g, an, nodes, &gs.full).filter(|k| !gs.axes.contains(k)) {
+                row = row.saturating_mul(gs.full[k].next_power_of_two().min(super::tiling::WHOLE_LINE as usize));
+                strided = true;
             }
+            let limit = if strided {
+                max_row_tile.min(STRIDED_ROW_TILE)
+            } else {
+                max_row_tile
+            };
             // The limits are in 4-byte elements: half for 8-byte values.
             let widest = nodes
                 .iter()

@@ -21,7 +21,7 @@ use super::emit::{Lowerer, Split, SplitOut};
 use super::group::{Group, Space};
 use super::layout::{map_onto, Layout};
 use super::plan::{BufferDecl, BufferKind, BufferRef, Strategy};
-use super::tiling::{choose_tiles, coalesce_in, Axis};
+use super::tiling::{choose_tiles, coalesce_in, spread_kept, Axis};
 use super::FusionOptions;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
@@ -211,7 +211,7 @@ pub(crate) fn lower(
     };
     choose_tiles(&mut axes, budget, gs.broadcast);
     if cx.opts.target == super::TileTarget::Gpu {
-        spread_kept(&mut axes, budget, gs.broadcast);
+        spread_kept(&mut axes, budget, gs.broadcast, super::column_split::FEW_POINTS);
     }
     if axes.iter().any(|a| !a.reduced && a.extent == 0) {
         return Ok(vec![]);
@@ -337,37 +337,6 @@ pub(crate) fn lower(
     }
     out.push((b.finish()?, args, fulls, Strategy::SplitReduction { parts, tiles, atomic }));
     Ok(out)
-}
-
-/// The narrowest piece of the innermost axis [`spread_kept`] leaves: 128
-/// bytes of f32.
-const MIN_KEPT_TILE: u32 = 32;
-
-/// On a GPU, a reduction over strided axes (the innermost axis kept) whose
-/// kept tiles are too few to fill the device gets narrower pieces of the
-/// innermost axis, down to [`MIN_KEPT_TILE`], and the reduced axes the
-/// budget this frees (unless rows are taken whole): more grid points, each
-/// still reading whole lines.
-fn spread_kept(axes: &mut [Axis], budget: u64, whole_rows: bool) {
-    let Some(last) = axes.len().checked_sub(1) else { return };
-    if axes[last].reduced || !axes.iter().any(|a| a.reduced) {
-        return;
-    }
-    let points = |axes: &[Axis]| axes.iter().filter(|a| !a.reduced).map(Axis::count).product::<u64>();
-    let before = axes[last].tile;
-    while points(axes) < super::column_split::FEW_POINTS && axes[last].tile > MIN_KEPT_TILE {
-        axes[last].tile /= 2;
-    }
-    if axes[last].tile == before || whole_rows {
-        return;
-    }
-    let kept: u64 = axes.iter().filter(|a| !a.reduced).map(|a| a.tile as u64).product();
-    let mut left = (budget / kept).max(1);
-    for a in axes.iter_mut().rev().filter(|a| a.reduced) {
-        let t = a.extent.max(1).next_power_of_two().min(1 << (63 - left.leading_zeros()));
-        a.tile = t as u32;
-        left = (left / t).max(1);
-    }
 }
 
 /// Declares the `u32` ticket counters of a last point with `groups` groups:

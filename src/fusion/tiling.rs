@@ -97,8 +97,36 @@ pub(crate) fn choose_tiles(axes: &mut [Axis], budget: u64, whole_rows: bool) {
     }
 }
 
-/// The narrowest piece of a kept innermost axis a row kernel takes.
+/// The narrowest piece of a kept innermost axis a row kernel takes, and
+/// the narrowest [`spread_kept`] leaves: 128 bytes of f32.
 pub(crate) const WHOLE_LINE: u64 = 32;
+
+/// For a reduction over strided axes (the innermost axis kept) whose kept
+/// tiles are fewer than `few_points`: narrower pieces of the innermost
+/// axis, down to [`WHOLE_LINE`], and to the reduced axes the budget this
+/// frees (unless rows are taken whole). More grid points, each still
+/// reading whole lines.
+pub(crate) fn spread_kept(axes: &mut [Axis], budget: u64, whole_rows: bool, few_points: u64) {
+    let Some(last) = axes.len().checked_sub(1) else { return };
+    if axes[last].reduced || !axes.iter().any(|a| a.reduced) {
+        return;
+    }
+    let points = |axes: &[Axis]| axes.iter().filter(|a| !a.reduced).map(Axis::count).product::<u64>();
+    let before = axes[last].tile;
+    while points(axes) < few_points && axes[last].tile as u64 > WHOLE_LINE {
+        axes[last].tile /= 2;
+    }
+    if axes[last].tile == before || whole_rows {
+        return;
+    }
+    let kept: u64 = axes.iter().filter(|a| !a.reduced).map(|a| a.tile as u64).product();
+    let mut left = (budget / kept).max(1);
+    for a in axes.iter_mut().rev().filter(|a| a.reduced) {
+        let t = pow2(a.extent).min(pow2_floor(left));
+        a.tile = t as u32;
+        left = (left / t).max(1);
+    }
+}
 
 /// The smallest power of two at least `x` (1 for 0).
 fn pow2(x: u64) -> u64 {
