@@ -341,7 +341,10 @@ pub enum AtomicSupport {
 /// How transcendental functions are computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MathMode {
-    /// Correct to a few ulp of f32 (the default).
+    /// Correct to a few ulp of f32 (the default); a kernel whose results
+    /// are all f16 or bf16 is held instead to well inside their rounding
+    /// (within about half an ulp of the output dtype plus 2^-16 of the
+    /// value; bf16's `tanh` 2^-11), with shorter sequences.
     #[default]
     Precise,
     /// Hardware approximations (`ex2.approx`, `tanh.approx`, ...).

@@ -38,6 +38,12 @@ fn random_compositions_are_within_two_ulps() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn transcendentals_are_within_an_ulp() {
+    cases::transcendentals_are_within_an_ulp(gpu());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn casts_to_integers_follow_the_documented_rule() {
     cases::casts_to_integers_follow_the_documented_rule(gpu());
 }

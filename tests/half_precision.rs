@@ -28,6 +28,11 @@ fn random_compositions_are_within_two_ulps() {
 }
 
 #[test]
+fn transcendentals_are_within_an_ulp() {
+    cases::transcendentals_are_within_an_ulp(Device::Cpu);
+}
+
+#[test]
 fn casts_to_integers_follow_the_documented_rule() {
     cases::casts_to_integers_follow_the_documented_rule(Device::Cpu);
 }

@@ -412,7 +412,7 @@ pub(crate) fn column_split(
         rows_per_part: cs.rows_per_part,
         tile: cs.tile,
     };
-    Ok(vec![(b.finish()?, args, fulls, strategy)])
+    Ok(vec![(super::lower::finished(b)?, args, fulls, strategy)])
 }
 
 /// The access of some stored node (every stored node has the reduced

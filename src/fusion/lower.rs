@@ -272,7 +272,7 @@ pub(crate) fn lower(
             axes: lw.axes.iter().map(|a| (a.extent, a.tile, a.reduced)).collect(),
         };
         lw.body(&mut b)?;
-        out.push((b.finish()?, args, fulls, strategy));
+        out.push((finished(b)?, args, fulls, strategy));
         return Ok(out);
     };
     let atomic_init = if atomic {
@@ -335,8 +335,16 @@ pub(crate) fn lower(
         b.last_point(0, counter, |b| combined = lw.combine(b, pv, parts, tile));
         combined?;
     }
-    out.push((b.finish()?, args, fulls, Strategy::SplitReduction { parts, tiles, atomic }));
+    out.push((finished(b)?, args, fulls, Strategy::SplitReduction { parts, tiles, atomic }));
     Ok(out)
+}
+
+/// The program `b` built, its transcendentals as accurate as its results
+/// need ([`Builder::result_accuracy`]: f16/bf16-only results take the
+/// shorter sequences).
+pub(crate) fn finished(mut b: Builder) -> Result<Program> {
+    b.accuracy(b.result_accuracy());
+    b.finish()
 }
 
 /// Declares the `u32` ticket counters of a last point with `groups` groups:

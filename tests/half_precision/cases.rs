@@ -335,3 +335,45 @@ pub fn casts_to_integers_follow_the_documented_rule(device: Device) {
         }
     }
 }
+
+/// Elementwise transcendentals of f16/bf16 tensors, one at a time and in a
+/// chain, against f64: a result rounded once from an f32 value within the
+/// documented relative error (2^-16 for f16 results; bf16's `tanh` 2^-10.9)
+/// is within an ulp of the exact value.
+pub fn transcendentals_are_within_an_ulp(device: Device) {
+    let sigmoid = |v: f64| 1.0 / (1.0 + (-v).exp());
+    for d in HALVES {
+        let n = 40_000;
+        let x = rounded(&uniform(n, -9.0, 9.0, 11), d);
+        let p = rounded(&uniform(n, 0.05, 40.0, 12), d);
+        let q = rounded(&uniform(n, -2.0, 2.0, 13), d);
+        let (tx, tp, tq) = (
+            tensor(&x, d, &[n], device),
+            tensor(&p, d, &[n], device),
+            tensor(&q, d, &[n], device),
+        );
+        let map = |v: &[f64], f: &dyn Fn(f64) -> f64| v.iter().map(|&v| f(v)).collect::<Vec<_>>();
+        within_ulps(&format!("exp of {d}"), &tx.exp(), &map(&x, &f64::exp), 1.0);
+        within_ulps(&format!("log of {d}"), &tp.log(), &map(&p, &f64::ln), 1.0);
+        within_ulps(&format!("log2 of {d}"), &tp.log2(), &map(&p, &f64::log2), 1.0);
+        within_ulps(&format!("tanh of {d}"), &tx.tanh(), &map(&x, &f64::tanh), 1.0);
+        within_ulps(&format!("sigmoid of {d}"), &tx.sigmoid(), &map(&x, &sigmoid), 1.0);
+        within_ulps(&format!("silu of {d}"), &tx.silu(), &map(&x, &|v| v * sigmoid(v)), 1.0);
+        let pq: Vec<f64> = p.iter().zip(&q).map(|(a, b)| a.powf(*b)).collect();
+        within_ulps(&format!("pow of {d}"), &tp.pow(&tq), &pq, 1.0);
+        // A chain: the kernels keep the intermediates in f32 and round once,
+        // at the end (the reference evaluator rounds after every op, so only
+        // the device is held to this).
+        let a = tx.abs();
+        let chain = (&a + &a.scalar_like(1.0)).log().tanh() * tx.sigmoid();
+        let want = map(&x, &|v| (v.abs() + 1.0).ln().tanh() * sigmoid(v));
+        let (got, _) = device_and_reference(&chain);
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            let err = (g - w).abs() / ulp(d, w);
+            assert!(
+                err <= 1.0,
+                "tanh(log(1 + |x|)) · sigmoid(x) of {d}: {g} at {i}, want {w} ({err:.2} ulps)"
+            );
+        }
+    }
+}

@@ -8,8 +8,8 @@
 //! hold) is recorded and reported by `finish` too, so no method panics.
 
 use super::{
-    verify, AccDecl, AccId, Access, AtomicOp, Dims, IndexExpr, Inst, LoopId, MathMode, Param, ParamId, Program,
-    ScalarId, ScalarKey, TileReduce, ValueId, ValueType, View, ViewId,
+    verify, AccDecl, AccId, Access, Accuracy, AtomicOp, Dims, IndexExpr, Inst, LoopId, MathMode, Param, ParamId,
+    Program, ScalarId, ScalarKey, TileReduce, ValueId, ValueType, View, ViewId,
 };
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
@@ -60,6 +60,7 @@ impl Builder {
                 grid: grid.iter().copied().collect(),
                 body: Vec::new(),
                 math: MathMode::Precise,
+                accuracy: Accuracy::F32,
             },
             blocks: vec![Vec::new()],
             errors: Vec::new(),
@@ -132,6 +133,23 @@ impl Builder {
     /// Sets how transcendental functions are computed.
     pub fn math(&mut self, mode: MathMode) {
         self.program.math = mode;
+    }
+
+    /// Sets the accuracy the program's f32 transcendentals owe its results.
+    pub fn accuracy(&mut self, accuracy: Accuracy) {
+        self.program.accuracy = accuracy;
+    }
+
+    /// The accuracy the results of the parameters declared so far need
+    /// ([`Accuracy::for_results`] of the written ones).
+    pub fn result_accuracy(&self) -> Accuracy {
+        Accuracy::for_results(
+            self.program
+                .params
+                .iter()
+                .filter(|p| p.access != Access::Read)
+                .map(|p| p.dtype),
+        )
     }
 
     /// Loads the partition `index` of `view`: a tile of the view's tile

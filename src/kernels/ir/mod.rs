@@ -560,6 +560,46 @@ pub struct Program {
     pub body: Vec<Inst>,
     /// How transcendentals are computed (part of the cache key).
     pub math: MathMode,
+    /// How accurate [`MathMode::Precise`] f32 transcendentals must be: to a
+    /// few f32 ulp, or, where every result the program writes is f16 or
+    /// bf16, well inside that dtype's rounding (part of the cache key).
+    pub accuracy: Accuracy,
+}
+
+/// The accuracy f32 transcendentals owe a program's results under
+/// [`MathMode::Precise`]: the finest precision among the floats it writes.
+///
+/// A program that writes only f16 (or f16 and bf16) results needs its f32
+/// intermediate values to a relative error well under f16's unit roundoff
+/// (2^-11), one that writes only bf16 under bf16's (2^-8); anything else
+/// (f32, f64, integers, partials of a split) keeps the few-ulp f32
+/// sequences. The error tables are in [`crate::kernels::ptx_gen`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Accuracy {
+    /// A few ulp of f32 (the default).
+    #[default]
+    F32,
+    /// Results rounded to f16: relative errors below 2^-16.
+    F16,
+    /// Results rounded to bf16: relative errors below 2^-10.9.
+    Bf16,
+}
+
+impl Accuracy {
+    /// The accuracy that results of `written` dtypes need: [`Accuracy::Bf16`]
+    /// when all are bf16, [`Accuracy::F16`] when all are f16 or bf16 and one
+    /// is f16, else [`Accuracy::F32`] (also when nothing is written).
+    pub fn for_results(written: impl IntoIterator<Item = DType>) -> Accuracy {
+        let mut acc = None;
+        for d in written {
+            acc = Some(match (acc, d) {
+                (None | Some(Accuracy::Bf16), DType::BF16) => Accuracy::Bf16,
+                (None | Some(Accuracy::Bf16 | Accuracy::F16), DType::F16 | DType::BF16) => Accuracy::F16,
+                _ => return Accuracy::F32,
+            });
+        }
+        acc.unwrap_or(Accuracy::F32)
+    }
 }
 
 impl Program {

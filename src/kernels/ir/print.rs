@@ -17,7 +17,7 @@
 //!
 //! Index expressions print as their nonzero terms: `g0`, `g0*4+i0+1`, `3`.
 
-use super::{Access, IndexExpr, Inst, MathMode, Program, ScalarKey, TileReduce, ValueId, ValueType, ViewId};
+use super::{Access, Accuracy, IndexExpr, Inst, MathMode, Program, ScalarKey, TileReduce, ValueId, ValueType, ViewId};
 use crate::dtype::Scalar;
 use std::fmt::{self, Write as _};
 
@@ -27,7 +27,17 @@ impl fmt::Display for Program {
             MathMode::Precise => "precise",
             MathMode::Fast => "fast",
         };
-        writeln!(f, "kernel {}(grid {}) math={math}", self.name, list(&self.grid))?;
+        let accuracy = match self.accuracy {
+            Accuracy::F32 => "",
+            Accuracy::F16 => " accuracy=f16",
+            Accuracy::Bf16 => " accuracy=bf16",
+        };
+        writeln!(
+            f,
+            "kernel {}(grid {}) math={math}{accuracy}",
+            self.name,
+            list(&self.grid)
+        )?;
         for (i, p) in self.params.iter().enumerate() {
             let access = match p.access {
                 Access::Read => "read",

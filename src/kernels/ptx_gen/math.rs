@@ -309,6 +309,9 @@ pub(crate) trait MathOps: IeeeOps {
     /// with `1/inf = 0`; one instruction where the subnormal-keeping form
     /// takes several). Of an `a` near `[1, 2]` it is the exact form's value.
     fn rcp_ftz(&mut self, a: &Self::V) -> Self::V;
+    /// The hardware `tanh(a)` (`tanh.approx.f32`, sm_75 on): relative error
+    /// below 2^-10.987, `tanh(±inf) = ±1`, NaN for NaN.
+    fn tanh_approx(&mut self, a: &Self::V) -> Self::V;
 }
 
 const EXP_TAYLOR: [f32; 8] = [
@@ -321,10 +324,10 @@ const EXP_TAYLOR: [f32; 8] = [
     1.0 / 720.0,
     1.0 / 5040.0,
 ];
-const LN2_HI: f32 = 0.693_145_75;
-const LN2_LO: f32 = 1.428_606_8e-6;
+pub(super) const LN2_HI: f32 = 0.693_145_75;
+pub(super) const LN2_LO: f32 = 1.428_606_8e-6;
 /// `log2 e` as an f32 and the f32 nearest to the rest.
-const LOG2E_HI: f32 = std::f32::consts::LOG2_E;
+pub(super) const LOG2E_HI: f32 = std::f32::consts::LOG2_E;
 const LOG2E_LO: f32 = 1.925_963e-8;
 
 /// `e^x` from IEEE operations only, for the functions whose result carries

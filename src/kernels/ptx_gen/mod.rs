@@ -26,7 +26,7 @@
 //! #         Inst::Const { dst: ValueId(1), value: ScalarKey(Scalar::Float(1.0, DType::F32)) },
 //! #         Inst::Binary { dst: ValueId(2), op: tilefuse::graph::BinaryOp::Add, lhs: ValueId(0), rhs: ValueId(1) },
 //! #         Inst::Store { view: ViewId(1), index: smallvec![IndexExpr::constant(0)], src: ValueId(2), masked: false },
-//! #     ], math: MathMode::Precise };
+//! #     ], math: MathMode::Precise, accuracy: Default::default() };
 //! let module = generate(&program, &PtxTarget::for_driver(90, 13000))?;
 //! assert!(module.text.contains(".target sm_90"));
 //! assert_eq!(module.block_threads, 32);
@@ -84,6 +84,33 @@
 //! gelu_erf) or from `log2` (`pow`), so they grow with that argument: the
 //! negative tails of the GELUs (x < −5), where the result is below 1e-5,
 //! and large `|b log2 a|` are less accurate still.
+//!
+//! A program whose written results are all f16 or bf16 (its
+//! [`Accuracy`](crate::kernels::ir::Accuracy), set by the fusion pass) cannot
+//! show those last f32 ulps: its `exp`, `log`, `log2`, `tanh`, `sigmoid`,
+//! `silu` and `pow` take the shorter sequences of `math_half` (the hardware
+//! `ex2` of the rounded product, no argument correction; unrefined hardware
+//! reciprocals; `log` without a division; bf16's `tanh` is `tanh.approx.f32`,
+//! sm_75 on), about half the instructions. `exp2` is `ex2` at every
+//! accuracy; `sin`, `cos` and the GELUs keep the f32 sequences. Measured as
+//! above (`math_half::tests`, the models also at the extremes of
+//! `tanh.approx`'s 2^-10.987), the worst distance of the rounded result from
+//! the exact value, in ulps of the output dtype (correct rounding is 0.5),
+//! and the worst relative error of the f32 value before rounding:
+//!
+//! | function | f16 results: range, ulp, relative | bf16 results: range, ulp, relative |
+//! | --- | --- | --- |
+//! | exp | [−17.5, 11.08]: 0.501, 2^-20.5 | [−92, 88.7]: 0.500, 2^-17.9 |
+//! | log | [1e-38, 3e38]: 0.500, 2^-22.0 | [1e-38, 3e38]: 0.500, 2^-22.0 |
+//! | log2 | [1e-38, 3e38]: 0.500, 2^-21.8 | [1e-38, 3e38]: 0.500, 2^-21.8 |
+//! | tanh | [−10, 10]: 0.500, 2^-20.4 | [−10, 10]: 0.626, 2^-11.0 |
+//! | sigmoid | [−20, 20]: 0.500, 2^-20.4 | [−92, 88]: 0.500, 2^-17.9 |
+//! | silu | [−20, 20]: 0.501, 2^-19.8 | [−92, 88]: 0.502, 2^-15.2 |
+//! | pow | a in [0.05, 10], b in [−3, 3]: 0.501 | the same: 0.501 |
+//!
+//! A program with any f32, f64, integer or boolean result (the partials of
+//! a split reduction included) keeps the f32 sequences.
+//!
 //! In [`MathMode::Fast`](crate::kernels::ir::MathMode::Fast) f32 uses the hardware approximations
 //! (`ex2.approx.ftz`, `lg2.approx.ftz`, `sin/cos.approx.ftz`,
 //! `tanh.approx`, `rsqrt.approx`, `rcp.approx`, `sqrt.approx`,
@@ -121,6 +148,7 @@ mod exchange;
 mod last_point;
 mod layout;
 mod math;
+mod math_half;
 pub(crate) mod math64;
 mod memory;
 mod ops;

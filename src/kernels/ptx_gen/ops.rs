@@ -2,10 +2,11 @@
 
 use super::emitter::{Class, Emitter};
 use super::math::{self, IeeeOps, MathOps};
+use super::math_half;
 use super::math64::{self, MathOps64};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
-use crate::kernels::ir::{AccId, MathMode, ScalarId, ValueId};
+use crate::kernels::ir::{AccId, Accuracy, MathMode, ScalarId, ValueId};
 use crate::ops::{BinaryOp, UnaryOp};
 
 /// The immediate operand for `s` as a value of `d` (floats by their bits).
@@ -195,6 +196,10 @@ impl MathOps for Ptx<'_, '_> {
     }
     fn rcp_ftz(&mut self, a: &String) -> String {
         self.op(|r| format!("rcp.approx.ftz.f32 {r}, {a}"))
+    }
+    fn tanh_approx(&mut self, a: &String) -> String {
+        self.0.need_version((7, 0));
+        self.op(|r| format!("tanh.approx.f32 {r}, {a}"))
     }
 }
 
@@ -466,6 +471,9 @@ impl Emitter<'_> {
                 };
                 self.emit(d, |r| format!("{name}.{} {r}, {a}, {b}", bits(d)))
             }
+            Pow if d == DType::F32 && self.prog.accuracy != Accuracy::F32 => {
+                math_half::pow(&mut Ptx(self), &a.to_string(), &b.to_string())
+            }
             Pow if d == DType::F32 => math::pow(&mut Ptx(self), &a.to_string(), &b.to_string()),
             Pow if d == DType::F64 => math64::pow(&mut Ptx64(self), &a.to_string(), &b.to_string()),
             _ => return Err(self.unsupported("ptx_gen binary", d, "the op needs another dtype")),
@@ -610,6 +618,21 @@ impl Emitter<'_> {
                 } else {
                     Ok(self.emit(d, |r| format!("mul.f32 {r}, {s}, {a}")))
                 }
+            }
+            Exp | Log | Log2 | Tanh | Sigmoid | Silu if self.prog.accuracy != Accuracy::F32 => {
+                // Results rounded to f16 or bf16: the shorter sequences.
+                let hardware_tanh = self.prog.accuracy == Accuracy::Bf16 && self.target.sm >= 75;
+                let x = a.to_string();
+                let m = &mut Ptx(self);
+                Ok(match op {
+                    Exp => math_half::exp(m, &x),
+                    Log => math_half::log(m, &x),
+                    Log2 => math_half::log2(m, &x),
+                    Tanh if hardware_tanh => math_half::tanh_bf16(m, &x),
+                    Tanh => math_half::tanh(m, &x),
+                    Sigmoid => math_half::sigmoid(m, &x),
+                    _ => math_half::silu(m, &x),
+                })
             }
             _ => {
                 let x = a.to_string();

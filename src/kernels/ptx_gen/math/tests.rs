@@ -10,15 +10,19 @@ use super::*;
 /// below (`dir = -1`), so that the measured errors bound those of any
 /// hardware meeting the documented bounds.
 #[derive(Default, Clone, Copy)]
-struct Cpu {
-    ex2_dir: i8,
-    rcp_dir: i8,
+pub(crate) struct Cpu {
+    pub(crate) ex2_dir: i8,
+    pub(crate) rcp_dir: i8,
+    pub(crate) tanh_dir: i8,
 }
 
 /// The documented worst error of `ex2.approx.f32`, in ulps of the result.
 const EX2_ULPS: f64 = 2.0;
 /// The documented worst error of `rcp.approx.f32`, in ulps of the result.
 const RCP_ULPS: f64 = 1.0;
+
+/// The documented worst relative error of `tanh.approx.f32`.
+const TANH_RELATIVE: f64 = 4.93e-4; // 2^-10.987
 
 /// `exact` rounded to f32, or moved by `bound` ulps in the direction `dir`
 /// and rounded toward `exact` (so the error stays within `bound` ulps).
@@ -80,6 +84,11 @@ impl MathOps for Cpu {
         } else {
             r
         }
+    }
+    fn tanh_approx(&mut self, a: &f32) -> f32 {
+        // The exact value moved by the relative bound, toward zero or away.
+        let exact = (*a as f64).tanh();
+        (exact * (1.0 + f64::from(self.tanh_dir) * TANH_RELATIVE * 0.999)) as f32
     }
 }
 
@@ -163,7 +172,7 @@ fn cases() -> Vec<(&'static str, Unary, f32, f32, fn(f64) -> f64)> {
 }
 
 /// Samples: a dense linear sweep, a logarithmic sweep for wide ranges, and the edges.
-fn samples(lo: f32, hi: f32) -> Vec<f32> {
+pub(crate) fn samples(lo: f32, hi: f32) -> Vec<f32> {
     let n = 40_000;
     let mut xs: Vec<f32> = (0..=n).map(|i| lo + (hi - lo) * (i as f32 / n as f32)).collect();
     if lo > 0.0 {
@@ -178,10 +187,10 @@ fn samples(lo: f32, hi: f32) -> Vec<f32> {
 }
 
 /// The exact hardware approximations and every combination of their extremes.
-fn models() -> Vec<Cpu> {
+pub(crate) fn models() -> Vec<Cpu> {
     let dirs = [-1, 0, 1];
     dirs.iter()
-        .flat_map(|&ex2_dir| dirs.iter().map(move |&rcp_dir| Cpu { ex2_dir, rcp_dir }))
+        .flat_map(|&ex2_dir| dirs.iter().map(move |&rcp_dir| Cpu { ex2_dir, rcp_dir, tanh_dir: 0 }))
         .collect()
 }
 
