@@ -320,6 +320,60 @@ fn row_reductions_of_every_length_run_on_the_interpreter_model_like_the_executor
     assert!(ran >= 100, "only {ran} modules ran");
 }
 
+/// Reductions over a leading or middle axis (columns kept), in i32, i64
+/// and u8 (sums, maxima, minima, argmax), over row counts and column widths
+/// on both sides of a block-wide run: tiles whose columns divide a run
+/// reduce their rows in registers and by shuffles across the lanes holding
+/// the same columns; each planned kernel runs on the interpreter's model
+/// like the executor, and some take that path.
+#[test]
+fn column_reductions_run_on_the_interpreter_model_like_the_executor() {
+    use common::G;
+    use tilefuse::graph::ReduceOp;
+    use tilefuse::DType;
+    let (mut ran, mut in_registers) = (0, 0);
+    let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
+    for (lead, rows, cols) in [
+        (1, 3, 64),
+        (1, 17, 8),
+        (1, 64, 32),
+        (1, 100, 48),
+        (1, 300, 4),
+        (1, 40, 1024),
+        (1, 1000, 2),
+        (3, 17, 100),
+        (2, 64, 256),
+        (4, 9, 16),
+    ] {
+        for (dtype, op) in [
+            (DType::I32, ReduceOp::Sum),
+            (DType::I64, ReduceOp::Max),
+            (DType::I32, ReduceOp::ArgMax),
+            (DType::U8, ReduceOp::Min),
+        ] {
+            let mut g = G::default();
+            let x = g.data(dtype, &[lead, rows, cols]);
+            let r = g.reduce(op, x, &[1]);
+            let g = g.finish(&[r]);
+            for k in &plan(&g, &FusionOptions::gpu()).unwrap().kernels {
+                let text = tilefuse::kernels::ptx_gen::generate(&k.program, &target).unwrap().text;
+                in_registers += text.contains("reduce the leading axis") as usize;
+                match run_on_model(&k.program, (rows * cols) as u64) {
+                    ModelRun::Ran(n) => ran += n,
+                    ModelRun::NotModelled(e) => {
+                        panic!("{op:?} of {dtype}[{lead}, {rows}, {cols}]: not modelled: {e}")
+                    }
+                }
+            }
+        }
+    }
+    assert!(ran >= 60, "only {ran} modules ran");
+    assert!(
+        in_registers >= 10,
+        "only {in_registers} kernels reduced columns in registers"
+    );
+}
+
 /// Graphs whose kernels need large exchanges through shared memory: once a
 /// staged tile (up to 32 KiB) beside an exchange of 33 KiB (an i64 argmax
 /// over [64, 64] tiles, seed 200949) needed more than a block's 48 KiB of

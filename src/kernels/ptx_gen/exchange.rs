@@ -11,7 +11,7 @@
 //! its element may not exist: in the last, partial run of `P` elements, or
 //! when a round has more groups than outputs left.
 //!
-//! Three cases skip the published tile:
+//! Four cases skip the published tile:
 //! - A reduction of the last axis whose block-wide runs of atoms lie inside
 //!   one row combines each thread's own slots in registers, then the warp
 //!   by shuffles; only one partial per warp and row goes through shared
@@ -19,6 +19,11 @@
 //! - A reduction of the last axis whose rows are shorter than a block-wide
 //!   run (several rows to a run) combines each thread's atom in registers,
 //!   then the row's lanes by shuffles; one partial per warp of a row goes
+//!   through shared memory.
+//! - A reduction of the leading axis whose columns divide a block-wide run
+//!   (the tile a whole number of runs) combines each thread's repeats in
+//!   registers (they hold the same columns), then the lanes holding the
+//!   same columns by shuffles; one partial per column and warp goes
 //!   through shared memory.
 //! - A reduction to a single element is combined by every thread from the
 //!   warp partials, so every thread holds it: such a value, and constants
@@ -223,6 +228,16 @@ impl Emitter<'_> {
         }
         if inner == 1 && !src_layout.partial && len < threads * src_layout.atom && len % src_layout.atom == 0 {
             return self.reduce_short_rows_in_registers(dst, bin, d, &id, &regs, len, &st.shape);
+        }
+        let run = threads * src_layout.atom;
+        if inner > 1
+            && outputs == inner
+            && inner.is_power_of_two()
+            && !src_layout.partial
+            && run % inner == 0
+            && numel % run == 0
+        {
+            return self.reduce_columns_in_registers(dst, bin, d, &id, &regs, inner, &st.shape);
         }
         let mut group = 1u32;
         while group * 2 <= threads / outputs.max(1) && group < len {
@@ -453,6 +468,80 @@ impl Emitter<'_> {
         }
         self.ins("bar.sync 0");
         self.gather_partials(dst, bin, d, id, warps, base)
+    }
+
+    /// The reduction of the leading axis of a tile `[len, inner…]` whose
+    /// columns (`inner` elements, the product of the trailing extents)
+    /// divide a block-wide run of atoms (`T · A`), the tile a whole number
+    /// of runs: every repeat of a thread's atom then holds the same
+    /// columns, so each thread combines its repeats in registers; the
+    /// `q = inner / A` threads of a row of columns repeat every `q` lanes,
+    /// so lanes `q` apart combine by shuffles; and one partial per column
+    /// and warp (or per column and run of `q / 32` warps, when `q > 32`)
+    /// goes through shared memory. No element of the source is published.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_columns_in_registers(
+        &mut self,
+        dst: ValueId,
+        bin: BinaryOp,
+        d: DType,
+        id: &str,
+        regs: &[String],
+        inner: u32,
+        shape: &[u32],
+    ) -> Result<()> {
+        let l = self.layout(shape);
+        let threads = self.block.threads;
+        // Threads across a row of columns, and threads per partial.
+        let q = inner / l.atom;
+        let span = q.max(32);
+        let partials = threads / span;
+        let (size, _) = shared_slot(d);
+        let (base, wait) = self.partials_at(inner * partials * size)?;
+        self.comment(format!(
+            "reduce the leading axis of {shape:?} in registers: {inner} columns, {q} threads across them, {partials} partials each"
+        ));
+        let mut accs: Vec<String> = regs[..l.atom as usize].to_vec();
+        for r in 1..l.repeats {
+            for (a, acc) in accs.iter_mut().enumerate() {
+                *acc = self.binary(bin, d, acc, &regs[(r * l.atom) as usize + a])?;
+            }
+        }
+        let mut off = q;
+        while off < 32 {
+            for acc in accs.iter_mut() {
+                let other = self.shuffle(d, acc, off);
+                *acc = self.binary(bin, d, acc, &other)?;
+            }
+            off *= 2;
+        }
+        // This thread's first column, its partial's index, and whether it
+        // stores (the first `q` lanes of a warp, or all of them).
+        let tid = self.reg(Class::B32);
+        self.ins(format!("mov.u32 {tid}, %tid.x"));
+        let (col, k) = (self.reg(Class::B32), self.reg(Class::B32));
+        self.rem_const("u32", &col, &tid, q as u64);
+        self.div_const("u32", &k, &tid, span as u64);
+        let leader = (q < 32).then(|| {
+            let lane = self.reg(Class::B32);
+            self.rem_const("u32", &lane, &tid, 32);
+            let p = self.reg(Class::Pred);
+            self.ins(format!("setp.lt.u32 {p}, {lane}, {q}"));
+            p
+        });
+        if wait {
+            // Readers of an earlier exchange may still be reading there.
+            self.ins("bar.sync 0");
+        }
+        // Column `col · A + a`'s partial `k` lies at `(column · partials + k)`.
+        let slot = self.reg(Class::B32);
+        self.ins(format!("mad.lo.u32 {slot}, {col}, {}, {k}", l.atom * partials));
+        let at = self.shared_addr(&slot, size, base);
+        for (a, acc) in accs.iter().enumerate() {
+            self.st_shared(d, &leader, &format!("[{at}+{}]", a as u32 * partials * size), acc);
+        }
+        self.ins("bar.sync 0");
+        self.gather_partials(dst, bin, d, id, partials, base)
     }
 
     /// Gives every thread the slots of `dst` it holds, each the combination
