@@ -531,18 +531,20 @@ fn exchange_reads(m: &PtxModule) -> Vec<&str> {
 
 #[test]
 fn cross_thread_reductions_guard_only_reads_that_may_not_exist() {
-    // 32 rows: every output has a group of threads, and every group reads
-    // whole runs of rows, so no read needs a guard.
+    // Rows that fill whole block-wide runs reduce in registers: nothing of
+    // the tile is published.
     let m = check(&column_sum(32));
-    let reads = exchange_reads(&m);
-    assert!(!reads.is_empty(), "{}", m.text);
-    assert!(reads.iter().all(|l| !l.contains('@')), "{}", m.text);
-    // 31 rows: the last run of rows is partial for groups of 2 or more
-    // threads, so its reads are guarded and the others are not.
-    let m = check(&column_sum(31));
-    let reads = exchange_reads(&m);
-    let guarded = reads.iter().filter(|l| l.contains('@')).count();
-    let group = (m.block_threads / 64).clamp(1, 16);
-    assert_eq!(guarded, usize::from(group > 1), "{}", m.text);
-    assert_eq!(reads.len() as u32, 31u32.div_ceil(group), "{}", m.text);
+    assert!(m.text.contains("// reduce the leading axis"), "{}", m.text);
+    assert!(!m.text.contains("// reduce Sum axis 0"), "{}", m.text);
+    // Otherwise through the published tile: each output's group of threads
+    // reads every `group`-th row, and only a last, partial run of rows (for
+    // groups of 2 or more threads) is guarded.
+    for rows in [36u32, 31] {
+        let m = check(&column_sum(rows));
+        let reads = exchange_reads(&m);
+        let group = (m.block_threads / 64).clamp(1, 16);
+        let guarded = reads.iter().filter(|l| l.contains('@')).count();
+        assert_eq!(guarded, usize::from(rows % group != 0), "{rows} rows\n{}", m.text);
+        assert_eq!(reads.len() as u32, rows.div_ceil(group), "{rows} rows\n{}", m.text);
+    }
 }

@@ -14,7 +14,7 @@ use crate::graph::Op;
 use crate::kernels::ir::{
     AccId, AtomicOp, Builder, IndexExpr, LoopId, ScalarId, ScalarKey, TileReduce, ValueId, ValueType, ViewId,
 };
-use crate::ops::{BinaryOp, ReduceOp, ThreadScope};
+use crate::ops::{BinaryOp, ReduceOp, ThreadScope, UnaryOp};
 use std::collections::HashMap;
 
 /// The values visible in the current scope.
@@ -549,8 +549,9 @@ impl<'a> Lowerer<'a> {
             if !self.axes[k].ragged() || overlap.is_some_and(|pr| pr.axis == k) {
                 continue;
             }
-            let iota = b.iota(&shape, k as u8, self.index(k, Space::Full));
-            let lim = b.constant(Scalar::Int(self.axes[k].extent as i128, DType::I64), DType::I64, &shape);
+            let it = self.axes[k].index_dtype();
+            let iota = b.iota_of(&shape, k as u8, self.index(k, Space::Full), it);
+            let lim = b.constant(Scalar::Int(self.axes[k].extent as i128, it), it, &shape);
             let inside = b.binary(BinaryOp::Lt, iota, lim);
             mask = and(b, mask, inside);
         }
@@ -704,9 +705,17 @@ impl<'a> Lowerer<'a> {
     fn arg_single_pass(&mut self, b: &mut Builder, n: usize, k: usize, is_max: bool, dt: DType) -> Result<()> {
         let full = self.tile(Space::Full);
         let best = if is_max { ReduceOp::Max } else { ReduceOp::Min };
-        let vacc = b.acc(ValueType::new(dt, &full), identity(best, dt));
-        let iacc = b.acc(ValueType::new(DType::I64, &full), Scalar::Int(-1, DType::I64));
         let offset = self.part_rows.map(|pr| (pr.part_axis, pr.step));
+        // Indices count in 32 bits where every one fits (cast to i64 at the end).
+        let first_of_last_part = offset.map_or(0, |(pa, step)| (self.axes[pa].extent - 1) * step);
+        let it = match self.axes[k].index_dtype() {
+            DType::I32 if first_of_last_part + self.axes[k].count() * self.axes[k].tile as u64 <= i32::MAX as u64 => {
+                DType::I32
+            }
+            _ => DType::I64,
+        };
+        let vacc = b.acc(ValueType::new(dt, &full), identity(best, dt));
+        let iacc = b.acc(ValueType::new(it, &full), Scalar::Int(-1, it));
         let mut failure = Ok(());
         self.looped(b, 0, &mut |lw, b| {
             let x = match lw.operand(b, n, 0) {
@@ -718,10 +727,10 @@ impl<'a> Lowerer<'a> {
             };
             let x = lw.coerce(b, x, dt);
             let valid = lw.mask(b);
-            let mut j = b.iota(&full, k as u8, lw.index(k, Space::Full));
+            let mut j = b.iota_of(&full, k as u8, lw.index(k, Space::Full), it);
             if let Some((pa, step)) = offset {
-                let p = b.iota(&full, pa as u8, lw.index(pa, Space::Full));
-                let s = b.constant(Scalar::Int(step as i128, DType::I64), DType::I64, &full);
+                let p = b.iota_of(&full, pa as u8, lw.index(pa, Space::Full), it);
+                let s = b.constant(Scalar::Int(step as i128, it), it, &full);
                 let first = b.binary(BinaryOp::Mul, p, s);
                 j = b.binary(BinaryOp::Add, j, first);
             }
@@ -730,6 +739,7 @@ impl<'a> Lowerer<'a> {
         failure?;
         let (v, i) = (b.acc_read(vacc), b.acc_read(iacc));
         let (m, idx) = arg_pick(b, v, i, k as u8, is_max, dt);
+        let idx = if it == DType::I64 { idx } else { b.cast(idx, DType::I64) };
         match self.arg_partials {
             Some((vi, ii)) => {
                 let index = self.partition(Space::Reduced);
@@ -760,14 +770,18 @@ pub(crate) fn arg_step(
 ) {
     let shape = b.value_type(x).map(|t| t.shape.to_vec()).unwrap_or_default();
     let (v, i) = (b.acc_read(vacc), b.acc_read(iacc));
-    let mut better = b.binary(if is_max { BinaryOp::Gt } else { BinaryOp::Lt }, x, v);
-    if dt.is_float() {
-        let x_nan = b.binary(BinaryOp::Ne, x, x);
+    let better = if dt.is_float() {
+        // `x` beats `v` or is NaN (`!(x <= v)`, an unordered comparison),
+        // and `v` is a number.
+        let no_better = b.binary(if is_max { BinaryOp::Le } else { BinaryOp::Ge }, x, v);
+        let beats = b.unary(UnaryOp::Not, no_better);
         let v_number = b.binary(BinaryOp::Eq, v, v);
-        better = b.binary(BinaryOp::BitOr, better, x_nan);
-        better = b.binary(BinaryOp::BitAnd, better, v_number);
-    }
-    let none = b.constant(Scalar::Int(-1, DType::I64), DType::I64, &shape);
+        b.binary(BinaryOp::BitAnd, beats, v_number)
+    } else {
+        b.binary(if is_max { BinaryOp::Gt } else { BinaryOp::Lt }, x, v)
+    };
+    let it = b.value_type(i).map_or(DType::I64, |t| t.dtype);
+    let none = b.constant(Scalar::Int(-1, it), it, &shape);
     let fresh = b.binary(BinaryOp::Eq, i, none);
     let mut take = b.binary(BinaryOp::BitOr, better, fresh);
     if let Some(m) = valid {
@@ -806,10 +820,12 @@ pub(crate) fn arg_pick(
         let nan = b.binary(BinaryOp::Ne, v, v);
         hit = b.binary(BinaryOp::BitOr, hit, nan);
     }
-    let none = b.constant(Scalar::Int(-1, DType::I64), DType::I64, &shape);
+    let it = b.value_type(i).map_or(DType::I64, |t| t.dtype);
+    let none = b.constant(Scalar::Int(-1, it), it, &shape);
     let counted = b.binary(BinaryOp::Ne, i, none);
     hit = b.binary(BinaryOp::BitAnd, hit, counted);
-    let far = b.constant(Scalar::Int(i64::MAX as i128, DType::I64), DType::I64, &shape);
+    let top = if it == DType::I32 { i32::MAX as i128 } else { i64::MAX as i128 };
+    let far = b.constant(Scalar::Int(top, it), it, &shape);
     let idx = b.select(hit, i, far);
     (m, b.reduce(TileReduce::Min, idx, axis))
 }

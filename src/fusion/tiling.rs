@@ -28,6 +28,16 @@ impl Axis {
     pub fn ragged(&self) -> bool {
         self.extent % self.tile as u64 != 0
     }
+
+    /// The narrowest integer dtype that holds every element index of its
+    /// tiles (the last tile's padding included): i32 or i64.
+    pub fn index_dtype(&self) -> crate::DType {
+        if self.count() * self.tile as u64 <= i32::MAX as u64 {
+            crate::DType::I32
+        } else {
+            crate::DType::I64
+        }
+    }
 }
 
 /// The groups of original axes that form each coalesced axis, given the

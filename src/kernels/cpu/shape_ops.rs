@@ -206,14 +206,25 @@ pub(crate) fn iota(shape: &[u32], axis: usize, index: u64, dst: &mut Buf) -> Res
             shape.len()
         )));
     }
-    let d = typed_mut::<i64>(dst)?;
     let (outer, n, inner) = split_at_axis(shape, axis);
+    let start = (index as i64).wrapping_mul(n as i64);
+    let at = |i: usize| start.wrapping_add((i % n) as i64);
+    if let Ok(d) = typed_mut::<i32>(dst) {
+        // The low 32 bits, as the GPU's 32-bit arithmetic gives them.
+        if d.len() != outer * n * inner {
+            return Err(malformed("iota tile does not match its type".into()));
+        }
+        for (i, run) in d.chunks_exact_mut(inner.max(1)).enumerate() {
+            run.fill(at(i) as i32);
+        }
+        return Ok(());
+    }
+    let d = typed_mut::<i64>(dst)?;
     if d.len() != outer * n * inner {
         return Err(malformed("iota tile does not match its type".into()));
     }
-    let start = (index as i64).wrapping_mul(n as i64);
     for (i, run) in d.chunks_exact_mut(inner.max(1)).enumerate() {
-        run.fill(start + (i % n) as i64);
+        run.fill(at(i));
     }
     Ok(())
 }

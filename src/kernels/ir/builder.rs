@@ -222,7 +222,13 @@ impl Builder {
     /// An `i64` tile of `shape` holding each element's view-space index
     /// along `axis` for partition index `index` along that axis.
     pub fn iota(&mut self, shape: &[u32], axis: u8, index: IndexExpr) -> ValueId {
-        let dst = self.value(ValueType::new(DType::I64, shape));
+        self.iota_of(shape, axis, index, DType::I64)
+    }
+
+    /// [`Builder::iota`] as `dtype` values, i64 or i32 (for indices that
+    /// fit: an i32 iota wraps past `i32::MAX`).
+    pub fn iota_of(&mut self, shape: &[u32], axis: u8, index: IndexExpr, dtype: DType) -> ValueId {
+        let dst = self.value(ValueType::new(dtype, shape));
         self.push(Inst::Iota { dst, axis, index });
         dst
     }

@@ -354,9 +354,9 @@ impl<'a> Verifier<'a> {
             Inst::Iota { dst, axis, index } => {
                 let ty = self.declared(*dst)?;
                 self.reach(index)?;
-                if ty.dtype != DType::I64 || *axis as usize >= ty.shape.len() {
+                if !matches!(ty.dtype, DType::I64 | DType::I32) || *axis as usize >= ty.shape.len() {
                     return Err(format!(
-                        "iota gives i64 with an axis below its rank, not {ty} along axis {axis}"
+                        "iota gives i64 or i32 with an axis below its rank, not {ty} along axis {axis}"
                     ));
                 }
                 self.define(*dst, ty.clone())

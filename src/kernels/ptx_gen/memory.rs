@@ -592,6 +592,27 @@ impl Emitter<'_> {
         };
         let l = self.layout(&shape);
         let i = self.index(index)?;
+        if self.ty(dst)?.dtype == DType::I32 {
+            // The low 32 bits of the same values.
+            let base = self.reg(Class::B32);
+            self.ins(format!("cvt.u32.u64 {base}, {i}"));
+            self.ins(format!("mul.lo.u32 {base}, {base}, {t}"));
+            let mut regs = Vec::with_capacity(l.slots());
+            for r in 0..l.repeats {
+                let (_, cs) = self.coords(&shape, r);
+                for a in 0..l.atom {
+                    let x = self.reg(Class::B32);
+                    let extra = if axis + 1 == shape.len() { a } else { 0 };
+                    self.ins(format!("add.u32 {x}, {}, {base}", cs[axis]));
+                    if extra > 0 {
+                        self.ins(format!("add.u32 {x}, {x}, {extra}"));
+                    }
+                    regs.push(x);
+                }
+            }
+            self.vals.insert(dst, regs);
+            return Ok(());
+        }
         let base = self.reg(Class::B64);
         self.ins(format!("mul.lo.u64 {base}, {i}, {t}"));
         let mut regs = Vec::with_capacity(l.slots());
