@@ -408,3 +408,27 @@ fn random_strided_reductions_on_both_sides_of_the_split_thresholds_match_the_ref
     // Both sides of the thresholds were drawn.
     assert!(split >= 20 && unsplit >= 20, "{split} split, {unsplit} not");
 }
+
+/// Fewer long rows than the device has multiprocessors, reduced along
+/// their contiguous axis: split across the grid (the rows as the outer
+/// axis of a column split over a unit column axis), with the reference's
+/// values; argmax keeps the first best index across the runs.
+#[test]
+fn few_long_rows_split_across_the_grid_and_match_the_reference() {
+    let shape = [5usize, 1_000_003];
+    for (dtype, op, mean) in [
+        (DType::F32, ReduceOp::Sum, false),
+        (DType::BF16, ReduceOp::Max, false),
+        (DType::F32, ReduceOp::Sum, true),
+        (DType::I32, ReduceOp::ArgMax, false),
+        (DType::F16, ReduceOp::ArgMin, false),
+    ] {
+        let mut g = G::default();
+        let x = input(&mut g, dtype, &shape, &[777_777, 2_500_001]);
+        let r = if mean { g.mean(x, &[1]) } else { g.reduce(op, x, &[1]) };
+        check_split(
+            &g.finish(&[r]),
+            &format!("{op:?} (mean {mean}) over the rows of {dtype}{shape:?}"),
+        );
+    }
+}

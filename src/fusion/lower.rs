@@ -258,6 +258,34 @@ pub(crate) fn lower(
     if let Some(cs) = column_split_of(cx, group, stores, &axes) {
         return column_split(cx, group, name, buffers, &accesses, &views, load_of, store_of, cs);
     }
+    // Fewer long rows than half the grid points a device wants, reduced
+    // along their contiguous axis: the column split cuts them into runs
+    // across the grid, with the rows as its outer axis over a column axis
+    // of extent 1 (its loads are then one element wide, so rows that fill
+    // the device by themselves stay one point each).
+    if let [outer, row] = axes[..] {
+        let few = outer.extent < super::column_split::FEW_POINTS / 2;
+        if cx.opts.target == super::TileTarget::Gpu && few && !outer.reduced && row.reduced {
+            let mut unit = axes.clone();
+            unit.push(Axis {
+                extent: 1,
+                reduced: false,
+                tile: 1,
+            });
+            if let Some(cs) = column_split_of(cx, group, stores, &unit) {
+                let views: Vec<ViewSpec> = views
+                    .into_iter()
+                    .map(|mut v| {
+                        v.extents.push(1);
+                        v.strides.push(1);
+                        v.tile.push(1);
+                        v
+                    })
+                    .collect();
+                return column_split(cx, group, name, buffers, &accesses, &views, load_of, store_of, cs);
+            }
+        }
+    }
     let split = split_of(cx, group, stores, &axes);
     let mut out = vec![];
     let Some((parts, tiles, atomic)) = split else {

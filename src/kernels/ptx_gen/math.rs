@@ -413,7 +413,13 @@ fn log_parts<M: MathOps>(m: &mut M, x: &M::V) -> (M::V, M::V) {
     // log(1 + f) = f - hfsq + s (hfsq + R(s²)), s = f / (2 + f).
     let two = m.c(2.0);
     let d = m.add(&two, &f);
-    let s = m.div(&f, &d);
+    // `f / d` (`d` in [1.7, 2.5]) from the refined reciprocal and one
+    // residual correction, within an ulp of the IEEE quotient.
+    let r = recip(m, &d);
+    let q = m.mul(&f, &r);
+    let nd = m.neg(&d);
+    let res = m.fma(&nd, &q, &f);
+    let s = m.fma(&r, &res, &q);
     let z = m.mul(&s, &s);
     let rz = horner(
         m,
