@@ -497,7 +497,14 @@ impl Emitter<'_> {
         let span = q.max(32);
         let partials = threads / span;
         let (size, _) = shared_slot(d);
-        let (base, wait) = self.partials_at(inner * partials * size)?;
+        // Threads per column in the combine of the partials: groups of
+        // adjacent lanes, so that they end by shuffles; else each reader of
+        // a result combines all of its column's partials.
+        let group = (threads / inner).min(partials);
+        let parallel = threads >= inner && group <= 32;
+        let finals_at = (inner * partials * size).next_multiple_of(8);
+        let bytes = if parallel { finals_at + inner * size } else { inner * partials * size };
+        let (base, wait) = self.partials_at(bytes)?;
         self.comment(format!(
             "reduce the leading axis of {shape:?} in registers: {inner} columns, {q} threads across them, {partials} partials each"
         ));
@@ -533,15 +540,63 @@ impl Emitter<'_> {
             // Readers of an earlier exchange may still be reading there.
             self.ins("bar.sync 0");
         }
-        // Column `col · A + a`'s partial `k` lies at `(column · partials + k)`.
+        // Column `col · A + a`'s partial `k` lies at `k · inner + column`
+        // for the parallel combine, else at `column · partials + k`.
         let slot = self.reg(Class::B32);
-        self.ins(format!("mad.lo.u32 {slot}, {col}, {}, {k}", l.atom * partials));
+        let a_step = if parallel {
+            self.ins(format!("mul.lo.u32 {slot}, {col}, {}", l.atom));
+            self.ins(format!("mad.lo.u32 {slot}, {k}, {inner}, {slot}"));
+            1
+        } else {
+            self.ins(format!("mad.lo.u32 {slot}, {col}, {}, {k}", l.atom * partials));
+            partials
+        };
         let at = self.shared_addr(&slot, size, base);
         for (a, acc) in accs.iter().enumerate() {
-            self.st_shared(d, &leader, &format!("[{at}+{}]", a as u32 * partials * size), acc);
+            self.st_shared(d, &leader, &format!("[{at}+{}]", a as u32 * a_step * size), acc);
         }
         self.ins("bar.sync 0");
-        self.gather_partials(dst, bin, d, id, partials, base)
+        if !parallel {
+            return self.gather_partials(dst, bin, d, id, partials, base);
+        }
+        // `group` adjacent threads a column: thread `j` of column `c`
+        // combines partials `j, j + group, …`, the group by shuffles, and
+        // its first lane stores the column's result.
+        let (c, j) = (self.reg(Class::B32), self.reg(Class::B32));
+        self.div_const("u32", &c, &tid, group as u64);
+        self.rem_const("u32", &j, &tid, group as u64);
+        let inside = self.reg(Class::Pred);
+        self.ins(format!("setp.lt.u32 {inside}, {c}, {inner}"));
+        let slot = self.reg(Class::B32);
+        self.ins(format!("mad.lo.u32 {slot}, {j}, {inner}, {c}"));
+        let at = self.shared_addr(&slot, size, base);
+        let mut acc = self.reg(Class::of(d));
+        self.ins(mov_imm(d, &acc, id));
+        for i in 0..partials.div_ceil(group) {
+            // Partial `j + i · group` exists for every `j` unless this is a
+            // last, partial round.
+            let guard = self.reg(Class::Pred);
+            if (i + 1) * group > partials {
+                self.ins(format!("setp.lt.u32 {guard}, {j}, {}", partials - i * group));
+                self.ins(format!("and.pred {guard}, {guard}, {inside}"));
+            } else {
+                self.ins(format!("mov.pred {guard}, {inside}"));
+            }
+            let x = self.ld_shared(d, &Some(guard), &format!("[{at}+{}]", i * group * inner * size), Some(id));
+            acc = self.binary(bin, d, &acc, &x)?;
+        }
+        let mut off = group / 2;
+        while off >= 1 {
+            let other = self.shuffle(d, &acc, off);
+            acc = self.binary(bin, d, &acc, &other)?;
+            off /= 2;
+        }
+        let first = self.reg(Class::Pred);
+        self.ins(format!("setp.eq.and.u32 {first}, {j}, 0, {inside}"));
+        let at = self.shared_addr(&c, size, base + finals_at);
+        self.st_shared(d, &Some(first), &format!("[{at}]"), &acc);
+        self.ins("bar.sync 0");
+        self.gather_partials(dst, bin, d, id, 1, base + finals_at)
     }
 
     /// Gives every thread the slots of `dst` it holds, each the combination
