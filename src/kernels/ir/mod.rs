@@ -573,7 +573,8 @@ pub struct Program {
 /// intermediate values to a relative error well under f16's unit roundoff
 /// (2^-11), one that writes only bf16 under bf16's (2^-8); anything else
 /// (f32, f64, integers, partials of a split) keeps the few-ulp f32
-/// sequences. The error tables are in [`crate::kernels::ptx_gen`].
+/// sequences. The error tables are in the documentation of the PTX
+/// generator (`kernels::ptx_gen`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Accuracy {
     /// A few ulp of f32 (the default).
