@@ -198,7 +198,10 @@ fn int_range(d: DType) -> (f64, f64) {
 const UNARY: [(UnaryOp, (f64, f64), Tol); 22] = [
     (UnaryOp::Neg, (-1e3, 1e3), EXACT),
     (UnaryOp::Abs, (-1e3, 1e3), EXACT),
-    (UnaryOp::Exp, (-103.0, 88.7), ulps(2)),
+    // 3: on the models of `ex2` at its documented extremes the GPU's `exp`
+    // and the CPU executor's branch-free one are up to 3 apart (near the
+    // subnormal range; `math::tests` checks every table entry so).
+    (UnaryOp::Exp, (-103.0, 88.7), ulps(3)),
     (UnaryOp::Exp2, (-149.0, 127.9), ulps(2)),
     (UnaryOp::Log, (-1.0, 3e38), ulps(2)),
     (UnaryOp::Log2, (-1.0, 3e38), ulps(3)),

@@ -104,6 +104,8 @@ pub(crate) trait Float:
     fn sin(self) -> Self;
     fn cos(self) -> Self;
     fn tanh(self) -> Self;
+    /// `1 / (1 + e^-x)`.
+    fn sigmoid(self) -> Self;
     fn floor(self) -> Self;
     fn ceil(self) -> Self;
     fn round_ties_even(self) -> Self;
@@ -114,7 +116,7 @@ pub(crate) trait Float:
 }
 
 macro_rules! float_num {
-    ($($t:ident),*) => {$(
+    ($($t:ident: $exp:path, $tanh:path, $sigmoid:path);*) => {$(
         impl Num for $t {
             const ZERO: $t = 0.0;
             const ONE: $t = 1.0;
@@ -129,14 +131,15 @@ macro_rules! float_num {
         impl Float for $t {
             #[inline(always)] fn c(v: f64) -> $t { v as $t }
             #[inline(always)] fn abs(self) -> $t { <$t>::abs(self) }
-            #[inline(always)] fn exp(self) -> $t { <$t>::exp(self) }
+            #[inline(always)] fn exp(self) -> $t { $exp(self) }
             #[inline(always)] fn exp2(self) -> $t { <$t>::exp2(self) }
             #[inline(always)] fn ln(self) -> $t { <$t>::ln(self) }
             #[inline(always)] fn log2(self) -> $t { <$t>::log2(self) }
             #[inline(always)] fn sqrt(self) -> $t { <$t>::sqrt(self) }
             #[inline(always)] fn sin(self) -> $t { <$t>::sin(self) }
             #[inline(always)] fn cos(self) -> $t { <$t>::cos(self) }
-            #[inline(always)] fn tanh(self) -> $t { <$t>::tanh(self) }
+            #[inline(always)] fn tanh(self) -> $t { $tanh(self) }
+            #[inline(always)] fn sigmoid(self) -> $t { $sigmoid(self) }
             #[inline(always)] fn floor(self) -> $t { <$t>::floor(self) }
             #[inline(always)] fn ceil(self) -> $t { <$t>::ceil(self) }
             #[inline(always)] fn round_ties_even(self) -> $t { <$t>::round_ties_even(self) }
@@ -145,7 +148,15 @@ macro_rules! float_num {
         }
     )*};
 }
-float_num!(f32, f64);
+/// f64's logistic function, as the reference computes it.
+#[inline(always)]
+fn sigmoid_f64(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+// f32 takes the branch-free forms of `vmath`, which vectorise; f64 the
+// standard library's.
+float_num!(f32: super::vmath::exp, super::vmath::tanh, super::vmath::sigmoid; f64: f64::exp, f64::tanh, sigmoid_f64);
 
 /// Checks that two tiles an elementwise op pairs have the same length.
 fn same_len(a: usize, b: usize) -> Result<()> {
@@ -204,7 +215,7 @@ pub(crate) fn unary(op: UnaryOp, dtype: DType, dst: &mut Buf, src: &Buf) -> Resu
 
 fn unary_float<T: Float>(op: UnaryOp, dtype: DType, d: &mut [T], s: &[T]) -> Result<()> {
     use UnaryOp::*;
-    let sigmoid = |x: T| T::ONE / (T::ONE + (-x).exp());
+    let sigmoid = T::sigmoid;
     match op {
         Neg => map1(d, s, |x| -x),
         Abs => map1(d, s, T::abs),

@@ -81,6 +81,7 @@ mod memory;
 mod shape_ops;
 #[cfg(test)]
 mod tests;
+pub(crate) mod vmath;
 
 use crate::dtype::Scalar;
 use crate::error::{Error, Result};

@@ -344,3 +344,48 @@ fn pow_error_on_moderate_results() {
     println!("pow: worst {worst:.2} ulp for a in [0.01, 10], b in [-8, 8]");
     assert!(worst <= 64.0, "pow: {worst} ulp");
 }
+
+/// The distance in representable values between the GPU's f32 sequences
+/// (on every model of the hardware approximations) and the CPU executor's
+/// forms of the same functions, over the ranges `tests/gpu_kernels.rs`
+/// samples: what that comparison's tolerances must hold (they are the
+/// tolerances of its `UNARY` table; measured worst: exp 3, tanh 2,
+/// sigmoid 5, silu 5, gelu_tanh 2).
+#[test]
+fn gpu_sequences_stay_within_the_gpu_tests_tolerances_of_the_cpu_executor() {
+    use crate::kernels::cpu::vmath;
+    let ordered = |x: f32| {
+        let b = x.to_bits() as i32;
+        if b < 0 {
+            i64::from(i32::MIN) - i64::from(b)
+        } else {
+            i64::from(b)
+        }
+    };
+    let gelu_cpu = |x: f32| {
+        let (k0, k1) = ((2.0 / std::f64::consts::PI).sqrt() as f32, 0.044715f32);
+        0.5 * x * (1.0 + vmath::tanh(k0 * (x + k1 * x * x * x)))
+    };
+    #[allow(clippy::type_complexity)]
+    let cases: [(&str, Unary, fn(f32) -> f32, f32, f32, i64, f32); 5] = [
+        ("exp", |m, x| exp(m, x), vmath::exp, -103.0, 88.7, 3, 0.0),
+        ("tanh", |m, x| tanh(m, x), vmath::tanh, -10.0, 10.0, 3, 0.0),
+        ("sigmoid", |m, x| sigmoid(m, x), vmath::sigmoid, -80.0, 80.0, 6, 0.0),
+        ("silu", |m, x| silu(m, x), |x| x * vmath::sigmoid(x), -80.0, 80.0, 7, 0.0),
+        ("gelu_tanh", |m, x| gelu_tanh(m, x), gelu_cpu, -5.0, 10.0, 41, 4e-7),
+    ];
+    for (name, gpu, cpu, lo, hi, tol, abs) in cases {
+        let mut worst = (0i64, 0.0f32);
+        for mut m in models() {
+            for x in samples(lo, hi) {
+                let (g, c) = (gpu(&mut m, &x), cpu(x));
+                let d = (ordered(g) - ordered(c)).abs();
+                if d > worst.0 && (g - c).abs() > abs {
+                    worst = (d, x);
+                }
+            }
+        }
+        println!("{name}: GPU and CPU {} apart at worst, at x = {:e}", worst.0, worst.1);
+        assert!(worst.0 <= tol, "{name}: {} apart at {:e}, the GPU tests allow {tol}", worst.0, worst.1);
+    }
+}
