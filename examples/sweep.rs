@@ -346,10 +346,16 @@ fn host_copy_gbps() -> f64 {
     2.0 * HOST_COPY_BYTES as f64 / median(times[1..].to_vec()) / 1e9
 }
 
-/// The median of `v` (its upper middle for an even count).
+/// The median of `v` (the mean of the two middle values for an even
+/// count, as `benches/compare_torch.py` computes it).
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    let n = v.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 0 => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        _ => v[n / 2],
+    }
 }
 
 /// Realizes `outputs` together, on their device.
