@@ -142,6 +142,11 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "test only: last-point programs are run on the CPU executor",
     ),
     (
+        "kernels/ptx_gen/math/tests.rs",
+        "kernels::cpu",
+        "test only: the GPU's f32 sequences are held to the GPU tests' tolerances of the CPU executor's forms",
+    ),
+    (
         "kernels/ir/tests/last_point.rs",
         "storage",
         "test only: the CPU executor's arguments are `HostBuffer`s",
