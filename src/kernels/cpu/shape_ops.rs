@@ -197,7 +197,7 @@ fn broadcast_typed<T: Copy>(axes: &[(usize, i64, i64)], d: &mut [T], s: &[T]) ->
     Ok(())
 }
 
-/// `dst` (an i64 tile of `shape`) = `index * shape[axis] + j[axis]` at each
+/// `dst` (an i64 or i32 tile of `shape`) = `index * shape[axis] + j[axis]` at each
 /// element `j`.
 pub(crate) fn iota(shape: &[u32], axis: usize, index: u64, dst: &mut Buf) -> Result<()> {
     if axis >= shape.len() {
@@ -208,23 +208,35 @@ pub(crate) fn iota(shape: &[u32], axis: usize, index: u64, dst: &mut Buf) -> Res
     }
     let (outer, n, inner) = split_at_axis(shape, axis);
     let start = (index as i64).wrapping_mul(n as i64);
-    let at = |i: usize| start.wrapping_add((i % n) as i64);
+    // Runs of `inner` equal values, `n` of them counting up from `start`,
+    // repeated `outer` times.
+    fn fill<T: Copy>(d: &mut [T], n: usize, inner: usize, at: impl Fn(usize) -> T) {
+        for block in d.chunks_exact_mut((n * inner).max(1)) {
+            if inner == 1 {
+                for (j, v) in block.iter_mut().enumerate() {
+                    *v = at(j);
+                }
+            } else {
+                for (j, run) in block.chunks_exact_mut(inner.max(1)).enumerate() {
+                    run.fill(at(j));
+                }
+            }
+        }
+    }
+    let len = outer * n * inner;
     if let Ok(d) = typed_mut::<i32>(dst) {
         // The low 32 bits, as the GPU's 32-bit arithmetic gives them.
-        if d.len() != outer * n * inner {
+        if d.len() != len {
             return Err(malformed("iota tile does not match its type".into()));
         }
-        for (i, run) in d.chunks_exact_mut(inner.max(1)).enumerate() {
-            run.fill(at(i) as i32);
-        }
+        let start = start as i32;
+        fill(d, n, inner, |j| start.wrapping_add(j as i32));
         return Ok(());
     }
     let d = typed_mut::<i64>(dst)?;
-    if d.len() != outer * n * inner {
+    if d.len() != len {
         return Err(malformed("iota tile does not match its type".into()));
     }
-    for (i, run) in d.chunks_exact_mut(inner.max(1)).enumerate() {
-        run.fill(at(i));
-    }
+    fill(d, n, inner, |j| start.wrapping_add(j as i64));
     Ok(())
 }
