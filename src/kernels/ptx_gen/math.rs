@@ -324,8 +324,8 @@ const EXP_TAYLOR: [f32; 8] = [
     1.0 / 720.0,
     1.0 / 5040.0,
 ];
-pub(super) const LN2_HI: f32 = 0.693_145_75;
-pub(super) const LN2_LO: f32 = 1.428_606_8e-6;
+const LN2_HI: f32 = 0.693_145_75;
+const LN2_LO: f32 = 1.428_606_8e-6;
 /// `log2 e` as an f32 and the f32 nearest to the rest.
 pub(super) const LOG2E_HI: f32 = std::f32::consts::LOG2_E;
 const LOG2E_LO: f32 = 1.925_963e-8;
@@ -438,7 +438,13 @@ fn log_parts<M: MathOps>(m: &mut M, x: &M::V) -> (M::V, M::V) {
 
 /// Natural logarithm.
 pub(crate) fn log<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
-    let (e, lm) = log_parts(m, x);
+    let parts = log_parts(m, x);
+    log_of_parts(m, x, parts)
+}
+
+/// `log x` from its parts `(e, log(1 + f))` (`x = (1 + f) 2^e`), with the
+/// special cases; shared with the sequences of `math_half`.
+pub(super) fn log_of_parts<M: MathOps>(m: &mut M, x: &M::V, (e, lm): (M::V, M::V)) -> M::V {
     let lo = m.c(LN2_LO);
     let hi = m.c(LN2_HI);
     let t = m.fma(&e, &lo, &lm);
@@ -448,7 +454,12 @@ pub(crate) fn log<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
 
 /// Base-2 logarithm.
 pub(crate) fn log2<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
-    let (e, lm) = log_parts(m, x);
+    let parts = log_parts(m, x);
+    log2_of_parts(m, x, parts)
+}
+
+/// `log2 x` from the parts of [`log_of_parts`].
+pub(super) fn log2_of_parts<M: MathOps>(m: &mut M, x: &M::V, (e, lm): (M::V, M::V)) -> M::V {
     let log2e = m.c(std::f32::consts::LOG2_E);
     let r = m.fma(&lm, &log2e, &e);
     log_specials(m, x, r)

@@ -27,7 +27,7 @@
 //! `sin`, `cos`, `gelu_erf` and `gelu_tanh` keep the `math` sequences at
 //! every accuracy. Measured errors: the table in the parent module.
 
-use super::math::{horner, log_specials, pow_specials, split_mantissa, MathOps, LN2_HI, LN2_LO, LOG2E_HI};
+use super::math::{horner, log2_of_parts, log_of_parts, pow_specials, split_mantissa, MathOps, LOG2E_HI};
 
 /// `e^x` as the hardware `2^(x log2 e)` (subnormal results kept).
 pub(crate) fn exp<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
@@ -59,20 +59,14 @@ fn log_parts<M: MathOps>(m: &mut M, x: &M::V) -> (M::V, M::V) {
 
 /// Natural logarithm.
 pub(crate) fn log<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
-    let (e, lm) = log_parts(m, x);
-    let lo = m.c(LN2_LO);
-    let hi = m.c(LN2_HI);
-    let t = m.fma(&e, &lo, &lm);
-    let r = m.fma(&e, &hi, &t);
-    log_specials(m, x, r)
+    let parts = log_parts(m, x);
+    log_of_parts(m, x, parts)
 }
 
 /// Base-2 logarithm.
 pub(crate) fn log2<M: MathOps>(m: &mut M, x: &M::V) -> M::V {
-    let (e, lm) = log_parts(m, x);
-    let log2e = m.c(std::f32::consts::LOG2_E);
-    let r = m.fma(&lm, &log2e, &e);
-    log_specials(m, x, r)
+    let parts = log_parts(m, x);
+    log2_of_parts(m, x, parts)
 }
 
 /// `a^b` as `2^(b log2 |a|)` with IEEE `pow`'s special cases.
