@@ -255,6 +255,21 @@ fn gpu_fuzzer_matches_the_reference() {
     }
 }
 
+/// The graphs of `common/thresholds.rs`, on both sides of every threshold
+/// of the schedule chooser for every dtype, run as GPU kernels against the
+/// f64 reference (every strategy, and the emitter's choices within each).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn both_sides_of_every_threshold_match_the_reference_on_the_gpu() {
+    let _g = gpu();
+    for seed in [1, 2, 3] {
+        let seen = common::thresholds::check(seed, &|g, p| {
+            run_plan_on_cuda(p, g, 0)?.iter().map(|s| s.host().cloned()).collect()
+        });
+        println!("seed {seed}: graphs per plan signature: {seen:?}");
+    }
+}
+
 // ---- dtypes ----
 
 #[test]

@@ -13,6 +13,7 @@ use tilefuse::storage::{HostBuffer, Storage};
 use tilefuse::{DType, Scalar, Shape};
 
 pub mod fuzzgen;
+pub mod thresholds;
 
 /// The snapshot directory, `tests/snapshots` under `CARGO_MANIFEST_DIR`, or
 /// `None` after printing a line that `test` is skipped when it does not
