@@ -238,7 +238,7 @@ fn draw_stat(rng: &mut Lcg, dtype: DType, allowed: impl Fn(Stat) -> bool) -> Sta
 
 /// The pairs of every threshold for every dtype, the ops drawn from `seed`.
 pub fn pairs(seed: u64) -> Vec<Pair> {
-    let mut rng = Lcg(seed ^ 0x7468_7265_7368);
+    let mut rng = Lcg(seed ^ 0x7468_7265_7368_0000);
     let gpu = FusionOptions::gpu();
     let mut out = vec![];
     let mut pair = |threshold, options, below, above| {
@@ -337,7 +337,7 @@ pub fn pairs(seed: u64) -> Vec<Pair> {
 /// Extents across the emitter's choices within a strategy, each with a
 /// dtype and op drawn from `seed`.
 pub fn sweeps(seed: u64) -> Vec<Case> {
-    let mut rng = Lcg(seed ^ 0x7377_6565_70);
+    let mut rng = Lcg(seed ^ 0x7377_6565_7000_0000);
     let mut out = vec![];
     // Rows reduced along the contiguous axis: lengths around powers of two
     // from one element to past a block's run of atoms, rows enough for a
