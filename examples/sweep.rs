@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release --example sweep -- [--seed S] [--start K] [--cases N] [--only CLASS[,CLASS]]
-//!     [--reps N] [--json PATH] [--cpu] [--sizes gpu|cpu] [--list] [--ptx DIR]
+//!     [--reps N] [--json PATH] [--cpu] [--sizes gpu|cpu] [--list] [--ptx DIR] [--measure]
 //! ```
 //!
 //! The cases (`benches/common/sweep_cases.rs`): case `i` of seed `S` is
@@ -36,7 +36,13 @@
 //!    calls, queued while the stream pool is held and timed with CUDA
 //!    events around every launch, a call's time running from its first
 //!    launch's start to its last launch's end; on the CPU with `Instant`
-//!    around recording and realizing. The median is reported.
+//!    around recording and realizing. The median is reported;
+//! 4. with `--measure` (GPU only), the codegen candidates of the case's
+//!    kernels are then measured (`Tensor::measure_choices`, which records
+//!    the choices in the choices directory, `TILEFUSE_CHOICES`), and the
+//!    case is checked and timed again under what was chosen: the table's
+//!    result column and `measured_ms`/`choices` in the JSON, and the
+//!    summary's ratio of default to measured times.
 //!
 //! Copy bandwidth, measured first: on a GPU `CudaDevice::copy_bandwidth`
 //! of 1 GiB; on the CPU a 256 MiB host `memcpy` split over the executor's
@@ -55,7 +61,8 @@
 //!             "spec": {...} (see compare_torch.py), "bytes": u64,
 //!             "time_ms", "gbps", "pct_copy", "first_call_ms", "rel_error": f64 | null,
 //!             "kernels": usize | null, "strategy": str | null,
-//!             "ok": bool, "error": str | null}, ...]}
+//!             "ok": bool, "error": str | null,
+//!             "measured_ms": f64 | null, "choices": str | null}, ...]}
 //! ```
 //! `benches/compare_torch.py --sweep PATH` rebuilds the cases in PyTorch.
 
@@ -89,7 +96,7 @@ use tilefuse::fusion::Plan;
 use tilefuse::{Config, Device, Tensor};
 
 const USAGE: &str = "usage: sweep [--seed S] [--start K] [--cases N] [--only CLASS[,CLASS]] [--reps N] \
-                     [--json PATH] [--cpu] [--sizes gpu|cpu] [--list] [--ptx DIR]";
+                     [--json PATH] [--cpu] [--sizes gpu|cpu] [--list] [--ptx DIR] [--measure]";
 
 /// Options from the command line.
 #[derive(Debug)]
@@ -104,6 +111,7 @@ pub struct Args {
     sizes: Option<Scale>,
     list: bool,
     ptx: Option<String>,
+    measure: bool,
 }
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -118,6 +126,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
         sizes: None,
         list: false,
         ptx: None,
+        measure: false,
     };
     let mut it = args;
     while let Some(a) = it.next() {
@@ -139,6 +148,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--json" => out.json = Some(value()?),
             "--cpu" => out.cpu = true,
             "--list" => out.list = true,
+            "--measure" => out.measure = true,
             "--ptx" => out.ptx = Some(value()?),
             "--sizes" => {
                 out.sizes = Some(match value()?.as_str() {
@@ -184,6 +194,10 @@ pub struct Measured {
     /// The largest relative error of the checks.
     pub rel_error: Option<f64>,
     pub error: Option<String>,
+    /// With `--measure`: the median time once the kernels' codegen
+    /// candidates were measured, and the label chosen for each kernel.
+    pub measured_time: Option<Duration>,
+    pub choices: Option<String>,
 }
 
 /// One case and its figures.
@@ -252,7 +266,7 @@ fn run(args: &Args) -> tilefuse::Result<()> {
     let mut rows = vec![];
     for case in cases {
         let mut m = Measured::default();
-        let result = catch_unwind(AssertUnwindSafe(|| backend.measure(&case, reps, &mut m)));
+        let result = catch_unwind(AssertUnwindSafe(|| backend.measure(&case, reps, args.measure, &mut m)));
         m.error = match result {
             Ok(Ok(())) => None,
             Ok(Err(Failure(e))) => Some(e),
@@ -315,11 +329,11 @@ impl Backend {
         }
     }
 
-    fn measure(&self, case: &Case, reps: usize, m: &mut Measured) -> Result<(), Failure> {
+    fn measure(&self, case: &Case, reps: usize, choose: bool, m: &mut Measured) -> Result<(), Failure> {
         match self {
             Backend::Cpu => measure_cpu(case, reps, m),
             #[cfg(feature = "cuda")]
-            Backend::Gpu(g) => g.measure(case, reps, m),
+            Backend::Gpu(g) => g.measure(case, reps, choose, m),
         }
     }
 }

@@ -286,6 +286,15 @@ pub enum Error {
         /// The element type of the buffer.
         dtype: DType,
     },
+    /// The file of measured codegen choices could not be written (the
+    /// choice still holds for this process).
+    #[error("the measured choices could not be written to {path}: {reason}")]
+    ChoicesFile {
+        /// The file.
+        path: String,
+        /// What the system said.
+        reason: String,
+    },
     /// Device memory ran out, even after the cache was freed.
     #[error("out of device memory allocating {bytes} bytes ({in_use} in use)")]
     OutOfMemory {
@@ -328,6 +337,7 @@ impl Error {
             | Driver { .. }
             | PtxLoad { .. }
             | InvalidConfig { .. }
+            | ChoicesFile { .. }
             | OutOfMemory { .. } => {}
         }
         self

@@ -49,7 +49,16 @@ impl Gpu {
     }
 
     /// Runs, checks and times `case`, filling `m` as it goes.
-    pub fn measure(&self, case: &Case, reps: usize, m: &mut Measured) -> std::result::Result<(), Failure> {
+    /// With `choose`, the kernels' codegen candidates are then measured
+    /// ([`Tensor::measure_choices`]), and the case checked and timed again
+    /// under what was chosen.
+    pub fn measure(
+        &self,
+        case: &Case,
+        reps: usize,
+        choose: bool,
+        m: &mut Measured,
+    ) -> std::result::Result<(), Failure> {
         let dev = self.compiler.device();
         let host = host_tensors(case, reference::host_inputs(case));
         let inputs: Vec<Tensor> = host.iter().map(|t| t.to(self.device)).collect();
@@ -84,14 +93,29 @@ impl Gpu {
         let launches = gpu_measure::launches(|| realize(&outputs))?;
         let tuned = check(case, &outputs, &want, "CPU executor (tuned kernels)")?;
         m.rel_error = Some(quick.max(tuned));
-        drop((outputs, want));
+        drop(outputs);
 
-        for _ in 0..WARMUP {
-            realize(&fresh(case, &inputs)?)?;
+        let timed = |m: &mut Option<Duration>| -> std::result::Result<(), Failure> {
+            for _ in 0..WARMUP {
+                realize(&fresh(case, &inputs)?)?;
+            }
+            dev.synchronize()?;
+            let samples =
+                gpu_measure::timed_calls(dev, reps, launches, |_| realize(&fresh(case, &inputs)?).map(|_| ()))?;
+            *m = Some(Duration::from_secs_f64(median(samples)));
+            Ok(())
+        };
+        timed(&mut m.time)?;
+        if choose {
+            let outputs = fresh(case, &inputs)?;
+            let choices = Tensor::measure_choices(&outputs.iter().collect::<Vec<_>>())?;
+            let labels: Vec<&str> = choices.iter().map(|c| c.chosen).collect();
+            m.choices = Some(labels.join(", "));
+            realize(&outputs)?;
+            check(case, &outputs, &want, "CPU executor (measured choices)")?;
+            drop(outputs);
+            timed(&mut m.measured_time)?;
         }
-        dev.synchronize()?;
-        let samples = gpu_measure::timed_calls(dev, reps, launches, |_| realize(&fresh(case, &inputs)?).map(|_| ()))?;
-        m.time = Some(Duration::from_secs_f64(median(samples)));
         Ok(())
     }
 }

@@ -64,10 +64,17 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 
 /// The table line of one case.
 pub fn line(r: &Row, copy_gbps: f64) -> String {
-    let result = match (&r.m.error, r.m.rel_error) {
+    let mut result = match (&r.m.error, r.m.rel_error) {
         (Some(e), _) => format!("FAILED: {e}"),
         (None, e) => format!("ok (error {})", e.map_or("—".into(), |e| format!("{e:.1e}"))),
     };
+    if let (Some(t), Some(c)) = (r.m.measured_time, &r.m.choices) {
+        let gain = r.m.time.map_or(f64::NAN, |d| d.as_secs_f64() / t.as_secs_f64());
+        result.push_str(&format!(
+            "; measured: {c}, {:.4} ms ({gain:.2}×)",
+            t.as_secs_f64() * 1e3
+        ));
+    }
     format!(
         "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} |",
         r.case.id(),
@@ -132,6 +139,22 @@ pub fn summary(rows: &[Row], copy_gbps: f64) -> String {
         }
     }
     out.push(format!("median % of copy per class: {}", classes.join("; ")));
+    let gains: Vec<f64> = passed
+        .iter()
+        .filter_map(|r| Some(r.m.time?.as_secs_f64() / r.m.measured_time?.as_secs_f64()))
+        .collect();
+    if !gains.is_empty() {
+        let geomean = (gains.iter().map(|g| g.ln()).sum::<f64>() / gains.len() as f64).exp();
+        let faster = gains.iter().filter(|&&g| g > 1.03).count();
+        let slower = gains.iter().filter(|&&g| g < 1.0 / 1.03).count();
+        out.push(format!(
+            "measured choices: {} cases, default time over measured: geometric mean {geomean:.3}, \
+             max {:.2}, min {:.2}; {faster} faster and {slower} slower by more than 3 %",
+            gains.len(),
+            gains.iter().cloned().fold(f64::MIN, f64::max),
+            gains.iter().cloned().fold(f64::MAX, f64::min),
+        ));
+    }
     for r in failed {
         out.push(format!(
             "failed {} ({}, {}): {}",
@@ -158,7 +181,8 @@ pub fn json(device: &str, copy_gbps: f64, args: &Args, reps: usize, scale: Scale
             format!(
                 "    {{\"case\": {}, \"class\": {}, \"description\": {}, \"spec\": {}, \"bytes\": {}, \
                  \"time_ms\": {}, \"gbps\": {}, \"pct_copy\": {}, \"kernels\": {}, \"first_call_ms\": {}, \
-                 \"strategy\": {}, \"rel_error\": {}, \"ok\": {}, \"error\": {}}}",
+                 \"strategy\": {}, \"rel_error\": {}, \"ok\": {}, \"error\": {}, \"measured_ms\": {}, \
+                 \"choices\": {}}}",
                 json_string(&c.id()),
                 json_string(c.class.name()),
                 json_string(&c.describe()),
@@ -173,6 +197,8 @@ pub fn json(device: &str, copy_gbps: f64, args: &Args, reps: usize, scale: Scale
                 r.m.rel_error.map_or("null".into(), |e| format!("{e:e}")),
                 r.ok(),
                 r.m.error.as_deref().map_or("null".into(), json_string),
+                ms(r.m.measured_time),
+                r.m.choices.as_deref().map_or("null".into(), json_string),
             )
         })
         .collect();

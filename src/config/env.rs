@@ -76,6 +76,8 @@ pub const SETTINGS: &[Setting] = &[
         "a JIT level from 0 to 3, with u for the tuned text (e.g. 1u), or off",
     ),
     s("TILEFUSE_JIT_O", "a JIT level from 0 to 4"),
+    s("TILEFUSE_GPU_MEASURED", "on or off (1 and 0 too)"),
+    s("TILEFUSE_CHOICES", "a directory, or off"),
     // Tests, examples and tools.
     tool("TILEFUSE_PTXAS", "the path of a ptxas executable"),
     tool("TILEFUSE_REQUIRE_PTXAS", "0 or 1"),
@@ -149,7 +151,27 @@ pub(super) fn from_env() -> Config {
     j.opt_level = number("TILEFUSE_JIT_O", 0..=4, |_| true)
         .map(|v| v as u32)
         .or(j.opt_level);
+    j.measured = read("TILEFUSE_GPU_MEASURED", parse_switch).unwrap_or(j.measured);
     c
+}
+
+/// The directory of the measured codegen choices: `TILEFUSE_CHOICES`
+/// (`off` for none), else `$XDG_CACHE_HOME/tilefuse`, else
+/// `$HOME/.cache/tilefuse`; `None` when it is off or no home is known.
+pub(crate) fn choices_dir() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    if std::env::var_os("TILEFUSE_CHOICES").is_some() {
+        return read("TILEFUSE_CHOICES", |v| match v {
+            "off" | "none" => Some(None),
+            "" => None,
+            v => Some(Some(PathBuf::from(v))),
+        })
+        .flatten();
+    }
+    let home = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    home("XDG_CACHE_HOME")
+        .or_else(|| home("HOME").map(|h| h.join(".cache")))
+        .map(|d| d.join("tilefuse"))
 }
 
 /// `<level>` (0 to 3) is the quick text at that level; `<level>u` the

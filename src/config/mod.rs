@@ -50,7 +50,7 @@ mod env;
 
 pub use crate::ops::MathMode;
 pub use env::{active, active_library, unknown, Setting, SETTINGS};
-pub(crate) use env::{ptxas_path, require_ptxas};
+pub(crate) use env::{choices_dir, ptxas_path, require_ptxas};
 
 use crate::error::{Error, Result};
 use std::cell::RefCell;
@@ -315,6 +315,13 @@ pub struct JitConfig {
     /// first call does not wait for the JIT (v16). The interpreter is loaded
     /// when a device's compiler opens, unless the process default config turns it off.
     pub interpreter: bool,
+    /// A program is compiled with the codegen settings a measurement on
+    /// the device chose for it, when one did
+    /// ([`CudaCompiler::measure_choice`](crate::device::cuda::CudaCompiler::measure_choice),
+    /// kept per device in the choices directory, `TILEFUSE_CHOICES`);
+    /// `TILEFUSE_GPU_MEASURED`; on. Off compiles every program under the
+    /// config's own settings.
+    pub measured: bool,
 }
 
 impl Default for JitConfig {
@@ -323,6 +330,7 @@ impl Default for JitConfig {
             quick: Some(QuickTier::DEFAULT),
             opt_level: None,
             interpreter: true,
+            measured: true,
         }
     }
 }

@@ -24,7 +24,7 @@ mod timing;
 
 pub use super::host::run_plan as run_plan_on_host;
 #[cfg(feature = "cuda")]
-pub use cuda::{run_plan as run_plan_on_cuda, upload_count};
+pub use cuda::{measure_choices, run_plan as run_plan_on_cuda, upload_count};
 #[cfg(feature = "cuda")]
 pub use timing::{launch_times, time_launches, LaunchTime};
 

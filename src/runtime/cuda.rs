@@ -48,8 +48,8 @@
 use super::timing;
 use crate::config::{CodegenConfig, Config, JitConfig};
 use crate::device::cuda::{
-    BufferId, CompiledProgram, CudaCompiler, CudaDevice, DeviceBuffer, LaunchPlan, ScheduledLaunch, Scheduler,
-    STREAM_COUNT,
+    BufferId, CompiledProgram, CudaCompiler, CudaDevice, DeviceBuffer, LaunchPlan, MeasuredChoice, ScheduledLaunch,
+    Scheduler, STREAM_COUNT,
 };
 use crate::device::Device;
 use crate::dtype::{DType, Scalar};
@@ -422,6 +422,23 @@ fn make_prepared(compiler: &CudaCompiler, plan: &Arc<Plan>, inputs: usize, confi
         table.insert(key, prepared.clone());
     }
     Ok(prepared)
+}
+
+/// Measures the codegen candidates of every kernel of `plan` on device
+/// `ordinal` against `config` ([`CudaCompiler::measure_choice`]), one
+/// kernel at a time, and forgets the prepared runs of that device so that
+/// later runs compile under what was chosen.
+///
+/// # Errors
+/// Those of [`CudaCompiler::open`] and [`CudaCompiler::measure_choice`].
+pub fn measure_choices(plan: &Plan, ordinal: usize, config: &Config) -> Result<Vec<MeasuredChoice>> {
+    let compiler = CudaCompiler::open(ordinal)?;
+    let mut out = Vec::with_capacity(plan.kernels.len());
+    for kernel in &plan.kernels {
+        out.push(compiler.measure_choice(&kernel.program, config)?);
+    }
+    prepared_table().retain(|&(device, ..), _| device != ordinal);
+    Ok(out)
 }
 
 /// The counter buffers of `plan`, zeroed on the stream of the kernel that

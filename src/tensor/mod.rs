@@ -357,6 +357,52 @@ impl Tensor {
         )
     }
 
+    /// Measures, on their GPU, the codegen candidates of every kernel that
+    /// realizing `tensors` together ([`Tensor::realize_all`]) would launch,
+    /// and records the fastest for each
+    /// (see [`CudaCompiler::measure_choice`]): later compiles of those
+    /// programs on that device, in this process and later ones, use the
+    /// chosen settings. Nothing is realized, and the tensors' data is not
+    /// read: each kernel runs over scratch buffers of its sizes. The
+    /// realizations that follow compile their kernels again under what was
+    /// chosen (a first call never measures; only this does).
+    ///
+    /// On the CPU there is nothing to measure: an empty list.
+    ///
+    /// ```no_run
+    /// # fn main() -> tilefuse::Result<()> {
+    /// use tilefuse::{Device, Tensor};
+    /// let x = Tensor::from_slice(&vec![0.5f32; 1 << 24], &[4096, 4096]).to(Device::cuda(0)?);
+    /// let y = x.softmax(1);
+    /// for choice in Tensor::measure_choices(&[&y])? {
+    ///     println!("{}: {} ({:.2}x the default)", choice.program, choice.chosen, choice.speedup());
+    /// }
+    /// y.realize()?; // compiled under the chosen settings
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// A graph fusion cannot plan; [`Error::DeviceMismatch`] for tensors on
+    /// different devices; a kernel that fails to compile or
+    /// launch; [`Error::OutOfMemory`](crate::Error::OutOfMemory) when a
+    /// kernel's buffers do not fit; [`Error::ChoicesFile`](crate::Error::ChoicesFile)
+    /// when the choices cannot be written (they hold for this process).
+    ///
+    /// [`CudaCompiler::measure_choice`]: crate::device::cuda::CudaCompiler::measure_choice
+    #[cfg(feature = "cuda")]
+    pub fn measure_choices(tensors: &[&Tensor]) -> Result<Vec<crate::device::cuda::MeasuredChoice>> {
+        let device = Tensor::common_device("measure_choices", tensors)?;
+        let Device::Cuda(ordinal) = device else {
+            return Ok(vec![]);
+        };
+        let nodes: SmallVec<[NodeIndex; 4]> = tensors.iter().map(|t| t.node()).collect();
+        let config = crate::Config::current();
+        let options = crate::runtime::fusion_options(device, &config.fusion);
+        let plan = crate::fusion::plan(&graph::extract(&nodes), &options)?;
+        crate::runtime::measure_choices(&plan, ordinal, &config)
+    }
+
     /// Computes the value and keeps it: the node becomes data and is not
     /// recomputed, and nodes only it used are freed.
     ///
@@ -417,16 +463,23 @@ impl Tensor {
     /// As [`Tensor::realize`], and [`Error::DeviceMismatch`] for tensors on
     /// different devices.
     pub fn realize_all(tensors: &[&Tensor]) -> Result<()> {
-        let device = tensors.first().map_or(Device::Cpu, |t| t.device());
-        if let Some(other) = tensors.iter().find(|t| t.device() != device) {
-            return Err(Error::DeviceMismatch {
-                op: "realize_all",
-                lhs: device.to_string(),
-                rhs: other.device().to_string(),
-            });
-        }
+        let device = Tensor::common_device("realize_all", tensors)?;
         let nodes: SmallVec<[NodeIndex; 4]> = tensors.iter().map(|t| t.node()).collect();
         crate::runtime::realize(&nodes, device, &crate::Config::current()).map(|_| ())
+    }
+
+    /// The device of all of `tensors` (the CPU for none), or
+    /// [`Error::DeviceMismatch`] naming `op`.
+    fn common_device(op: &'static str, tensors: &[&Tensor]) -> Result<Device> {
+        let device = tensors.first().map_or(Device::Cpu, |t| t.device());
+        match tensors.iter().find(|t| t.device() != device) {
+            Some(other) => Err(Error::DeviceMismatch {
+                op,
+                lhs: device.to_string(),
+                rhs: other.device().to_string(),
+            }),
+            None => Ok(device),
+        }
     }
 
     /// The realized storage of this tensor.

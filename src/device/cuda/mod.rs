@@ -49,7 +49,10 @@ mod schedule;
 mod stream;
 mod transfer;
 
-pub use compile::{run_program, run_program_with_scalars, CompiledProgram, CudaCompiler, InterpreterLoad};
+pub use compile::choice;
+pub use compile::{
+    run_program, run_program_with_scalars, CandidateTime, CompiledProgram, CudaCompiler, InterpreterLoad, MeasuredChoice,
+};
 pub use context::{device_count, probe, probe_ordinal, CudaDevice, DeviceInfo, MIN_DRIVER_VERSION};
 pub use measure::StreamHold;
 pub use memory::{size_class, DeviceBuffer, MemoryStats};

@@ -14,11 +14,14 @@
 //! | --- | --- |
 //! | `mod.rs` | [`CudaCompiler`]: opened once per ordinal, on top of [`CudaDevice::open`] |
 //! | `program.rs` | [`CompiledProgram`]: programs compiled per device (cached per program and settings), the tiers and tuners, argument checks, initial fills, launch; [`run_program`] |
+//! | `choice.rs` | codegen settings measured per program ([`CudaCompiler::measure_choice`]), their table and file |
 //! | `interpreter.rs` | the PTX interpreter ([`crate::kernels::ptx_vm`]) loaded in the background when the compiler opens; [`CudaCompiler::wait_interpreter`] |
 
+pub mod choice;
 mod interpreter;
 mod program;
 
+pub use choice::{CandidateTime, MeasuredChoice};
 pub use interpreter::InterpreterLoad;
 pub use program::{run_program, run_program_with_scalars, CompiledProgram};
 
@@ -43,6 +46,7 @@ pub struct CudaCompiler {
     device: Arc<CudaDevice>,
     programs: program::ProgramCache,
     interpreter: interpreter::InterpreterSlot,
+    choices: choice::ChoiceTable,
 }
 
 impl std::fmt::Debug for CudaCompiler {
@@ -75,6 +79,7 @@ impl CudaCompiler {
             device,
             programs: Default::default(),
             interpreter: Default::default(),
+            choices: Default::default(),
         });
         table.insert(ordinal, compiler.clone());
         if !compiler.start_interpreter() {

@@ -435,10 +435,27 @@ impl CudaCompiler {
     /// then loads the quick tier while the tuned one compiles (see
     /// [`CompiledProgram`]).
     ///
+    /// Where a measurement chose other codegen settings for the program on
+    /// this device ([`measure_choice`](Self::measure_choice), in this
+    /// process or an earlier one) and `config` uses measured choices
+    /// ([`JitConfig::measured`]), it is compiled under those instead.
+    ///
     /// # Errors
     /// Also [`Error::InvalidConfig`] for a config field out of range.
     pub fn compile_with(&self, program: &Program, config: &Config) -> Result<Arc<CompiledProgram>> {
         config.validate()?;
+        // A measured choice for the program replaces the codegen settings.
+        if let Some(codegen) = self.choices.lookup(program, config, self.device.info()) {
+            let chosen = Config {
+                codegen,
+                jit: JitConfig {
+                    measured: false,
+                    ..config.jit
+                },
+                ..config.clone()
+            };
+            return self.compile_with(program, &chosen);
+        }
         // The table is locked only to find the program's slot; the slot is
         // held through generation and the JIT, so threads asking for the same
         // program compile it once while different programs compile at once.
