@@ -318,6 +318,7 @@ impl CudaCompiler {
                 start.record(stream)?;
                 c.launch_with_scalars(&args, &scalars, stream)?;
                 end.record(stream)?;
+                end.synchronize()?;
                 Ok((c, start.elapsed_ms(&end)? as f64))
             };
             match ready() {
@@ -343,6 +344,7 @@ impl CudaCompiler {
                 events.push((start, end));
             }
             for (k, (start, end)) in events.iter().enumerate() {
+                end.synchronize()?;
                 let ms = start.elapsed_ms(end)? as f64 / reps[k] as f64;
                 best[k] = best[k].min(ms);
             }
