@@ -289,12 +289,17 @@ fn every_dtype_computes_as_on_the_cpu() {
                 Tensor::maximum(x, y)
             };
             let mut outs = vec![larger, x.eq(y), x.cast(DType::F32).sum(&[0], false)];
+            let x2 = x.reshape(&[29, 4099 / 29]);
+            outs.extend([x2.any(&[1], false), x2.all(&[0], false), x2.all(&[1], true)]);
             if dtype != DType::Bool {
                 outs.push(x + y);
                 outs.push(x.max(&[0], true));
+                outs.push(x.masked_fill(&x.gt(y), 3));
             }
             if dtype.is_float() {
                 outs.push((x * y).tanh());
+                outs.push(x2.std(&[0], false, 1));
+                outs.push(x2.std(&[1], true, 0));
             }
             outs
         };

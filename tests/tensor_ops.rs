@@ -388,3 +388,85 @@ fn maximum_and_minimum_of_bools_are_or_and_and() {
     assert_eq!(a.maximum(&b).to_vec::<bool>().unwrap(), [true, true, true, false]);
     assert_eq!(a.minimum(&b).to_vec::<bool>().unwrap(), [true, false, false, false]);
 }
+
+#[test]
+fn std_any_all_masked_fill_and_where_scalar_match_references() {
+    // std over either axis, with either correction, every float dtype,
+    // against an f64 two-pass reference of the dtype's values.
+    let (rows, cols) = (37usize, 1001usize);
+    let raw: Vec<f64> = (0..rows * cols)
+        .map(|i| ((i * 7919) % 1013) as f64 / 97.0 - 5.0)
+        .collect();
+    for dtype in [DType::F32, DType::F16, DType::BF16, DType::F64] {
+        let x = Tensor::from_vec(raw.clone(), &[rows, cols]).cast(dtype);
+        let vals: Vec<f64> = x.cast(DType::F64).to_vec::<f64>().unwrap();
+        for (axis, correction) in [(0usize, 1usize), (1, 0), (1, 1)] {
+            let (n, m) = if axis == 0 { (rows, cols) } else { (cols, rows) };
+            let at = |j: usize, k: usize| {
+                if axis == 0 {
+                    vals[k * cols + j]
+                } else {
+                    vals[j * cols + k]
+                }
+            };
+            let s = x.std(&[axis as isize], false, correction);
+            assert_eq!(s.dtype(), dtype);
+            let got = s.cast(DType::F64).to_vec::<f64>().unwrap();
+            assert_eq!(got.len(), m);
+            let tol = match dtype {
+                DType::F64 => 1e-12,
+                DType::F32 => 1e-5,
+                _ => 1e-2,
+            };
+            for (j, g) in got.iter().enumerate() {
+                let mean = (0..n).map(|k| at(j, k)).sum::<f64>() / n as f64;
+                let ss = (0..n).map(|k| (at(j, k) - mean).powi(2)).sum::<f64>();
+                let want = (ss / (n - correction) as f64).sqrt();
+                assert!(
+                    (g - want).abs() <= tol * want,
+                    "{dtype} axis {axis}: {g} against {want}"
+                );
+            }
+        }
+    }
+    assert!(matches!(
+        Tensor::from_vec(vec![1i32, 2], &[2]).try_std(&[0], false, 1),
+        Err(tilefuse::Error::NeedsFloat { op: "std", .. })
+    ));
+
+    // any / all: nonzero is true (NaN too), empty axes give false / true.
+    let x = Tensor::from_vec(vec![0.0f32, f32::NAN, 0.0, 0.0, 1.0, -2.0], &[3, 2]);
+    assert_eq!(x.any(&[1], false).to_vec::<bool>().unwrap(), vec![true, false, true]);
+    assert_eq!(x.all(&[1], false).to_vec::<bool>().unwrap(), vec![false, false, true]);
+    assert_eq!(x.any(&[0, 1], false).to_vec::<bool>().unwrap(), vec![true]);
+    let b = Tensor::from_vec(vec![true, true, false, true], &[2, 2]);
+    assert_eq!(b.all(&[0], true).to_vec::<bool>().unwrap(), vec![false, true]);
+    assert_eq!(b.all(&[0], true).dims(), &[1, 2]);
+    let empty = Tensor::from_vec(Vec::<i64>::new(), &[2, 0]);
+    assert_eq!(empty.any(&[1], false).to_vec::<bool>().unwrap(), vec![false, false]);
+    assert_eq!(empty.all(&[1], false).to_vec::<bool>().unwrap(), vec![true, true]);
+    assert!(x.try_any(&[2], false).is_err());
+
+    // masked_fill keeps the tensor's dtype; a bad mask is an error naming the op.
+    let h = Tensor::from_vec(vec![1.5f32, 2.5, 3.5], &[3]).cast(DType::F16);
+    let m = Tensor::from_vec(vec![false, true, false], &[3]);
+    let filled = h.masked_fill(&m, 7.25);
+    assert_eq!(filled.dtype(), DType::F16);
+    assert_eq!(filled.cast(DType::F32).to_vec::<f32>().unwrap(), vec![1.5, 7.25, 3.5]);
+    let e = h.try_masked_fill(&h, 0.0).unwrap_err().to_string();
+    assert!(e.contains("masked_fill") && e.contains("bool"), "{e}");
+    let wide = Tensor::from_vec(vec![true; 6], &[2, 3]);
+    let e = h.try_masked_fill(&wide, 0.0).unwrap_err().to_string();
+    assert!(e.contains("masked_fill") && e.contains("[2, 3]"), "{e}");
+
+    // where_scalar: a scalar arm, the scalar-operand dtype rules.
+    let i = Tensor::from_vec(vec![1i32, -2, 3], &[3]);
+    let pos = i.gt(&i.scalar_like(0));
+    let w = Tensor::where_scalar(&pos, &i, 0);
+    assert_eq!((w.dtype(), w.to_vec::<i32>().unwrap()), (DType::I32, vec![1, 0, 3]));
+    let w = Tensor::where_scalar(&pos, &i, 0.5);
+    assert_eq!(
+        (w.dtype(), w.to_vec::<f32>().unwrap()),
+        (DType::F32, vec![1.0, 0.5, 3.0])
+    );
+}

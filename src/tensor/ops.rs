@@ -187,6 +187,60 @@ impl Tensor {
         Ok(a.elementwise(Op::Where, &[&cond, &a, &b], a.dtype()))
     }
 
+    /// `a` where `cond` is true, the scalar `value` elsewhere: `where_`
+    /// with a scalar operand (of `a`'s dtype, or f32 for a float value
+    /// beside an integer `a`, as for the arithmetic operators).
+    ///
+    /// ```
+    /// use tilefuse::Tensor;
+    /// let x = Tensor::from_vec(vec![-1.0f32, 2.0, -3.0], &[3]);
+    /// let y = Tensor::where_scalar(&x.gt(&x.scalar_like(0.0)), &x, 0.5f32);
+    /// assert_eq!(y.to_vec::<f32>()?, vec![0.5, 2.0, 0.5]);
+    /// # Ok::<(), tilefuse::Error>(())
+    /// ```
+    ///
+    /// # Panics
+    /// On misuse, with the message of the error [`Tensor::try_where_scalar`] returns.
+    #[track_caller]
+    pub fn where_scalar<E: Element>(cond: &Tensor, a: &Tensor, value: E) -> Tensor {
+        or_panic(Tensor::try_where_scalar(cond, a, value))
+    }
+
+    /// [`Tensor::where_scalar`], returning misuse as an `Err` instead of panicking.
+    pub fn try_where_scalar<E: Element>(cond: &Tensor, a: &Tensor, value: E) -> Result<Tensor> {
+        Tensor::try_where(cond, a, &a.scalar_like(value))
+    }
+
+    /// This tensor with `value` (cast to its dtype) where the bool `mask`
+    /// is true; `mask` broadcasts to this tensor's shape.
+    ///
+    /// ```
+    /// use tilefuse::Tensor;
+    /// let x = Tensor::from_vec(vec![1i64, 2, 3, 4], &[2, 2]);
+    /// let mask = Tensor::from_vec(vec![true, false], &[2, 1]);
+    /// assert_eq!(x.masked_fill(&mask, -1).to_vec::<i64>()?, vec![-1, -1, 3, 4]);
+    /// # Ok::<(), tilefuse::Error>(())
+    /// ```
+    ///
+    /// # Panics
+    /// On misuse, with the message of the error [`Tensor::try_masked_fill`] returns.
+    #[track_caller]
+    pub fn masked_fill<E: Element>(&self, mask: &Tensor, value: E) -> Tensor {
+        or_panic(self.try_masked_fill(mask, value))
+    }
+
+    /// [`Tensor::masked_fill`], returning misuse as an `Err` instead of
+    /// panicking: a mask that is not bool, or that does not broadcast to
+    /// this tensor's shape.
+    pub fn try_masked_fill<E: Element>(&self, mask: &Tensor, value: E) -> Result<Tensor> {
+        if mask.dtype() != DType::Bool {
+            return Err(unsupported("masked_fill", mask.dtype(), "the mask must be bool"));
+        }
+        let mask = mask.broadcast_as("masked_fill", self.shape())?;
+        let fill = Tensor::constant(self.shape().clone(), value.to_scalar(), self.dtype()).to(self.device());
+        Tensor::try_where(&mask, &fill, self)
+    }
+
     /// This tensor clamped to `[min, max]` elementwise (NaN stays NaN);
     /// the bounds are scalar operands.
     pub fn clamp<E: Element>(&self, min: E, max: E) -> Tensor {

@@ -258,5 +258,51 @@ impl Tensor {
         }
         /// The unbiased variance of all elements, as a rank-0 tensor.
         pub fn var_all / try_var_all(&self) -> Tensor { self.variance("var", &self.all_axes(), false, 1) }
+        /// The standard deviation over `axes` with Bessel's `correction` (1
+        /// is PyTorch's default, 0 the population's): the square root of
+        /// [`Tensor::var_with_correction`], computed in f32 for f16 and bf16
+        /// and rounded once; integers and bools are refused.
+        ///
+        /// ```
+        /// use tilefuse::Tensor;
+        /// let x = Tensor::from_vec(vec![1.0f32, 3.0, 5.0, 7.0], &[2, 2]);
+        /// assert_eq!(x.std(&[1], false, 1).to_vec::<f32>()?, vec![2f32.sqrt(), 2f32.sqrt()]);
+        /// assert_eq!(x.std(&[0], false, 0).to_vec::<f32>()?, vec![2.0, 2.0]);
+        /// # Ok::<(), tilefuse::Error>(())
+        /// ```
+        pub fn std / try_std(&self, axes: &[isize], keepdim: bool, correction: usize) -> Tensor {
+            let x = self.statistic_input("std")?;
+            Ok(x.variance_of("std", axes, keepdim, correction)?.try_sqrt()?.cast_to(self.dtype()))
+        }
+        /// Whether any element over `axes` is nonzero (true for bools): a
+        /// bool tensor; `false` over an empty axis.
+        ///
+        /// ```
+        /// use tilefuse::Tensor;
+        /// let x = Tensor::from_vec(vec![0i32, 0, 2, 0], &[2, 2]);
+        /// assert_eq!(x.any(&[1], false).to_vec::<bool>()?, vec![false, true]);
+        /// assert_eq!(x.all(&[0], false).to_vec::<bool>()?, vec![false, false]);
+        /// # Ok::<(), tilefuse::Error>(())
+        /// ```
+        pub fn any / try_any(&self, axes: &[isize], keepdim: bool) -> Tensor {
+            self.truth("any", axes, keepdim, ReduceOp::Sum)
+        }
+        /// Whether every element over `axes` is nonzero (true for bools): a
+        /// bool tensor; `true` over an empty axis.
+        pub fn all / try_all(&self, axes: &[isize], keepdim: bool) -> Tensor {
+            self.truth("all", axes, keepdim, ReduceOp::Prod)
+        }
+    }
+
+    /// `any` (`op` a sum of the nonzero flags) or `all` (their product)
+    /// over `axes`, as bools. A sum and product of 0/1 flags rather than a
+    /// maximum and minimum, so an empty axis gives `false` and `true`.
+    fn truth(&self, name: &'static str, axes: &[isize], keepdim: bool, op: ReduceOp) -> Result<Tensor> {
+        let zero =
+            Tensor::constant(self.shape().clone(), crate::Scalar::Int(0, DType::I32), self.dtype()).to(self.device());
+        let flags = self.try_ne(&zero)?.cast_to(DType::I32);
+        let r = flags.reduce(name, op, axes, keepdim)?;
+        let none = Tensor::constant(r.shape().clone(), crate::Scalar::Int(0, DType::I64), DType::I64).to(r.device());
+        r.try_ne(&none)
     }
 }
