@@ -295,6 +295,9 @@ fn every_dtype_computes_as_on_the_cpu() {
                 outs.push(x + y);
                 outs.push(x.max(&[0], true));
                 outs.push(x.masked_fill(&x.gt(y), 3));
+                if !dtype.is_float() {
+                    outs.push(x.one_hot(17));
+                }
             }
             if dtype.is_float() {
                 outs.push((x * y).tanh());

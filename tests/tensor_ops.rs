@@ -470,3 +470,42 @@ fn std_any_all_masked_fill_and_where_scalar_match_references() {
         (DType::F32, vec![1.0, 0.5, 3.0])
     );
 }
+
+#[test]
+fn one_hot_of_integer_labels_and_a_cross_entropy_through_it() {
+    let labels = Tensor::from_vec(vec![3i32, 0, 4, 1, 7], &[5]);
+    let h = labels.one_hot(5);
+    assert_eq!((h.dtype(), h.dims()), (DType::I64, &[5usize, 5][..]));
+    let want: Vec<i64> = [3usize, 0, 4, 1, 7]
+        .iter()
+        .flat_map(|&l| (0..5).map(move |c| (c == l) as i64))
+        .collect();
+    assert_eq!(h.to_vec::<i64>().unwrap(), want, "7 is outside [0, 5): a row of zeros");
+    let e = Tensor::from_vec(vec![0.5f32], &[1])
+        .try_one_hot(2)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("one_hot"), "{e}");
+
+    // Cross-entropy of [rows, classes] logits against the f64 reference.
+    let (rows, classes) = (6usize, 11usize);
+    let logits: Vec<f32> = (0..rows * classes)
+        .map(|i| ((i * 37) % 23) as f32 / 7.0 - 1.5)
+        .collect();
+    let ls: Vec<i64> = (0..rows as i64).map(|r| (r * 5) % classes as i64).collect();
+    let x = Tensor::from_vec(logits.clone(), &[rows, classes]);
+    let l = Tensor::from_vec(ls.clone(), &[rows]);
+    let picked = (&x * &l.one_hot(classes).cast(DType::F32)).sum(&[1], false);
+    let loss = (&x.logsumexp(&[1], false) - &picked).mean_all();
+    let want = (0..rows)
+        .map(|r| {
+            let row = &logits[r * classes..(r + 1) * classes];
+            let m = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+            let lse = m + row.iter().map(|&v| (v as f64 - m).exp()).sum::<f64>().ln();
+            lse - row[ls[r] as usize] as f64
+        })
+        .sum::<f64>()
+        / rows as f64;
+    let got = loss.to_vec::<f32>().unwrap()[0] as f64;
+    assert!((got - want).abs() <= 1e-6 * want.abs().max(1.0), "{got} against {want}");
+}

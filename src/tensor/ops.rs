@@ -187,6 +187,40 @@ impl Tensor {
         Ok(a.elementwise(Op::Where, &[&cond, &a, &b], a.dtype()))
     }
 
+    /// The one-hot encoding of an integer tensor: shape `self.dims() +
+    /// [classes]`, i64, 1 where the last index equals the element and 0
+    /// elsewhere (PyTorch's `one_hot`). Elements outside `[0, classes)` give
+    /// a row of zeros, where PyTorch raises: checking would read the data,
+    /// which a lazy op does not.
+    ///
+    /// ```
+    /// use tilefuse::Tensor;
+    /// let labels = Tensor::from_vec(vec![2i64, 0, 1], &[3]);
+    /// let h = labels.one_hot(3);
+    /// assert_eq!(h.dims(), &[3, 3]);
+    /// assert_eq!(h.to_vec::<i64>()?, vec![0, 0, 1, 1, 0, 0, 0, 1, 0]);
+    /// # Ok::<(), tilefuse::Error>(())
+    /// ```
+    ///
+    /// # Panics
+    /// On misuse, with the message of the error [`Tensor::try_one_hot`] returns.
+    #[track_caller]
+    pub fn one_hot(&self, classes: usize) -> Tensor {
+        or_panic(self.try_one_hot(classes))
+    }
+
+    /// [`Tensor::one_hot`], returning misuse as an `Err` instead of
+    /// panicking: a float or bool tensor is [`Error::UnsupportedDType`].
+    pub fn try_one_hot(&self, classes: usize) -> Result<Tensor> {
+        let d = self.dtype();
+        if d.is_float() || d == DType::Bool {
+            return Err(unsupported("one_hot", d, "the classes must be integers"));
+        }
+        let classes = Tensor::try_arange(0i64, classes as i64, 1)?.to(self.device());
+        let hit = self.cast_to(DType::I64).try_unsqueeze(-1)?.try_eq(&classes)?;
+        Ok(hit.cast_to(DType::I64))
+    }
+
     /// `a` where `cond` is true, the scalar `value` elsewhere: `where_`
     /// with a scalar operand (of `a`'s dtype, or f32 for a float value
     /// beside an integer `a`, as for the arithmetic operators).
