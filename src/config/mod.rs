@@ -317,7 +317,7 @@ pub struct JitConfig {
     pub interpreter: bool,
     /// A program is compiled with the codegen settings a measurement on
     /// the device chose for it, when one did
-    /// ([`CudaCompiler::measure_choice`](crate::device::cuda::CudaCompiler::measure_choice),
+    /// (`CudaCompiler::measure_choice` of the `cuda` feature,
     /// kept per device in the choices directory, `TILEFUSE_CHOICES`);
     /// `TILEFUSE_GPU_MEASURED`; on. Off compiles every program under the
     /// config's own settings.

@@ -360,7 +360,7 @@ impl Tensor {
     /// Measures, on their GPU, the codegen candidates of every kernel that
     /// realizing `tensors` together ([`Tensor::realize_all`]) would launch,
     /// and records the fastest for each
-    /// (see [`CudaCompiler::measure_choice`]): later compiles of those
+    /// (see `CudaCompiler::measure_choice`): later compiles of those
     /// programs on that device, in this process and later ones, use the
     /// chosen settings. Nothing is realized, and the tensors' data is not
     /// read: each kernel runs over scratch buffers of its sizes. The
@@ -384,12 +384,10 @@ impl Tensor {
     ///
     /// # Errors
     /// A graph fusion cannot plan; [`Error::DeviceMismatch`] for tensors on
-    /// different devices; a kernel that fails to compile or
-    /// launch; [`Error::OutOfMemory`](crate::Error::OutOfMemory) when a
-    /// kernel's buffers do not fit; [`Error::ChoicesFile`](crate::Error::ChoicesFile)
-    /// when the choices cannot be written (they hold for this process).
-    ///
-    /// [`CudaCompiler::measure_choice`]: crate::device::cuda::CudaCompiler::measure_choice
+    /// different devices; a kernel whose default settings fail to compile
+    /// or launch; [`Error::OutOfMemory`] when a kernel's buffers do not
+    /// fit; [`Error::ChoicesFile`] when the choices cannot be written (they
+    /// hold for this process).
     #[cfg(feature = "cuda")]
     pub fn measure_choices(tensors: &[&Tensor]) -> Result<Vec<crate::device::cuda::MeasuredChoice>> {
         let device = Tensor::common_device("measure_choices", tensors)?;
