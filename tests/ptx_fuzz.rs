@@ -164,11 +164,25 @@ fn run_on_model(program: &tilefuse::kernels::ir::Program, seed: u64) -> ModelRun
     let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
     // Inputs: bytes of a stream seeded by the program, bools 0 or 1.
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    // The ticket counters of a last point start at zero, as the runtimes
+    // keep them.
+    let counters: Vec<usize> = program
+        .body
+        .iter()
+        .filter_map(|i| match i {
+            tilefuse::kernels::ir::Inst::LastPoint { counter, .. } => Some(counter.index()),
+            _ => None,
+        })
+        .collect();
     let inputs: Vec<HostBuffer> = program
         .params
         .iter()
-        .map(|q| {
+        .enumerate()
+        .map(|(k, q)| {
             let mut h = HostBuffer::zeros(q.dtype, q.len as usize);
+            if counters.contains(&k) {
+                return h;
+            }
             for b in h.bytes_mut() {
                 x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 *b = (x >> 56) as u8 & if q.dtype == DType::Bool { 1 } else { 0xff };
@@ -372,6 +386,37 @@ fn column_reductions_run_on_the_interpreter_model_like_the_executor() {
         in_registers >= 10,
         "only {in_registers} kernels reduced columns in registers"
     );
+}
+
+/// An argmin over everything (a million and three i32, through a
+/// trailing axis of one) split across the grid as one long row: its kernel
+/// runs on the interpreter's model like the executor, the ragged last run
+/// and the first-index rule across runs included.
+#[test]
+fn arg_reductions_over_everything_split_and_run_on_the_interpreter_model_like_the_executor() {
+    use common::G;
+    use tilefuse::graph::ReduceOp;
+    use tilefuse::DType;
+    for (shape, op) in [(vec![(1usize << 20) + 3, 1], ReduceOp::ArgMin)] {
+        let mut g = G::default();
+        let x = g.data(DType::I32, &shape);
+        let r = g.reduce(op, x, &[0]);
+        let g = g.finish(&[r]);
+        let p = plan(&g, &FusionOptions::gpu()).unwrap();
+        assert!(
+            p.kernels
+                .iter()
+                .any(|k| matches!(k.strategy, tilefuse::fusion::Strategy::ColumnSplit { .. })),
+            "{op:?} of {shape:?}: {:?}",
+            p.kernels.iter().map(|k| k.strategy.to_string()).collect::<Vec<_>>()
+        );
+        for k in &p.kernels {
+            match run_on_model(&k.program, shape[0] as u64) {
+                ModelRun::Ran(n) => assert!(n > 0, "{op:?} of {shape:?}: no module ran"),
+                ModelRun::NotModelled(e) => panic!("{op:?} of {shape:?}: not modelled: {e}"),
+            }
+        }
+    }
 }
 
 /// Graphs whose kernels need large exchanges through shared memory: once a

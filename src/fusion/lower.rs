@@ -262,28 +262,32 @@ pub(crate) fn lower(
     // along their contiguous axis: the column split cuts them into runs
     // across the grid, with the rows as its outer axis over a column axis
     // of extent 1 (its loads are then one element wide, so rows that fill
-    // the device by themselves stay one point each).
-    if let [outer, row] = axes[..] {
-        let few = outer.extent < super::column_split::FEW_POINTS / 2;
-        if cx.opts.target == super::TileTarget::Gpu && few && !outer.reduced && row.reduced {
-            let mut unit = axes.clone();
-            unit.push(Axis {
-                extent: 1,
-                reduced: false,
-                tile: 1,
-            });
-            if let Some(cs) = column_split_of(cx, group, stores, &unit) {
-                let views: Vec<ViewSpec> = views
-                    .into_iter()
-                    .map(|mut v| {
-                        v.extents.push(1);
-                        v.strides.push(1);
-                        v.tile.push(1);
-                        v
-                    })
-                    .collect();
-                return column_split(cx, group, name, buffers, &accesses, &views, load_of, store_of, cs);
-            }
+    // the device by themselves stay one point each). So is one row reduced
+    // whole by an argmax or argmin (an arg reduction over everything),
+    // which the full split below does not take.
+    let few_rows = match axes[..] {
+        [outer, row] => !outer.reduced && row.reduced && outer.extent < super::column_split::FEW_POINTS / 2,
+        [row] => row.reduced && group.nodes.iter().any(|&n| is_arg_reduce(&cx.g.nodes[n].op)),
+        _ => false,
+    };
+    if cx.opts.target == super::TileTarget::Gpu && few_rows {
+        let mut unit = axes.clone();
+        unit.push(Axis {
+            extent: 1,
+            reduced: false,
+            tile: 1,
+        });
+        if let Some(cs) = column_split_of(cx, group, stores, &unit) {
+            let views: Vec<ViewSpec> = views
+                .into_iter()
+                .map(|mut v| {
+                    v.extents.push(1);
+                    v.strides.push(1);
+                    v.tile.push(1);
+                    v
+                })
+                .collect();
+            return column_split(cx, group, name, buffers, &accesses, &views, load_of, store_of, cs);
         }
     }
     let split = split_of(cx, group, stores, &axes);

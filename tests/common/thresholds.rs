@@ -23,6 +23,7 @@
 //! | … at least four partial tiles of rows (4096 elements a tile; 2048 for arg reductions, 1024 for 8-byte ones) | `column_split.rs`, `PARTIAL_TILE` | rows |
 //! | … and a million elements | `column_split.rs`, `MIN_ELEMENTS` | rows |
 //! | fewer long rows than 132 are split across the grid | `lower.rs`, `FEW_POINTS / 2` | rows |
+//! | an argmax or argmin over everything is split as one long row (the column split's million elements) | `lower.rs` | elements |
 //! | a full reduction of at least four tiles is split (last point, or atomic when not deterministic) | `lower.rs`, `MIN_SPLIT_TILES` | elements |
 //!
 //! The index dtype of an arg reduction (i32 while the axis fits it) changes
@@ -308,6 +309,15 @@ pub fn pairs(seed: u64) -> Vec<Pair> {
             gpu,
             stat_case(stat, dtype, &[131, 16384], 1),
             stat_case(stat, dtype, &[132, 16384], 1),
+        );
+        // An argmax or argmin over everything: split across the grid as
+        // one long row from a million elements.
+        let stat = rng.pick(&[Stat::ArgMax, Stat::ArgMin]);
+        pair(
+            "arg reduction over everything",
+            gpu,
+            stat_case(stat, dtype, &[MILLION - 1], 0),
+            stat_case(stat, dtype, &[MILLION], 0),
         );
         // A full reduction of three or four tiles (4096 elements each).
         let stat = draw_stat(&mut rng, dtype, |s| !s.is_arg() && s != Stat::Var);
