@@ -509,3 +509,40 @@ fn one_hot_of_integer_labels_and_a_cross_entropy_through_it() {
     let got = loss.to_vec::<f32>().unwrap()[0] as f64;
     assert!((got - want).abs() <= 1e-6 * want.abs().max(1.0), "{got} against {want}");
 }
+
+#[test]
+fn split_and_chunk_are_views_that_cover_the_axis() {
+    let x = Tensor::from_vec((0..24).map(|i| i as f32).collect::<Vec<_>>(), &[2, 3, 4]);
+    let parts = x.split(&[1, 0, 3], -1);
+    assert_eq!(parts.len(), 3);
+    assert_eq!(parts[0].to_vec::<f32>().unwrap(), vec![0.0, 4.0, 8.0, 12.0, 16.0, 20.0]);
+    assert_eq!(parts[1].dims(), &[2, 3, 0]);
+    assert_eq!(parts[2].dims(), &[2, 3, 3]);
+    // A consumer of a piece reads it where it lies: the sum over a split.
+    let s = parts[2].sum(&[2], false);
+    assert_eq!(s.to_vec::<f32>().unwrap(), vec![6.0, 18.0, 30.0, 42.0, 54.0, 66.0]);
+    let c = x.chunk(2, 1);
+    assert_eq!(
+        c.iter().map(|t| t.dims().to_vec()).collect::<Vec<_>>(),
+        vec![vec![2, 2, 4], vec![2, 1, 4]]
+    );
+    assert_eq!(
+        c[1].to_vec::<f32>().unwrap(),
+        vec![8.0, 9.0, 10.0, 11.0, 20.0, 21.0, 22.0, 23.0]
+    );
+    assert_eq!(
+        x.chunk(10, 0).len(),
+        2,
+        "fewer chunks than asked where the axis is short"
+    );
+    let e = x.try_split(&[1, 1], 2).unwrap_err().to_string();
+    assert!(
+        e.contains("split") && e.contains("[2, 3, 4]") && e.contains("add up"),
+        "{e}"
+    );
+    let e = x.try_chunk(0, 0).unwrap_err().to_string();
+    assert!(e.contains("chunk"), "{e}");
+    assert!(x.try_split(&[2], 3).is_err());
+    let empty = Tensor::from_vec(Vec::<f32>::new(), &[0, 2]);
+    assert_eq!(empty.chunk(3, 0).len(), 1);
+}

@@ -6,7 +6,7 @@
 //! result is always stored row-major, whatever views produced it.
 
 use super::ops::shape_error;
-use super::{fallible, Tensor};
+use super::{fallible, or_panic, Tensor};
 use crate::error::{dims, Error, Result};
 use crate::graph::{Axes, Op};
 use crate::shape::Shape;
@@ -180,5 +180,92 @@ impl Tensor {
             shape.insert(ax, 1);
             self.try_reshape(Shape::try_new("unsqueeze", &shape)?.dims())
         }
+    }
+}
+
+impl Tensor {
+    /// This tensor cut along `axis` into consecutive views of the lengths
+    /// `sizes`, which must add up to the axis's length (PyTorch's `split`
+    /// with a list of sizes). Views: nothing is copied, and a consumer of a
+    /// piece reads it where it lies.
+    ///
+    /// ```
+    /// use tilefuse::Tensor;
+    /// let x = Tensor::from_vec((0..10).collect::<Vec<i64>>(), &[2, 5]);
+    /// let parts = x.split(&[2, 3], 1);
+    /// assert_eq!(parts[0].to_vec::<i64>()?, vec![0, 1, 5, 6]);
+    /// assert_eq!(parts[1].dims(), &[2, 3]);
+    /// # Ok::<(), tilefuse::Error>(())
+    /// ```
+    ///
+    /// # Panics
+    /// On misuse, with the message of the error [`Tensor::try_split`] returns.
+    #[track_caller]
+    pub fn split(&self, sizes: &[usize], axis: isize) -> Vec<Tensor> {
+        or_panic(self.try_split(sizes, axis))
+    }
+
+    /// [`Tensor::split`], returning misuse as an `Err` instead of
+    /// panicking: [`Error::AxisOutOfRange`] for a bad axis and
+    /// [`Error::InvalidShape`] when the sizes do not add up to its length.
+    pub fn try_split(&self, sizes: &[usize], axis: isize) -> Result<Vec<Tensor>> {
+        let ax = self.shape().axis("split", axis)?;
+        let len = self.dims()[ax];
+        let total = sizes.iter().try_fold(0usize, |a, &s| a.checked_add(s));
+        if total != Some(len) {
+            let mut arg: Vec<isize> = sizes.iter().map(|&s| signed(s)).collect();
+            arg.push(axis);
+            let reason = format!("the sizes must add up to the length {len} of axis {ax}");
+            return Err(invalid("split", self.shape(), arg, reason));
+        }
+        let mut start = 0;
+        sizes
+            .iter()
+            .map(|&s| {
+                let piece = self.try_narrow(ax as isize, start, s)?;
+                start += s;
+                Ok(piece)
+            })
+            .collect()
+    }
+
+    /// This tensor cut along `axis` into at most `n` consecutive views of
+    /// `ceil(len / n)` indices each, the last one shorter where `n` does
+    /// not divide the length, and fewer than `n` where the length is
+    /// smaller (PyTorch's `chunk`); an empty axis gives one empty view.
+    ///
+    /// ```
+    /// use tilefuse::Tensor;
+    /// let x = Tensor::from_vec((0..7).collect::<Vec<i32>>(), &[7]);
+    /// let dims: Vec<usize> = x.chunk(3, 0).iter().map(|c| c.dims()[0]).collect();
+    /// assert_eq!(dims, vec![3, 3, 1]);
+    /// ```
+    ///
+    /// # Panics
+    /// On misuse, with the message of the error [`Tensor::try_chunk`] returns.
+    #[track_caller]
+    pub fn chunk(&self, n: usize, axis: isize) -> Vec<Tensor> {
+        or_panic(self.try_chunk(n, axis))
+    }
+
+    /// [`Tensor::chunk`], returning misuse as an `Err` instead of
+    /// panicking: [`Error::AxisOutOfRange`] for a bad axis and
+    /// [`Error::InvalidShape`] for `n` of zero.
+    pub fn try_chunk(&self, n: usize, axis: isize) -> Result<Vec<Tensor>> {
+        let ax = self.shape().axis("chunk", axis)?;
+        if n == 0 {
+            let reason = "needs at least one chunk".to_string();
+            return Err(invalid("chunk", self.shape(), vec![0, axis], reason));
+        }
+        let len = self.dims()[ax];
+        if len == 0 {
+            return Ok(vec![self.clone()]);
+        }
+        let size = len.div_ceil(n);
+        let mut sizes = vec![size; len / size];
+        if len % size != 0 {
+            sizes.push(len % size);
+        }
+        self.try_split(&sizes, ax as isize).map_err(|e| e.with_op("chunk"))
     }
 }
