@@ -546,3 +546,43 @@ fn split_and_chunk_are_views_that_cover_the_axis() {
     let empty = Tensor::from_vec(Vec::<f32>::new(), &[0, 2]);
     assert_eq!(empty.chunk(3, 0).len(), 1);
 }
+
+#[test]
+fn compound_assignment_rebinds_and_keeps_shape_and_dtype() {
+    let mut a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    let old = a.clone();
+    a += &Tensor::from_vec(vec![10.0f32, 20.0, 30.0], &[3]);
+    a -= 1;
+    a *= Tensor::from_vec(vec![2.0f32, 3.0], &[2, 1]);
+    a /= 2.0;
+    assert_eq!(a.to_vec::<f32>().unwrap(), vec![10.0, 21.0, 32.0, 19.5, 36.0, 52.5]);
+    assert_eq!(old.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    // The dtype stays: an f16 tensor plus f32 values is rounded back to f16.
+    let mut h = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).cast(DType::F16);
+    h += &Tensor::from_vec(vec![0.25f32, 0.5], &[2]);
+    assert_eq!(h.dtype(), DType::F16);
+    assert_eq!(h.cast(DType::F32).to_vec::<f32>().unwrap(), vec![1.25, 2.5]);
+    let mut i = Tensor::from_vec(vec![7i32, 9], &[2]);
+    i += 3;
+    assert_eq!((i.dtype(), i.to_vec::<i32>().unwrap()), (DType::I32, vec![10, 12]));
+    // A float result into an integer tensor, or a broadcast that grows the
+    // tensor, panics with the operator and the shapes or dtypes.
+    let grow = std::panic::catch_unwind(|| {
+        let mut v = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]);
+        v += &Tensor::zeros(&[2, 3], DType::F32);
+    });
+    let msg = grow.unwrap_err().downcast::<String>().unwrap();
+    assert!(
+        msg.contains("+=") && msg.contains("[3]") && msg.contains("[2, 3]"),
+        "{msg}"
+    );
+    let truncate = std::panic::catch_unwind(|| {
+        let mut v = Tensor::from_vec(vec![1i32, 2], &[2]);
+        v *= 0.5;
+    });
+    let msg = truncate.unwrap_err().downcast::<String>().unwrap();
+    assert!(
+        msg.contains("*=") && msg.contains("i32") && msg.contains("f32"),
+        "{msg}"
+    );
+}

@@ -89,6 +89,29 @@ pub(crate) use fallible;
 /// form, naming the op and the shape, and panics with that message from
 /// the panicking form. Host memory that runs out while a tensor is made,
 /// realized or read is [`Error::HostOutOfMemory`], not an abort.
+///
+/// The arithmetic operators take tensors (owned or borrowed) and Rust
+/// scalars; `a += &b` (and `-=`, `*=`, `/=`) records `a + b` and rebinds
+/// `a` to it, keeping `a`'s shape and dtype as PyTorch's in-place ops do
+/// (a float result into an integer tensor, or a broadcast that grows `a`,
+/// panics; the `try_` methods return those as errors). Other handles of the
+/// old `a` keep their value.
+///
+/// ```
+/// use tilefuse::{DType, Tensor};
+/// let mut acc = Tensor::zeros(&[3], DType::F32);
+/// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]);
+/// let before = acc.clone();
+/// acc += &x;
+/// acc *= 2.0;
+/// assert_eq!(acc.to_vec::<f32>()?, vec![2.0, 4.0, 6.0]);
+/// assert_eq!(before.to_vec::<f32>()?, vec![0.0, 0.0, 0.0]);
+/// # Ok::<(), tilefuse::Error>(())
+/// ```
+///
+/// A float literal makes an f64 constant where no tensor gives it a
+/// dtype: `Tensor::full(&[3], 0.5)` is f64 (write `0.5f32` for f32),
+/// while `&x * 0.5` takes `x`'s dtype.
 #[derive(Clone)]
 pub struct Tensor(Arc<Handle>);
 
@@ -204,6 +227,16 @@ impl Tensor {
     }
 
     /// A tensor of `shape` with every element `value`, of `value`'s dtype.
+    /// An unsuffixed float literal is an `f64` in Rust, so
+    /// `Tensor::full(&[3], 0.5)` is an f64 tensor, which promotes the f32
+    /// tensors it meets to f64; write `0.5f32` (or use [`Tensor::scalar_like`]
+    /// or `&x * 0.5`, which take `x`'s dtype).
+    ///
+    /// ```
+    /// use tilefuse::{DType, Tensor};
+    /// assert_eq!(Tensor::full(&[3], 0.5).dtype(), DType::F64);
+    /// assert_eq!(Tensor::full(&[3], 0.5f32).dtype(), DType::F32);
+    /// ```
     ///
     /// # Panics
     /// On misuse, with the message of the error [`Tensor::try_full`] returns.

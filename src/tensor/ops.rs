@@ -435,6 +435,62 @@ binary_operator!(BitAnd, bitand, bitand; left: bool);
 binary_operator!(BitOr, bitor, bitor; left: bool);
 binary_operator!(BitXor, bitxor, bitxor; left: bool);
 
+/// Implements a compound assignment operator (`+=` ...) for tensors and
+/// Rust scalars on the right: `a op= b` records `a op b` and rebinds `a` to
+/// it (other handles of the old `a` keep their value), as
+/// [`Tensor::assign_result`] checks.
+macro_rules! assign_operator {
+    ($trait:ident, $method:ident, $func:ident, $name:literal) => {
+        impl ops::$trait<&Tensor> for Tensor {
+            #[track_caller]
+            fn $method(&mut self, rhs: &Tensor) {
+                let r = Tensor::$func(self, rhs);
+                *self = or_panic(self.assign_result($name, r));
+            }
+        }
+        impl ops::$trait<Tensor> for Tensor {
+            #[track_caller]
+            fn $method(&mut self, rhs: Tensor) {
+                let r = Tensor::$func(self, &rhs);
+                *self = or_panic(self.assign_result($name, r));
+            }
+        }
+        impl<S: Element> ops::$trait<S> for Tensor {
+            #[track_caller]
+            fn $method(&mut self, rhs: S) {
+                let r = Tensor::$func(self, &self.scalar_like(rhs));
+                *self = or_panic(self.assign_result($name, r));
+            }
+        }
+    };
+}
+
+assign_operator!(AddAssign, add_assign, add, "+=");
+assign_operator!(SubAssign, sub_assign, sub, "-=");
+assign_operator!(MulAssign, mul_assign, mul, "*=");
+assign_operator!(DivAssign, div_assign, div, "/=");
+
+impl Tensor {
+    /// `result` of `self op= rhs` as the new `self`: it must keep this
+    /// tensor's shape (a broadcast may not grow it), and is cast back to
+    /// this tensor's dtype, except that a float result is not truncated
+    /// into an integer or bool tensor ([`Error::DTypeMismatch`]): PyTorch's
+    /// in-place rules.
+    fn assign_result(&self, op: &'static str, result: Tensor) -> Result<Tensor> {
+        if result.dims() != self.dims() {
+            return Err(shape_error(op, self.shape(), result.dims()));
+        }
+        if result.dtype().is_float() && !self.dtype().is_float() {
+            return Err(Error::DTypeMismatch {
+                op,
+                lhs: self.dtype(),
+                rhs: result.dtype(),
+            });
+        }
+        Ok(result.cast_to(self.dtype()))
+    }
+}
+
 /// Implements a unary operator trait for owned and borrowed tensors.
 macro_rules! unary_operator {
     ($trait:ident, $method:ident, $func:ident) => {
