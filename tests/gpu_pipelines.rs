@@ -87,7 +87,7 @@ fn part_4x3() -> Vec<bool> {
 fn reference_examples_through_the_tensor_api() {
     let _g = gpu();
     // Iota and deep copy: a new value built from a tile leaves the tile as it was.
-    let x = Tensor::arange(0i32, 4, 1).reshape(&[2, 2]).to(GPU);
+    let x = Tensor::arange(0i32, 4, 1).reshape([2, 2]).to(GPU);
     let y = &x + 10i32;
     assert_eq!(y.to_vec::<i32>().unwrap(), [10, 11, 12, 13]);
     assert_eq!(x.to_vec::<i32>().unwrap(), [0, 1, 2, 3]);
@@ -289,7 +289,7 @@ fn every_dtype_computes_as_on_the_cpu() {
                 Tensor::maximum(x, y)
             };
             let mut outs = vec![larger, x.eq(y), x.cast(DType::F32).sum(&[0], false)];
-            let x2 = x.narrow(0, 0, 29 * 141).reshape(&[29, 141]);
+            let x2 = x.narrow(0, 0, 29 * 141).reshape([29, 141]);
             outs.extend([x2.any(&[1], false), x2.all(&[0], false), x2.all(&[1], true)]);
             if dtype != DType::Bool {
                 outs.push(x + y);

@@ -35,7 +35,7 @@ fn constants_fold_into_constants() {
     let sub = c.subgraph();
     assert_eq!(sub.nodes.len(), 1);
     assert_eq!(sub.nodes[0].op, Op::Full(Scalar::Float(7.0, DType::F32)));
-    let wide = Tensor::full(&[3], 1i32).broadcast_to(&[2, 3]).reshape(&[6]);
+    let wide = Tensor::full(&[3], 1i32).broadcast_to(&[2, 3]).reshape([6]);
     assert_eq!(wide.subgraph_len(), 1);
     assert_eq!(wide.subgraph().nodes[0].op, Op::Full(Scalar::Int(1, DType::I32)));
 }
@@ -126,7 +126,7 @@ fn views_have_the_expected_shapes() {
     assert_eq!(x.unsqueeze(-1).dims(), &[2, 3, 4, 1]);
     assert_eq!(x.unsqueeze(0).squeeze(0).node(), x.node());
     assert_eq!(
-        x.reshape(&[6, 4]).reshape(&[24]).subgraph_len(),
+        x.reshape([6, 4]).reshape([24]).subgraph_len(),
         x.flatten().subgraph_len()
     );
     assert_eq!(x.contiguous().node(), x.node());

@@ -97,7 +97,7 @@ fn reads_and_copies_that_do_not_fit_in_host_memory_are_errors() {
     assert_eq!((&small + 1.0f32).to_vec::<f32>().unwrap(), [2.0, 3.0, 4.0]);
     let x = Tensor::from_vec(vec![1.5f32; 1 << 24], &[1 << 24]);
     let y = x.exp();
-    let flat = x.reshape(&[1 << 12, 1 << 12]);
+    let flat = x.reshape([1 << 12, 1 << 12]);
     {
         let _restore = Restore(set_data_limit(data_in_use() + (16 << 20)));
         check_out_of_memory(x.to_vec::<f32>(), "to_vec");

@@ -61,14 +61,14 @@ fn axis_out_of_range_is_an_error_for_every_axis_op() {
 #[test]
 #[should_panic(expected = "reshape: 6 elements cannot be viewed as 8 (shape [2, 3], argument [2, 4])")]
 fn reshape_that_changes_the_element_count_panics() {
-    let _ = f32s(&[2, 3]).reshape(&[2, 4]);
+    let _ = f32s(&[2, 3]).reshape([2, 4]);
 }
 
 #[test]
 fn invalid_view_arguments_are_errors() {
     let x = f32s(&[2, 3]);
     check_err(
-        x.try_reshape(&[7]),
+        x.try_reshape([7]),
         "reshape: 6 elements cannot be viewed as 7 (shape [2, 3], argument [7])",
     );
     check_err(
@@ -347,7 +347,7 @@ fn panic_location(f: impl FnOnce() + std::panic::UnwindSafe) -> (String, u32) {
 #[test]
 fn panics_point_at_the_callers_line() {
     let x = f32s(&[2, 3]);
-    let (file, line) = panic_location(|| drop(x.reshape(&[5])));
+    let (file, line) = panic_location(|| drop(x.reshape([5])));
     assert_eq!((file.as_str(), line), (file!(), line!() - 1));
     let (file, line) = panic_location(|| drop(&x + &f32s(&[4])));
     assert_eq!((file.as_str(), line), (file!(), line!() - 1));
@@ -439,7 +439,7 @@ fn ops_that_make_a_shape_too_large_are_errors() {
         too_large("broadcast_to", "")
     );
     assert_eq!(err_of(tall.try_expand(&[1 << 40, 1 << 40])), too_large("expand", ""));
-    assert_eq!(err_of(x.try_reshape(&[1 << 40, 1 << 40])), too_large("reshape", ""));
+    assert_eq!(err_of(x.try_reshape([1usize << 40, 1 << 40])), too_large("reshape", ""));
     // Bounds past isize::MAX are out of range, not wrapped.
     check_err(
         x.try_narrow(0, 1 << 62, 1),
@@ -479,7 +479,7 @@ fn ranks_above_max_rank_are_refused_at_the_op() {
     assert_eq!(err_of(Tensor::try_randn(&seven, DType::F32, 0)), msg("randn", ones7, 7));
     let six = f32s(&[1, 2, 1, 3, 1, 2]);
     assert_eq!(
-        err_of(six.try_reshape(&[1, 1, 2, 1, 3, 1, 2])),
+        err_of(six.try_reshape([1, 1, 2, 1, 3, 1, 2])),
         msg("reshape", "[1, 1, 2, 1, 3, 1, 2]", 7)
     );
     assert_eq!(
@@ -497,7 +497,7 @@ fn ranks_above_max_rank_are_refused_at_the_op() {
     // No rank-8 operand can be made, so a rank-8 broadcast-add is refused
     // where its operand would be, never at realize.
     assert!(Tensor::try_zeros(&eight, DType::F32).is_err());
-    assert!(f32s(&[2]).try_reshape(&[1, 1, 1, 1, 1, 1, 1, 2]).is_err());
+    assert!(f32s(&[2]).try_reshape([1, 1, 1, 1, 1, 1, 1, 2]).is_err());
 }
 
 #[test]

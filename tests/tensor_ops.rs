@@ -139,7 +139,7 @@ fn broadcasting_over_size_one_axes_ranks_and_scalars() {
     let s = &col + &row;
     assert_eq!(s.dims(), &[2, 3]);
     close(&s, &[11.0, 21.0, 31.0, 12.0, 22.0, 32.0]);
-    let cube = Tensor::arange(0.0f32, 8.0, 1.0).reshape(&[2, 2, 2]);
+    let cube = Tensor::arange(0.0f32, 8.0, 1.0).reshape([2, 2, 2]);
     close(
         &(&cube * &t(&[1.0, -1.0], &[2])),
         &[0.0, -1.0, 2.0, -3.0, 4.0, -5.0, 6.0, -7.0],
@@ -153,7 +153,7 @@ fn broadcasting_over_size_one_axes_ranks_and_scalars() {
 
 #[test]
 fn reductions_over_axes_and_all() {
-    let x = Tensor::arange(1.0f32, 7.0, 1.0).reshape(&[2, 3]);
+    let x = Tensor::arange(1.0f32, 7.0, 1.0).reshape([2, 3]);
     close(&x.sum(&[1], true), &[6.0, 15.0]);
     assert_eq!(x.sum(&[1], true).dims(), &[2, 1]);
     close(&x.sum(&[0], false), &[5.0, 7.0, 9.0]);
@@ -247,9 +247,9 @@ fn every_dtype_round_trips_and_casts() {
 
 #[test]
 fn views_on_non_contiguous_layouts() {
-    let x = Tensor::arange(0i32, 24, 1).reshape(&[2, 3, 4]);
+    let x = Tensor::arange(0i32, 24, 1).reshape([2, 3, 4]);
     // Permute to [4, 2, 3], take rows 1 and 3 of axis 0, then flatten.
-    let y = x.permute(&[2, 0, 1]).slice(0, 1, 4, 2).reshape(&[2, 6]);
+    let y = x.permute(&[2, 0, 1]).slice(0, 1, 4, 2).reshape([2, 6]);
     let want: Vec<i32> = [1, 3]
         .iter()
         .flat_map(|&k| (0..2).flat_map(move |i| (0..3).map(move |j| i * 12 + j * 4 + k)))
@@ -378,7 +378,7 @@ fn creation_and_results() {
     assert_eq!(s.to_scalar::<f32>().unwrap(), 9.0);
     let bytes = s.with_bytes(|b| b.to_vec()).unwrap();
     assert_eq!(bytes, 9.0f32.to_ne_bytes());
-    assert_eq!(s.reshape(&[1, 1]).with_slice(|v: &[f32]| v[0]).unwrap(), 9.0);
+    assert_eq!(s.reshape([1, 1]).with_slice(|v: &[f32]| v[0]).unwrap(), 9.0);
 }
 
 #[test]
@@ -584,5 +584,34 @@ fn compound_assignment_rebinds_and_keeps_shape_and_dtype() {
     assert!(
         msg.contains("*=") && msg.contains("i32") && msg.contains("f32"),
         "{msg}"
+    );
+}
+
+#[test]
+fn reshape_infers_one_extent_from_minus_one() {
+    let x = Tensor::from_vec((0..24).collect::<Vec<i64>>(), &[2, 3, 4]);
+    assert_eq!(x.reshape([-1]).dims(), &[24]);
+    assert_eq!(x.reshape([4, -1]).dims(), &[4, 6]);
+    assert_eq!(x.reshape(vec![2isize, -1, 2]).dims(), &[2, 6, 2]);
+    assert_eq!(
+        x.reshape([3usize, 8]).to_vec::<i64>().unwrap(),
+        (0..24).collect::<Vec<_>>()
+    );
+    let empty = Tensor::from_vec(Vec::<f32>::new(), &[0, 5]);
+    assert_eq!(empty.reshape([-1, 5]).dims(), &[0, 5]);
+    for (bad, what) in [
+        (vec![-1isize, -1], "one of them may be -1"),
+        (vec![5, -1], "whole -1"),
+        (vec![-2, 12], "at least 0"),
+    ] {
+        let e = x.try_reshape(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains("reshape") && e.contains("[2, 3, 4]") && e.contains(what),
+            "{bad:?}: {e}"
+        );
+    }
+    assert!(
+        empty.try_reshape([0, -1]).is_err(),
+        "0 elements do not determine a -1 beside a 0"
     );
 }

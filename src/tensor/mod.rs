@@ -46,6 +46,8 @@ mod random;
 mod reduce;
 mod view;
 
+pub use view::ReshapeShape;
+
 use crate::device::Device;
 use crate::dtype::{DType, Element, Scalar};
 use crate::error::{dims, Error, Result};

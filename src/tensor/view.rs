@@ -26,6 +26,93 @@ fn arg(xs: &[usize]) -> Vec<isize> {
     xs.iter().map(|&x| signed(x)).collect()
 }
 
+/// The shape argument of [`Tensor::reshape`]: extents, or signed extents
+/// of which one may be `-1` (inferred from the element count).
+pub trait ReshapeShape {
+    /// The extents for a reshape of `x`, and the argument as written (for
+    /// messages); [`Error::InvalidShape`] for a negative extent other than
+    /// one `-1`, or a `-1` the element count does not determine.
+    fn resolve(&self, x: &Tensor) -> Result<(Vec<usize>, Vec<isize>)>;
+}
+
+/// Resolves signed extents against `x`'s element count.
+fn resolve_signed(x: &Tensor, given: Vec<isize>) -> Result<(Vec<usize>, Vec<isize>)> {
+    let bad = |reason: String| Err(invalid("reshape", x.shape(), given.clone(), reason));
+    let inferred: Vec<usize> = (0..given.len()).filter(|&k| given[k] == -1).collect();
+    if given.iter().any(|&d| d < -1) || inferred.len() > 1 {
+        return bad("extents are at least 0, and one of them may be -1".into());
+    }
+    let known = given
+        .iter()
+        .filter(|&&d| d >= 0)
+        .try_fold(1usize, |p, &d| p.checked_mul(d as usize));
+    let mut out: Vec<usize> = given.iter().map(|&d| d.max(0) as usize).collect();
+    if let [k] = inferred[..] {
+        match known {
+            Some(p) if p > 0 && x.numel() % p == 0 => out[k] = x.numel() / p,
+            _ => {
+                let reason = format!("{} elements cannot fill the other extents with a whole -1", x.numel());
+                return bad(reason);
+            }
+        }
+    }
+    Ok((out, given))
+}
+
+impl ReshapeShape for [usize] {
+    fn resolve(&self, _: &Tensor) -> Result<(Vec<usize>, Vec<isize>)> {
+        Ok((self.to_vec(), arg(self)))
+    }
+}
+
+impl ReshapeShape for [isize] {
+    fn resolve(&self, x: &Tensor) -> Result<(Vec<usize>, Vec<isize>)> {
+        resolve_signed(x, self.to_vec())
+    }
+}
+
+impl ReshapeShape for [i32] {
+    fn resolve(&self, x: &Tensor) -> Result<(Vec<usize>, Vec<isize>)> {
+        resolve_signed(x, self.iter().map(|&d| d as isize).collect())
+    }
+}
+
+impl<const N: usize> ReshapeShape for [usize; N] {
+    fn resolve(&self, x: &Tensor) -> Result<(Vec<usize>, Vec<isize>)> {
+        self[..].resolve(x)
+    }
+}
+
+impl<const N: usize> ReshapeShape for [isize; N] {
+    fn resolve(&self, x: &Tensor) -> Result<(Vec<usize>, Vec<isize>)> {
+        self[..].resolve(x)
+    }
+}
+
+impl<const N: usize> ReshapeShape for [i32; N] {
+    fn resolve(&self, x: &Tensor) -> Result<(Vec<usize>, Vec<isize>)> {
+        self[..].resolve(x)
+    }
+}
+
+impl ReshapeShape for Vec<usize> {
+    fn resolve(&self, x: &Tensor) -> Result<(Vec<usize>, Vec<isize>)> {
+        self[..].resolve(x)
+    }
+}
+
+impl ReshapeShape for Vec<isize> {
+    fn resolve(&self, x: &Tensor) -> Result<(Vec<usize>, Vec<isize>)> {
+        self[..].resolve(x)
+    }
+}
+
+impl<T: ReshapeShape + ?Sized> ReshapeShape for &T {
+    fn resolve(&self, x: &Tensor) -> Result<(Vec<usize>, Vec<isize>)> {
+        (**self).resolve(x)
+    }
+}
+
 /// An extent or index as an `isize`, saturating: anything above
 /// `isize::MAX` is out of range for every axis anyway.
 fn signed(x: usize) -> isize {
@@ -90,18 +177,30 @@ impl Tensor {
     }
 
     fallible! {
-        /// The same elements in row-major order, in `shape` (same element count).
-        pub fn reshape / try_reshape(&self, shape: &[usize]) -> Tensor {
-            let new = Shape::try_new("reshape", shape)?;
+        /// The same elements in row-major order, in `shape` (same element
+        /// count). `shape` is a slice, array or `Vec` of `usize`, or of
+        /// `isize`/`i32` where one extent may be `-1`, inferred from the
+        /// element count as PyTorch infers it.
+        ///
+        /// ```
+        /// use tilefuse::Tensor;
+        /// let x = Tensor::from_vec((0..12).collect::<Vec<i32>>(), &[3, 4]);
+        /// assert_eq!(x.reshape(&[2, -1, 3]).dims(), &[2, 2, 3]);
+        /// assert_eq!(x.reshape(&[6usize, 2]).dims(), &[6, 2]);
+        /// assert!(x.try_reshape(&[-1, -1]).is_err());
+        /// ```
+        pub fn reshape / try_reshape(&self, shape: impl ReshapeShape) -> Tensor {
+            let (shape, given) = shape.resolve(self)?;
+            let new = Shape::try_new("reshape", &shape)?;
             if new.numel() != self.numel() {
                 let reason = format!("{} elements cannot be viewed as {}", self.numel(), new.numel());
-                return Err(invalid("reshape", self.shape(), arg(shape), reason));
+                return Err(invalid("reshape", self.shape(), given, reason));
             }
             Ok(if new == *self.shape() { self.clone() } else { self.view(Op::Reshape, new) })
         }
         /// All elements as a rank-1 tensor.
         pub fn flatten / try_flatten(&self) -> Tensor {
-            self.try_reshape(&[self.numel()])
+            self.try_reshape([self.numel()])
         }
         /// Axis `i` of the result is axis `perm[i]` of this tensor.
         pub fn permute / try_permute(&self, perm: &[usize]) -> Tensor {

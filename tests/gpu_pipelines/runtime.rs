@@ -239,7 +239,7 @@ fn running_out_of_memory_is_an_error_and_the_next_realize_works() {
     // Twice the device's memory of f32.
     let n = total / 2;
     let x = Tensor::from_vec(vec![1.0f32; 1 << 10], &[1 << 10]).to(GPU);
-    let huge = x.reshape(&[1, 1 << 10]).expand(&[n / (1 << 10), 1 << 10]).exp();
+    let huge = x.reshape([1, 1 << 10]).expand(&[n / (1 << 10), 1 << 10]).exp();
     match huge.realize() {
         Err(Error::OutOfMemory { bytes, .. }) => println!("out of memory as expected, allocating {bytes} bytes"),
         other => panic!("expected OutOfMemory, got {other:?}"),
