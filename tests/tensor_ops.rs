@@ -615,3 +615,55 @@ fn reshape_infers_one_extent_from_minus_one() {
         "0 elements do not determine a -1 beside a 0"
     );
 }
+
+#[test]
+fn display_prints_values_like_pytorch_with_shape_dtype_and_device() {
+    let s = |t: &Tensor| t.to_string();
+    assert_eq!(
+        s(&Tensor::from_vec(vec![1i64, -20, 3], &[3])),
+        "tensor([  1, -20,   3], shape=[3], dtype=i64, device=cpu)"
+    );
+    assert_eq!(
+        s(&Tensor::from_vec(vec![1.0f32, 2.0, 30.0, 4.0], &[2, 2])),
+        "tensor([[ 1.,  2.],\n        [30.,  4.]], shape=[2, 2], dtype=f32, device=cpu)"
+    );
+    assert_eq!(
+        s(&Tensor::from_vec(vec![true, false], &[2])),
+        "tensor([ true, false], shape=[2], dtype=bool, device=cpu)"
+    );
+    assert_eq!(
+        s(&Tensor::full(&[], 0.5f32)),
+        "tensor(0.5000, shape=[], dtype=f32, device=cpu)"
+    );
+    assert_eq!(
+        s(&Tensor::from_vec(vec![f32::NAN, f32::INFINITY, 1.5], &[3]).cast(DType::BF16)),
+        "tensor([   nan,    inf, 1.5000], shape=[3], dtype=bf16, device=cpu)"
+    );
+    assert_eq!(
+        s(&Tensor::from_vec(vec![1e-6f64, 1.0], &[2])),
+        "tensor([1.0000e-6,  1.0000e0], shape=[2], dtype=f64, device=cpu)"
+    );
+    assert_eq!(
+        s(&Tensor::from_vec(Vec::<f32>::new(), &[0, 3])),
+        "tensor([], shape=[0, 3], dtype=f32, device=cpu)"
+    );
+    // Rank 3: a blank line between the blocks.
+    let x = Tensor::from_vec((0..8).collect::<Vec<i32>>(), &[2, 2, 2]);
+    assert_eq!(
+        s(&x),
+        "tensor([[[0, 1],\n         [2, 3]],\n\n        [[4, 5],\n         [6, 7]]], shape=[2, 2, 2], dtype=i32, device=cpu)"
+    );
+    // More than 1000 elements: three at each end of every long axis.
+    let big = Tensor::from_vec((0..40 * 50).collect::<Vec<i64>>(), &[40, 50]).to_string();
+    let rows: Vec<&str> = big.lines().collect();
+    assert_eq!(rows.len(), 7, "{big}");
+    assert!(
+        rows[0].starts_with("tensor([[   0,    1,    2, ...,   47,   48,   49],"),
+        "{big}"
+    );
+    assert_eq!(rows[3].trim(), "...,");
+    assert!(
+        rows[6].ends_with("1997, 1998, 1999]], shape=[40, 50], dtype=i64, device=cpu)"),
+        "{big}"
+    );
+}

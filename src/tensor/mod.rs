@@ -42,6 +42,7 @@
 
 mod compose;
 mod ops;
+mod print;
 mod random;
 mod reduce;
 mod view;
