@@ -10,6 +10,8 @@
 
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use tilefuse::config::Config;
 use tilefuse::device::cuda::choice::{candidates, choice_key, choices_file_name, MARGIN};
 use tilefuse::device::cuda::CudaCompiler;
@@ -82,15 +84,7 @@ fn measured_choices_are_recorded_used_and_right() {
     let xs: Vec<f32> = (0..rows * cols)
         .map(|i| (i * 7919 % 2003) as f32 / 500.0 - 2.0)
         .collect();
-    let want: Vec<f64> = xs
-        .chunks(cols)
-        .flat_map(|row| {
-            let m = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
-            let e: Vec<f64> = row.iter().map(|&v| (v as f64 - m).exp()).collect();
-            let s: f64 = e.iter().sum();
-            e.into_iter().map(move |v| v / s)
-        })
-        .collect();
+    let want = common::softmax_rows_f64(&xs, cols);
     let x = Tensor::from_vec(xs, &[rows, cols]).to(Device::Cuda(0));
     let y = x.softmax(1);
     let choices = Tensor::measure_choices(&[&y]).unwrap();

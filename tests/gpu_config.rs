@@ -7,6 +7,8 @@
 
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use tilefuse::config::Config;
 use tilefuse::device::cuda::CudaCompiler;
 use tilefuse::{Device, Tensor};
@@ -19,16 +21,7 @@ fn two_configs_compile_two_modules_and_both_are_right() {
     let xs: Vec<f32> = (0..rows * cols)
         .map(|i| ((i * 7919 % 2003) as f32 / 1001.0 - 1.0) * 3.0)
         .collect();
-    // softmax over rows, in f64.
-    let want: Vec<f64> = xs
-        .chunks(cols)
-        .flat_map(|row| {
-            let m = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
-            let e: Vec<f64> = row.iter().map(|&v| (v as f64 - m).exp()).collect();
-            let s: f64 = e.iter().sum();
-            e.into_iter().map(move |v| v / s)
-        })
-        .collect();
+    let want = common::softmax_rows_f64(&xs, cols);
     let x = Tensor::from_vec(xs, &[rows, cols]).to(Device::Cuda(0));
     x.realize().unwrap();
 

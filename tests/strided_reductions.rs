@@ -8,7 +8,7 @@
 mod common;
 
 use common::ptx_check::{spilling, summary, Modules};
-use common::G;
+use common::{Lcg, G};
 use tilefuse::fusion::{explain, plan, FusionOptions, Strategy};
 use tilefuse::graph::{ReduceOp, Subgraph};
 use tilefuse::kernels::ptx_gen::ptxas::ptxas_for_tests;
@@ -308,27 +308,6 @@ fn a_strided_reduction_with_few_kept_tiles_takes_narrower_ones_to_fill_the_gpu()
     assert!(!k.program.to_string().contains("last_point"));
     let want = tilefuse::graph::reference::evaluate(&g).unwrap();
     common::compare(&run(&g, &opts)[0], &want[0]).unwrap();
-}
-
-/// A small deterministic generator for the threshold cases below.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len() as u64) as usize]
-    }
 }
 
 #[test]

@@ -15,6 +15,40 @@ use tilefuse::{DType, Scalar, Shape};
 pub mod fuzzgen;
 pub mod thresholds;
 
+/// A small deterministic generator (a 64-bit LCG, its high bits) for
+/// drawing test cases.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len() as u64) as usize]
+    }
+}
+
+/// The softmax of each row of `cols` values of `xs`, in f64.
+pub fn softmax_rows_f64(xs: &[f32], cols: usize) -> Vec<f64> {
+    xs.chunks(cols)
+        .flat_map(|row| {
+            let m = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+            let e: Vec<f64> = row.iter().map(|&v| (v as f64 - m).exp()).collect();
+            let s: f64 = e.iter().sum();
+            e.into_iter().map(move |v| v / s)
+        })
+        .collect()
+}
+
 /// The snapshot directory, `tests/snapshots` under `CARGO_MANIFEST_DIR`, or
 /// `None` after printing a line that `test` is skipped when it does not
 /// exist (the test binary runs on a machine without the sources).

@@ -29,7 +29,7 @@
 //! The index dtype of an arg reduction (i32 while the axis fits it) changes
 //! only past 2^31 elements an axis, beyond what a test can allocate.
 
-use super::G;
+use super::{Lcg, G};
 use std::collections::BTreeMap;
 use tilefuse::fusion::{plan, FusionOptions, Plan, Strategy};
 use tilefuse::graph::{reference, BinaryOp, ReduceOp, Subgraph, UnaryOp};
@@ -61,23 +61,6 @@ const DTYPES: [DType; 5] = [DType::F32, DType::F16, DType::BF16, DType::F64, DTy
 
 /// The elements the column split needs (`MIN_ELEMENTS`).
 const MILLION: usize = 1 << 20;
-
-/// A small deterministic generator.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
-}
 
 /// A `dtype` input of `shape` holding small integers in [-8, 8) (exact in
 /// every dtype; maxima are tied many times over, so arg reductions must

@@ -149,6 +149,7 @@ pub fn choices_file_name(info: &DeviceInfo) -> String {
 
 /// The lines of a choices file that parse, and how many did not.
 fn parse(text: &str) -> (HashMap<u64, String>, usize) {
+    let labels: Vec<&str> = candidates(&CodegenConfig::default()).iter().map(|(l, _)| *l).collect();
     let mut chosen = HashMap::new();
     let mut bad = 0;
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
@@ -156,7 +157,7 @@ fn parse(text: &str) -> (HashMap<u64, String>, usize) {
             .split_once(' ')
             .and_then(|(key, label)| Some((u64::from_str_radix(key, 16).ok()?, label.trim())));
         match parsed {
-            Some((key, label)) if candidates(&CodegenConfig::default()).iter().any(|(l, _)| *l == label) => {
+            Some((key, label)) if labels.contains(&label) => {
                 chosen.insert(key, label.to_string());
             }
             _ => bad += 1,
@@ -242,8 +243,9 @@ impl ChoiceTable {
 }
 
 /// A buffer for parameter `dtype[len]` of a measured program: read-only
-/// ones hold a pattern (1.0 in f32 words, 1.0 in each bf16 half), the
-/// others start at zero (ticket counters must).
+/// ones hold a pattern of finite values (`0x3f80` in every 16-bit half:
+/// 1.0 as bf16, about 1.004 as f32), the others start at zero (ticket
+/// counters must).
 fn argument(compiler: &CudaCompiler, dtype: DType, len: u64, access: Access) -> Result<DeviceBuffer> {
     let device = compiler.device();
     let stream = device.stream(0);
