@@ -450,3 +450,51 @@ fn kernels_with_a_staged_tile_and_a_large_exchange_fit_static_shared_memory() {
         "the seed no longer makes a large exchange ({widest} bytes): the test checks nothing"
     );
 }
+
+/// Elementwise kernels over odd widths, odd element counts and slices one
+/// element in, in u8, i32 and i64 (`x * 2 + b`, `b` along either axis or
+/// of `x`'s shape): aligned atoms of a masked axis whose extent is no
+/// multiple of the atom move as vectors with a scalar edge, unaligned ones
+/// as coalesced single elements; each kernel runs on the interpreter's
+/// model like the executor, and some take the edge path.
+#[test]
+fn elementwise_odd_widths_and_counts_run_on_the_interpreter_model_like_the_executor() {
+    use common::G;
+    use tilefuse::DType;
+    let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
+    let (mut ran, mut edges) = (0, 0);
+    for (rows, width) in [(37, 25), (9, 61), (5, 2049), (3, 2817), (1001, 3), (17, 1000)] {
+        for dtype in [DType::U8, DType::I32, DType::I64] {
+            for (along, offset) in [(0, false), (1, true), (2, false), (2, true)] {
+                let mut g = G::default();
+                let x = if offset {
+                    let x = g.data(dtype, &[rows, width + 1]);
+                    g.slice(x, 1, 1, 1, width)
+                } else {
+                    g.data(dtype, &[rows, width])
+                };
+                let b = match along {
+                    0 => g.data(dtype, &[width]),
+                    1 => g.data(dtype, &[rows, 1]),
+                    _ => g.data(dtype, &[rows, width]),
+                };
+                let two = g.scalar(2.0, x);
+                let y = g.mul(x, two);
+                let y = g.add(y, b);
+                let g = g.finish(&[y]);
+                for k in &plan(&g, &FusionOptions::gpu()).unwrap().kernels {
+                    let module = tilefuse::kernels::ptx_gen::generate(&k.program, &target).unwrap();
+                    edges += module.mapping.contains("scalar at the edge") as usize;
+                    match run_on_model(&k.program, (rows * width) as u64) {
+                        ModelRun::Ran(n) => ran += n,
+                        ModelRun::NotModelled(e) => {
+                            panic!("{dtype}[{rows}, {width}] (b along {along}, offset {offset}): not modelled: {e}")
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(ran >= 100, "only {ran} modules ran");
+    assert!(edges >= 10, "only {edges} kernels moved vectors with a scalar edge");
+}

@@ -81,8 +81,13 @@ pub(crate) fn coalesce_in(
 
 /// Tile lengths for `axes` (extents and reduced flags set): a row kernel
 /// takes its reduced axes whole; the rest share `budget` elements, innermost
-/// axes first, in powers of two.
+/// axes first, in powers of two, except the innermost axis of an
+/// elementwise kernel of rows (no reduced axis, more than one axis), which
+/// is cut evenly ([`even_tile`]) so that odd widths are not padded to a
+/// power of two in every row. (One axis is one row: its padding is one
+/// tile's, and it keeps the widest atoms.)
 pub(crate) fn choose_tiles(axes: &mut [Axis], budget: u64, whole_rows: bool) {
+    let elementwise = axes.len() > 1 && !axes.iter().any(|a| a.reduced);
     let mut left = budget.max(1);
     if whole_rows {
         for a in axes.iter_mut().filter(|a| a.reduced) {
@@ -96,6 +101,9 @@ pub(crate) fn choose_tiles(axes: &mut [Axis], budget: u64, whole_rows: bool) {
             continue;
         }
         let mut t = pow2(a.extent).min(pow2_floor(left));
+        if elementwise && k == last {
+            t = even_tile(a.extent, t);
+        }
         if whole_rows && k == last {
             // Whole rows over strided reduced axes still read whole lines:
             // at least a 32-wide piece of the innermost (kept) axis
@@ -105,6 +113,27 @@ pub(crate) fn choose_tiles(axes: &mut [Axis], budget: u64, whole_rows: bool) {
         a.tile = t as u32;
         left = (left / t).max(1);
     }
+}
+
+/// The tile of an elementwise kernel's innermost axis of `extent`, where
+/// `cap` (a power of two) is the tile the budget leaves: `cap` itself
+/// when it pads the axis by at most an eighth, else the extent when it fits
+/// (a width of 25 takes tiles of 25, not of 32 with 7 idle slots a row),
+/// else the extent cut into as few equal pieces as `cap` allows, each
+/// rounded up to a multiple of 16 elements, so that a piece keeps the
+/// 16-byte atoms of every dtype and only the last one is ragged (2816
+/// takes two tiles of 1408, not 2048 and a quarter-full one).
+pub(crate) fn even_tile(extent: u64, cap: u64) -> u64 {
+    const ATOM: u64 = 16;
+    let padded = extent.div_ceil(cap.max(1)) * cap;
+    if (padded - extent) * 8 <= extent || cap < ATOM {
+        return cap;
+    }
+    if extent <= cap {
+        return extent;
+    }
+    let pieces = extent.div_ceil(cap);
+    extent.div_ceil(pieces).next_multiple_of(ATOM).min(cap)
 }
 
 /// The narrowest piece of a kept innermost axis a row kernel takes, and
@@ -178,5 +207,36 @@ mod tests {
         assert_eq!((axes[0].tile, axes[1].tile), (2, 4096));
         choose_tiles(&mut axes, 2048, false);
         assert_eq!((axes[0].tile, axes[1].tile), (1, 2048));
+    }
+
+    #[test]
+    fn elementwise_rows_are_cut_evenly_and_not_padded() {
+        let axis = |extent| Axis {
+            extent,
+            reduced: false,
+            tile: 1,
+        };
+        let mut axes = [axis(1000), axis(25)];
+        choose_tiles(&mut axes, 2048, false);
+        assert_eq!((axes[0].tile, axes[1].tile), (64, 25));
+        let mut axes = [axis(1000), axis(2816)];
+        choose_tiles(&mut axes, 2048, false);
+        assert_eq!((axes[0].tile, axes[1].tile), (1, 1408));
+        // One axis keeps its power of two.
+        let mut axes = [axis(1000)];
+        choose_tiles(&mut axes, 2048, false);
+        assert_eq!(axes[0].tile, 1024);
+        // Every piece but the last is whole, in multiples of 16, and no
+        // more pieces are cut than `cap` needs.
+        for extent in [1u64, 7, 16, 2047, 2048, 2049, 2816, 4095, 10_001, 237_597_379] {
+            let cap = extent.next_power_of_two().min(2048);
+            let t = even_tile(extent, cap);
+            assert!(t <= cap && (t == cap || t == extent || t % 16 == 0), "{extent}: {t}");
+            assert_eq!(extent.div_ceil(t), extent.div_ceil(cap), "{extent}: {t}");
+        }
+        // Little padding keeps the power of two.
+        assert_eq!(even_tile(60, 64), 64);
+        assert_eq!(even_tile(237_597_379, 2048), 2048);
+        assert_eq!(even_tile(100, 8), 8);
     }
 }

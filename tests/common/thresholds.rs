@@ -363,16 +363,18 @@ pub fn sweeps(seed: u64) -> Vec<Case> {
         let rows = ((1 << 18) / cols).max(3);
         out.push(stat_case(stat, dtype, &[rows, cols], 0));
     }
-    // Elementwise: `relu(x * 2 + b)` over odd and even widths, `b` along
-    // either axis, `x` sometimes a slice one element in (unaligned) or a
-    // transposed view, the result sometimes cast to another dtype.
+    // Elementwise: `relu(x * 2 + b)` over odd and even widths (rows past
+    // a tile cut evenly among them), `b` along either axis or of `x`'s
+    // shape (one axis of an odd element count when both extents are odd),
+    // `x` sometimes a slice one element in (unaligned) or a transposed
+    // view, the result sometimes cast to another dtype.
     for width in [
-        1usize, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 255, 257,
+        1usize, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 255, 257, 2049, 2817,
     ] {
         let dtype = rng.pick(&DTYPES[..4]);
-        let rows = ((1 << 17) / width).max(2);
+        let rows = ((1 << 17) / width).max(2) | 1;
         let view = rng.pick(&["plain", "offset", "transposed"]);
-        let along = rng.pick(&[0usize, 1]);
+        let along = rng.pick(&[0usize, 1, 2]);
         let to = rng.pick(&[None, Some(DType::F32), Some(DType::BF16), Some(DType::F16)]);
         let mut g = G::default();
         let x = match view {
@@ -386,7 +388,11 @@ pub fn sweeps(seed: u64) -> Vec<Case> {
             }
             _ => input(&mut g, dtype, &[rows, width], 1, false),
         };
-        let b_shape = if along == 0 { vec![width] } else { vec![rows, 1] };
+        let b_shape = match along {
+            0 => vec![width],
+            1 => vec![rows, 1],
+            _ => vec![rows, width],
+        };
         let b = input(&mut g, dtype, &b_shape, 2, false);
         let two = g.scalar(2.0, x);
         let y = g.mul(x, two);

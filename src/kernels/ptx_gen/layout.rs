@@ -103,10 +103,37 @@ pub(super) fn elementwise_only(body: &[Inst]) -> bool {
     })
 }
 
+/// The largest atom (in elements, a power of two, at most 16) at which
+/// every contiguous view of `program` (innermost stride 1, more than one
+/// element wide) is aligned: its offset and outer strides are multiples of
+/// it. Atoms wider than a view's alignment make its accesses scalar, and
+/// a thread's scalar accesses `A` elements apart touch `A` times the lines
+/// a warp instruction needs; atoms this wide keep every access coalesced
+/// (a row stride of 2817 gives atoms of one element, each warp instruction
+/// then reading consecutive elements).
+pub(super) fn aligned_atom(program: &Program) -> u32 {
+    let mut atom = 16u64;
+    for v in &program.views {
+        let (Some((&inner, outer)), Some(&width)) = (v.strides.split_last(), v.extents.last()) else {
+            continue;
+        };
+        if inner != 1 || width < 2 {
+            continue;
+        }
+        let outer = outer.iter().zip(&v.extents).filter(|(_, &e)| e > 1).map(|(&s, _)| s.unsigned_abs());
+        for x in outer.chain([v.offset]) {
+            if x != 0 {
+                atom = atom.min(1 << x.trailing_zeros().min(4));
+            }
+        }
+    }
+    atom as u32
+}
+
 /// Chooses the block for a program: the atom from its narrowest memory
 /// dtype, and the threads from its largest tile so that every thread has at
-/// least one atom (up to `most` threads, preferring a count that divides the
-/// atoms evenly), doubled up to 1024 while a thread would hold more than 32
+/// least one atom (up to `most` threads, preferring a count of at least 64
+/// that divides the atoms evenly), doubled up to 1024 while a thread would hold more than 32
 /// elements. `atom_cap` caps the atom below the 16-byte one (a power of
 /// two; 16 or more leaves it uncapped).
 pub(super) fn choose_block(program: &Program, most: u32, atom_cap: u32) -> BlockShape {
@@ -128,7 +155,16 @@ pub(super) fn choose_block(program: &Program, most: u32, atom_cap: u32) -> Block
         .into_iter()
         .filter(|&t| t <= most && t <= atoms.max(32))
         .collect();
-    let mut threads = fitting.iter().copied().find(|t| atoms % t == 0).unwrap_or(fitting[0]);
+    // A count that divides the atoms, unless it would be a block narrower
+    // than 64 threads (or `most`): 32-thread blocks of a [32, 31] tile
+    // would leave an SM half its threads (at most 32 blocks are resident);
+    // a partial last repeat costs less.
+    let floor = most.min(64);
+    let mut threads = fitting
+        .iter()
+        .copied()
+        .find(|&t| atoms % t == 0 && (t >= floor || t == atoms.max(32)))
+        .unwrap_or(fitting[0]);
     while threads < 1024 && layout(BlockShape { threads, max_atom }, &largest).slots() > 32 {
         threads *= 2;
     }
@@ -157,6 +193,8 @@ mod tests {
         };
         let l = layout(block, &[5, 6]);
         assert_eq!((l.numel, l.atom, l.repeats, l.partial), (30, 2, 1, true));
+        let l = layout(block, &[64, 25]);
+        assert_eq!((l.numel, l.atom, l.repeats, l.partial), (1600, 1, 50, false));
         let l = layout(block, &[]);
         assert_eq!((l.numel, l.atom, l.repeats, l.partial), (1, 1, 1, true));
     }

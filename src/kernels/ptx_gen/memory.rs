@@ -37,6 +37,34 @@ struct Site {
     offset: String,
 }
 
+/// How the atoms of one access move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Moves {
+    /// As vectors: the atoms are aligned and each is wholly in or out of
+    /// bounds.
+    Vector,
+    /// As vectors where an atom is wholly in bounds, element by element
+    /// where it is not: aligned atoms of a masked view whose innermost
+    /// extent is no multiple of the atom (odd widths, odd element counts).
+    /// A branch on the atom's last element picks the path, so only the
+    /// threads at an edge take the scalar one.
+    Peeled,
+    /// Element by element: alignment is not proven.
+    Scalar,
+}
+
+/// Which elements of an atom a mask checks along the innermost axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Each element on its own.
+    Each,
+    /// The first element, for the whole atom (atoms wholly in or out).
+    First,
+    /// The last element, for the whole atom: true only where every element
+    /// is in bounds.
+    Last,
+}
+
 /// Elements per memory instruction for an atom of `atom` elements of `esize` bytes.
 fn chunk_elems(esize: u32, atom: u32) -> u32 {
     if esize == 1 {
@@ -117,17 +145,20 @@ impl Emitter<'_> {
         Ok(Site { base, offset })
     }
 
-    /// Whether atoms of `atom` elements of view `v` may move as vectors.
-    fn vector_ok(&self, v: &View, atom: u32, masked: bool) -> bool {
+    /// How atoms of `atom` elements of view `v` move (see [`Moves`]).
+    fn moves(&self, v: &View, atom: u32, masked: bool) -> Moves {
         let Some((&inner, outer)) = v.strides.split_last() else {
-            return false;
+            return Moves::Scalar;
         };
         let a = atom as i64;
-        atom > 1
-            && inner == 1
-            && v.offset % atom as u64 == 0
-            && outer.iter().all(|s| s % a == 0)
-            && (!masked || v.extents.last().is_some_and(|e| e % atom as u64 == 0))
+        let aligned = atom > 1 && inner == 1 && v.offset % atom as u64 == 0 && outer.iter().all(|s| s % a == 0);
+        if !aligned {
+            Moves::Scalar
+        } else if masked && v.extents.last().is_some_and(|e| e % atom as u64 != 0) {
+            Moves::Peeled
+        } else {
+            Moves::Vector
+        }
     }
 
     /// The address of repeat `r`'s first element (a `u64` register).
@@ -189,9 +220,9 @@ impl Emitter<'_> {
     }
 
     /// One predicate per atom element of repeat `r`: the slot is in the
-    /// tile and, if `masked`, the element in the view's extents. With
-    /// `whole_atom`, the innermost check is made once for the atom.
-    fn masks(&mut self, v: &View, site: &Site, r: u32, masked: bool, whole_atom: bool) -> Vec<Option<String>> {
+    /// tile and, if `masked`, the element in the view's extents, checked
+    /// along the innermost axis as `check` says.
+    fn masks(&mut self, v: &View, site: &Site, r: u32, masked: bool, check: Check) -> Vec<Option<String>> {
         let l = self.layout(&v.tile);
         let mut common = self.slot_valid(&v.tile, r);
         let (_, cs) = self.coords(&v.tile, r);
@@ -205,12 +236,17 @@ impl Emitter<'_> {
             let g = self.reg(Class::B64);
             self.ins(format!("cvt.u64.u32 {g}, {c}"));
             self.ins(format!("add.u64 {g}, {g}, {}", site.base[k]));
-            if k + 1 == rank && !whole_atom {
+            if k + 1 == rank && check == Check::Each {
                 last_g = Some(g);
                 continue;
             }
             let p = self.reg(Class::Pred);
-            self.ins(format!("setp.lt.u64 {p}, {g}, {e}"));
+            if k + 1 == rank && check == Check::Last {
+                let bound = e as i64 - (l.atom as i64 - 1);
+                self.ins(format!("setp.lt.s64 {p}, {g}, {bound}"));
+            } else {
+                self.ins(format!("setp.lt.u64 {p}, {g}, {e}"));
+            }
             common = self.and(common, p);
         }
         (0..l.atom)
@@ -287,9 +323,9 @@ impl Emitter<'_> {
             _ => "ld.global",
         };
         let l = self.layout(&v.tile);
-        let vector = self.vector_ok(v, l.atom, masked);
+        let moves = self.moves(v, l.atom, masked);
         let esize = d.size_in_bytes() as u32;
-        let ce = if vector { chunk_elems(esize, l.atom) } else { 1 };
+        let ce = if moves == Moves::Scalar { 1 } else { chunk_elems(esize, l.atom) };
         let site = self.site(v, index)?;
         let stride = *v.strides.last().unwrap_or(&0);
         let mut regs = Vec::with_capacity(l.slots());
@@ -322,7 +358,8 @@ impl Emitter<'_> {
             let kind = format!("{copy} 16 B, then ld.shared{}{}", vec_suffix(ce), mem_type(d));
             self.note_mapping("load (staged)", view, &kind);
         } else if staged_from.is_none() {
-            self.note_mapping("load", view, &format!("{op}{}{}", vec_suffix(ce), mem_type(d)));
+            let edge = if moves == Moves::Peeled { ", scalar at the edge" } else { "" };
+            self.note_mapping("load", view, &format!("{op}{}{}{edge}", vec_suffix(ce), mem_type(d)));
         }
         if stage_here || staged_from.is_some() {
             let name = match staged_from {
@@ -425,21 +462,58 @@ impl Emitter<'_> {
                 Some((base, shifts)) => (base.clone(), shifts[r as usize]),
                 None => (self.address(view, &site, r)?, 0),
             };
-            let masks = self.masks(v, &site, r, masked, vector);
-            for c in 0..l.atom / ce {
-                let dsts: Vec<String> = (0..ce).map(|_| self.reg(Class::of(d))).collect();
-                let byte = shift + (c * ce) as i64 * stride * esize as i64;
-                let at = at(&addr, byte);
-                let at = match &policy {
+            // The address of the atom's element `a`, with the cache policy.
+            let at_element = |a: u32| {
+                let at = at(&addr, shift + a as i64 * stride * esize as i64);
+                match &policy {
                     Some(policy) => format!("{at}, {policy}"),
                     None => at,
-                };
-                self.load_chunk(op, d, &masks[(c * ce) as usize], &at, &dsts, pad.as_deref());
-                regs.extend(dsts);
+                }
+            };
+            let dsts: Vec<String> = (0..l.atom).map(|_| self.reg(Class::of(d))).collect();
+            let check = if moves == Moves::Vector { Check::First } else { Check::Each };
+            let edge = self.peel(moves, v, &site, r, masked)?;
+            let masks = match edge {
+                Some(_) => vec![None; l.atom as usize],
+                None => self.masks(v, &site, r, masked, check),
+            };
+            for c in 0..l.atom / ce {
+                let (first, chunk) = ((c * ce) as usize, ce as usize);
+                let at = at_element(c * ce);
+                self.load_chunk(op, d, &masks[first], &at, &dsts[first..first + chunk], pad.as_deref());
             }
+            if let Some((edge, done)) = edge {
+                // The edge: each element on its own.
+                self.ins(format!("bra {done}"));
+                self.place_label(&edge);
+                let each = self.masks(v, &site, r, masked, Check::Each);
+                for a in 0..l.atom {
+                    let at = at_element(a);
+                    let one = std::slice::from_ref(&dsts[a as usize]);
+                    self.load_chunk(op, d, &each[a as usize], &at, one, pad.as_deref());
+                }
+                self.place_label(&done);
+            }
+            regs.extend(dsts);
         }
         self.vals.insert(dst, regs);
         Ok(())
+    }
+
+    /// For a [`Moves::Peeled`] access of repeat `r`: a branch to an edge
+    /// label unless the whole atom is in bounds, and the labels of the edge
+    /// and of the end (`None` for any other access, or where the atom is
+    /// always in bounds). The vector accesses follow the branch unguarded.
+    fn peel(&mut self, moves: Moves, v: &View, site: &Site, r: u32, masked: bool) -> Result<Option<(String, String)>> {
+        if moves != Moves::Peeled {
+            return Ok(None);
+        }
+        let Some(whole) = self.masks(v, site, r, masked, Check::Last).swap_remove(0) else {
+            return Ok(None);
+        };
+        let (edge, done) = (self.label(), self.label());
+        self.ins(format!("@!{whole} bra {edge}"));
+        Ok(Some((edge, done)))
     }
 
     /// One memory instruction loading `dsts.len()` consecutive elements.
@@ -496,10 +570,11 @@ impl Emitter<'_> {
         let d = self.prog.params[v.param.index()].dtype;
         let regs = self.val(src)?;
         let l = self.layout(&v.tile);
-        let vector = self.vector_ok(v, l.atom, masked);
+        let moves = self.moves(v, l.atom, masked);
         let esize = d.size_in_bytes() as u32;
-        let ce = if vector { chunk_elems(esize, l.atom) } else { 1 };
-        self.note_mapping("store", view, &format!("st.global{}{}", vec_suffix(ce), mem_type(d)));
+        let ce = if moves == Moves::Scalar { 1 } else { chunk_elems(esize, l.atom) };
+        let edge = if moves == Moves::Peeled { ", scalar at the edge" } else { "" };
+        self.note_mapping("store", view, &format!("st.global{}{}{edge}", vec_suffix(ce), mem_type(d)));
         let site = self.site(v, index)?;
         let stride = *v.strides.last().unwrap_or(&0);
         let bases = self.repeat_bases(view, v, &site, esize)?;
@@ -508,13 +583,26 @@ impl Emitter<'_> {
                 Some((base, shifts)) => (base.clone(), shifts[r as usize]),
                 None => (self.address(view, &site, r)?, 0),
             };
-            let masks = self.masks(v, &site, r, masked, vector);
+            let at_element = |a: u32| at(&addr, shift + a as i64 * stride * esize as i64);
+            let srcs = &regs[(r * l.atom) as usize..((r + 1) * l.atom) as usize];
+            let check = if moves == Moves::Vector { Check::First } else { Check::Each };
+            let edge = self.peel(moves, v, &site, r, masked)?;
+            let masks = match edge {
+                Some(_) => vec![None; l.atom as usize],
+                None => self.masks(v, &site, r, masked, check),
+            };
             for c in 0..l.atom / ce {
-                let first = (r * l.atom + c * ce) as usize;
-                let srcs = &regs[first..first + ce as usize];
-                let byte = shift + (c * ce) as i64 * stride * esize as i64;
-                let at = at(&addr, byte);
-                self.store_chunk(d, &masks[(c * ce) as usize], &at, srcs);
+                let (first, chunk) = ((c * ce) as usize, ce as usize);
+                self.store_chunk(d, &masks[first], &at_element(c * ce), &srcs[first..first + chunk]);
+            }
+            if let Some((edge, done)) = edge {
+                self.ins(format!("bra {done}"));
+                self.place_label(&edge);
+                let each = self.masks(v, &site, r, masked, Check::Each);
+                for a in 0..l.atom as usize {
+                    self.store_chunk(d, &each[a], &at_element(a as u32), &srcs[a..a + 1]);
+                }
+                self.place_label(&done);
             }
         }
         Ok(())
@@ -567,7 +655,7 @@ impl Emitter<'_> {
         let site = self.site(v, index)?;
         let mut regs = Vec::with_capacity(l.slots());
         for r in 0..l.repeats {
-            for m in self.masks(v, &site, r, true, false) {
+            for m in self.masks(v, &site, r, true, Check::Each) {
                 let p = self.reg(Class::Pred);
                 match m {
                     Some(m) => self.ins(format!("mov.pred {p}, {m}")),
@@ -678,7 +766,7 @@ impl Emitter<'_> {
         let site = self.site(v, index)?;
         for r in 0..l.repeats {
             let addr = self.address(view, &site, r)?;
-            let masks = self.masks(v, &site, r, masked, false);
+            let masks = self.masks(v, &site, r, masked, Check::Each);
             for a in 0..l.atom {
                 let val = regs[(r * l.atom + a) as usize].clone();
                 let at = format!("[{addr}+{}]", a as i64 * stride * esize);
