@@ -41,6 +41,8 @@
 //! allocates (a constructor of data, a realization, a read).
 
 mod compose;
+#[cfg(feature = "ndarray")]
+mod ndarray;
 mod ops;
 mod print;
 mod random;
