@@ -667,3 +667,68 @@ fn display_prints_values_like_pytorch_with_shape_dtype_and_device() {
         "{big}"
     );
 }
+
+#[test]
+fn max_and_min_with_indices_match_the_reference() {
+    // f32 values with ties and a NaN, over each axis of [3, 4].
+    let data = [2.0, 7.0, 7.0, -1.0, f32::NAN, 0.5, 3.0, 0.5, -4.0, -4.0, 9.0, 1.0];
+    let x = t(&data, &[3, 4]);
+    for axis in [0usize, 1] {
+        let (outer, inner) = if axis == 1 { (3, 4) } else { (4, 3) };
+        let at = |o: usize, i: usize| {
+            if axis == 1 {
+                data[o * 4 + i] as f64
+            } else {
+                data[i * 4 + o] as f64
+            }
+        };
+        for max in [true, false] {
+            let (v, i) = if max {
+                x.max_with_indices(axis as isize, false)
+            } else {
+                x.min_with_indices(axis as isize, false)
+            };
+            Tensor::realize_all(&[&v, &i]).unwrap();
+            let (vs, is) = (f32s(&v), i.to_vec::<i64>().unwrap());
+            for o in 0..outer {
+                // The f64 reference: the first extreme, NaN counting as it.
+                let mut best = 0;
+                for k in 1..inner {
+                    let (a, b) = (at(o, k), at(o, best));
+                    let better = if b.is_nan() {
+                        false
+                    } else if a.is_nan() {
+                        true
+                    } else if max {
+                        a > b
+                    } else {
+                        a < b
+                    };
+                    if better {
+                        best = k;
+                    }
+                }
+                assert_eq!(is[o], best as i64, "axis {axis} max {max} point {o}");
+                let want = at(o, best);
+                assert!(
+                    vs[o] as f64 == want || (want.is_nan() && vs[o].is_nan()),
+                    "axis {axis} point {o}"
+                );
+            }
+        }
+    }
+    // Integers, keepdim, and a negative axis.
+    let n = Tensor::from_vec(vec![3i32, -2, 3, 8, 8, 0], &[2, 3]);
+    let (v, i) = n.max_with_indices(-1, true);
+    assert_eq!((v.dims(), i.dims()), ([2, 1].as_slice(), [2, 1].as_slice()));
+    assert_eq!(v.to_vec::<i32>().unwrap(), [3, 8]);
+    assert_eq!(i.to_vec::<i64>().unwrap(), [0, 0]);
+    // Misuse names the op.
+    let e = x.try_max_with_indices(2, false).unwrap_err().to_string();
+    assert!(e.contains("max_with_indices"), "{e}");
+    let e = Tensor::zeros(&[0, 2], DType::F32)
+        .try_min_with_indices(0, false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("min_with_indices") && e.contains("empty"), "{e}");
+}

@@ -231,6 +231,37 @@ impl Tensor {
         pub fn argmin_all / try_argmin_all(&self) -> Tensor {
             self.arg_all("argmin", ReduceOp::ArgMin)
         }
+        /// The maximum along `axis` and the index (i64) of its first
+        /// occurrence, as PyTorch's `torch.max(x, dim)` returns them: the
+        /// values of [`Tensor::max`] and the indices of [`Tensor::argmax`]
+        /// (NaN counts as the maximum). Realize them together
+        /// (`Tensor::realize_all(&[&values, &indices])`) to plan them in one
+        /// realization; they are two kernels today, each reading the input
+        /// once (fusion does not yet put an arg reduction in a kernel with
+        /// anything else).
+        ///
+        /// ```
+        /// use tilefuse::Tensor;
+        /// let x = Tensor::from_vec(vec![1.0f32, 5.0, 3.0, 7.0, 2.0, 7.0], &[2, 3]);
+        /// let (values, indices) = x.max_with_indices(1, false);
+        /// Tensor::realize_all(&[&values, &indices])?;
+        /// assert_eq!(values.to_vec::<f32>()?, [5.0, 7.0]);
+        /// assert_eq!(indices.to_vec::<i64>()?, [1, 0]);
+        /// # Ok::<(), tilefuse::Error>(())
+        /// ```
+        pub fn max_with_indices / try_max_with_indices(&self, axis: isize, keepdim: bool) -> (Tensor, Tensor) {
+            let values = self.reduce("max_with_indices", ReduceOp::Max, &[axis], keepdim)?;
+            let indices = self.reduce("max_with_indices", ReduceOp::ArgMax, &[axis], keepdim)?;
+            Ok((values, indices))
+        }
+        /// The minimum along `axis` and the index (i64) of its first
+        /// occurrence (NaN counts as the minimum): [`Tensor::min`] and
+        /// [`Tensor::argmin`] (see [`Tensor::max_with_indices`]).
+        pub fn min_with_indices / try_min_with_indices(&self, axis: isize, keepdim: bool) -> (Tensor, Tensor) {
+            let values = self.reduce("min_with_indices", ReduceOp::Min, &[axis], keepdim)?;
+            let indices = self.reduce("min_with_indices", ReduceOp::ArgMin, &[axis], keepdim)?;
+            Ok((values, indices))
+        }
         /// The mean over `axes`: the sum times `1 / n`, computed in f32 for
         /// f16 and bf16 (in the input's dtype for f32 and f64) and rounded
         /// once to the input's dtype. Integer and bool tensors are refused
