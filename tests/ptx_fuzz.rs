@@ -463,7 +463,16 @@ fn elementwise_odd_widths_and_counts_run_on_the_interpreter_model_like_the_execu
     use tilefuse::DType;
     let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
     let (mut ran, mut edges) = (0, 0);
-    for (rows, width) in [(37, 25), (9, 61), (5, 2049), (3, 2817), (1001, 3), (17, 1000)] {
+    for (rows, width) in [
+        (37, 25),
+        (9, 61),
+        (101, 61),
+        (37, 257),
+        (5, 2049),
+        (3, 2817),
+        (1001, 3),
+        (17, 1000),
+    ] {
         for dtype in [DType::U8, DType::I32, DType::I64] {
             for (along, offset) in [(0, false), (1, true), (2, false), (2, true)] {
                 let mut g = G::default();
@@ -496,5 +505,55 @@ fn elementwise_odd_widths_and_counts_run_on_the_interpreter_model_like_the_execu
         }
     }
     assert!(ran >= 100, "only {ran} modules ran");
-    assert!(edges >= 10, "only {edges} kernels moved vectors with a scalar edge");
+    assert!(edges >= 8, "only {edges} kernels moved vectors with a scalar edge");
+}
+
+/// An argmax (argmin) after an elementwise chain, with the maximum
+/// (minimum) of the same input beside it, in i32, over a row kernel and a
+/// column split: one kernel each, which runs on the interpreter's model
+/// like the executor (the other strategies are checked against the
+/// reference by `tests/thresholds.rs` and on the GPU).
+#[test]
+fn arg_reductions_with_their_chain_and_best_value_are_one_kernel_on_the_interpreter_model() {
+    use common::G;
+    use tilefuse::graph::ReduceOp;
+    use tilefuse::DType;
+    let mut strategies = std::collections::BTreeSet::new();
+    for (shape, axis) in [(vec![67usize, 1000], 1usize), (vec![(1 << 20) / 32, 32], 0)] {
+        for (dtype, arg, best) in [
+            (DType::I32, ReduceOp::ArgMax, ReduceOp::Max),
+            (DType::I32, ReduceOp::ArgMin, ReduceOp::Min),
+        ] {
+            let mut g = G::default();
+            let x = g.data(dtype, &shape);
+            let three = g.scalar(3.0, x);
+            let c = g.mul(x, three);
+            let i = g.reduce(arg, c, &[axis]);
+            let v = g.reduce(best, c, &[axis]);
+            let g = g.finish(&[i, v]);
+            let p = plan(&g, &FusionOptions::gpu()).unwrap();
+            assert_eq!(
+                p.kernels.len(),
+                1,
+                "{arg:?} of {dtype}{shape:?}: {} kernels",
+                p.kernels.len()
+            );
+            strategies.insert(
+                p.kernels[0]
+                    .strategy
+                    .to_string()
+                    .split(' ')
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+            );
+            for k in &p.kernels {
+                match run_on_model(&k.program, shape[0] as u64) {
+                    ModelRun::Ran(n) => assert!(n > 0, "{arg:?} of {dtype}{shape:?}: no module ran"),
+                    ModelRun::NotModelled(e) => panic!("{arg:?} of {dtype}{shape:?}: not modelled: {e}"),
+                }
+            }
+        }
+    }
+    assert!(strategies.len() >= 2, "strategies: {strategies:?}");
 }

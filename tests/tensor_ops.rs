@@ -669,7 +669,9 @@ fn display_prints_values_like_pytorch_with_shape_dtype_and_device() {
 }
 
 #[test]
-fn max_and_min_with_indices_match_the_reference() {
+fn max_and_min_with_indices_are_one_kernel_and_match_the_reference() {
+    use tilefuse::fusion::{plan, FusionOptions};
+    use tilefuse::graph::extract;
     // f32 values with ties and a NaN, over each axis of [3, 4].
     let data = [2.0, 7.0, 7.0, -1.0, f32::NAN, 0.5, 3.0, 0.5, -4.0, -4.0, 9.0, 1.0];
     let x = t(&data, &[3, 4]);
@@ -688,6 +690,10 @@ fn max_and_min_with_indices_match_the_reference() {
             } else {
                 x.min_with_indices(axis as isize, false)
             };
+            for o in [FusionOptions::gpu(), FusionOptions::cpu()] {
+                let p = plan(&extract(&[v.node(), i.node()]), &o).unwrap();
+                assert_eq!(p.kernels.len(), 1, "axis {axis}: {} kernels", p.kernels.len());
+            }
             Tensor::realize_all(&[&v, &i]).unwrap();
             let (vs, is) = (f32s(&v), i.to_vec::<i64>().unwrap());
             for o in 0..outer {

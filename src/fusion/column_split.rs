@@ -36,6 +36,7 @@
 //! 16 runs of 1024 rows (512 blocks); each tile's last block reads 16 × 128
 //! partials.
 
+use super::analysis::is_arg_reduce;
 use super::emit::{arg_pick, arg_step, Lowerer, PartRows};
 use super::group::{Group, Space};
 use super::lower::{declare, declare_scalars, last_point_counter, Ctx, Lowered, MemAccess, ViewSpec};
@@ -64,7 +65,8 @@ const MIN_ELEMENTS: u64 = 1 << 20;
 /// How a column reduction is split.
 #[derive(Debug, Clone)]
 pub(crate) struct ColumnSplit {
-    /// The reduction nodes (one, if it is an arg reduction).
+    /// The reduction nodes (an arg reduction and its maximum or minimum
+    /// siblings, if it is one).
     reduces: Vec<usize>,
     /// Whether the one reduction is an argmax or argmin.
     arg: bool,
@@ -84,7 +86,8 @@ pub(crate) struct ColumnSplit {
 /// coalesced axes `[rows, cols]` or `[outer, rows, cols]`, rows reduced)
 /// of at least a million elements whose kept tiles are too few to fill the
 /// device: one or more reductions of one input space (sum, max, a mean's
-/// sum ...), or one argmax/argmin, whose results are the reductions or
+/// sum ...), or one argmax/argmin (after its input's chain, with maxima or
+/// minima of that input beside it), whose results are the reductions or
 /// nodes after them (a mean's scale, a cast, an op with another kept-space
 /// operand). The partials are kept in the accumulation dtype (f32 for f16
 /// and bf16), and the nodes after the reductions run where they combine.
@@ -118,7 +121,7 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
     // Every result is in the reduced space: nothing of the full space is
     // stored, since the partial kernel's points each see a run of rows.
     let reduced_results = stores.iter().all(|n| group.shape.space[n] == Space::Reduced);
-    if reduces.is_empty() || (arg && group.nodes.len() > 1) || !reduced_results || stores.is_empty() {
+    if reduces.is_empty() || !reduced_results || stores.is_empty() {
         return None;
     }
     let o = outer.unwrap_or(1);
@@ -349,7 +352,13 @@ pub(crate) fn column_split(
         };
         let loops = cs.parts.div_ceil(tile_rows as u64);
         if cs.arg {
-            let r = cs.reduces[0];
+            // The arg reduction, and its maximum (minimum) siblings, whose
+            // value is the combined best value.
+            let r = *cs
+                .reduces
+                .iter()
+                .find(|&&n| is_arg_reduce(&g.nodes[n].op))
+                .expect("an arg column split has an arg reduction");
             let is_max = matches!(g.nodes[r].op, Op::Reduce { op: ReduceOp::ArgMax, .. });
             let best = if is_max { ReduceOp::Max } else { ReduceOp::Min };
             let dt = partial_dtypes[0];
@@ -362,8 +371,10 @@ pub(crate) fn column_split(
                 arg_step(b, (vacc, iacc), x, j, valid, is_max, dt);
             });
             let (v, i) = (b.acc_read(vacc), b.acc_read(iacc));
-            let (_, idx) = arg_pick(b, v, i, row_axis, is_max, dt);
-            failure = fin.finish(b, &[(r, idx)]);
+            let (m, idx) = arg_pick(b, v, i, row_axis, is_max, dt);
+            let mut totals = vec![(r, idx)];
+            totals.extend(cs.reduces.iter().filter(|&&n| n != r).map(|&n| (n, m)));
+            failure = fin.finish(b, &totals);
             return;
         }
         let ops: Vec<ReduceOp> = cs

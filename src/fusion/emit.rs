@@ -190,10 +190,8 @@ impl<'a> Lowerer<'a> {
         let nodes = self.group.nodes.clone();
         let empty = self.axes.iter().any(|a| a.reduced && a.extent == 0);
         let looped = self.split.is_some() || self.reduced_axes().iter().any(|&k| self.loop_count(k) > 1);
-        if let [n] = nodes[..] {
-            if is_arg_reduce(&g.nodes[n].op) {
-                return self.arg_reduce(b, n, empty);
-            }
+        if let Some(&n) = nodes.iter().find(|&&n| is_arg_reduce(&g.nodes[n].op)) {
+            return self.arg_reduce(b, n, empty);
         }
         if empty {
             for &n in &nodes {
@@ -616,8 +614,36 @@ impl<'a> Lowerer<'a> {
         self.coerce(b, r, d)
     }
 
-    /// Argmax/argmin of the group's only node: the max (min) first, then
-    /// the smallest index holding it (or holding NaN, which counts as both).
+    /// The elementwise nodes of an arg reduction's group (its input's
+    /// chain), in order, computed into the current scope.
+    fn arg_chain(&mut self, b: &mut Builder) -> Result<()> {
+        let g = self.cx.g;
+        for m in self.group.nodes.clone() {
+            if self.space(m) == Space::Full && !matches!(g.nodes[m].op, Op::Reduce { .. }) {
+                let v = self.node(b, m)?;
+                self.define(b, m, v);
+            }
+        }
+        Ok(())
+    }
+
+    /// Defines the maximum (minimum) nodes of an arg reduction's group,
+    /// siblings over the same input and axis, as the best value `m` (in the
+    /// accumulation dtype) the arg reduction found.
+    fn arg_siblings(&mut self, b: &mut Builder, n: usize, m: ValueId) {
+        let g = self.cx.g;
+        for s in self.group.nodes.clone() {
+            if s != n && matches!(g.nodes[s].op, Op::Reduce { .. }) {
+                let v = self.finish_reduce(b, s, m);
+                self.define(b, s, v);
+            }
+        }
+    }
+
+    /// Argmax/argmin `n` of its group, after the elementwise chain of its
+    /// input and with its maximum (minimum) siblings (see
+    /// [`super::group::GroupShape::of`]): the max (min) first, then the
+    /// smallest index holding it (or holding NaN, which counts as both).
     fn arg_reduce(&mut self, b: &mut Builder, n: usize, empty: bool) -> Result<()> {
         let node = &self.cx.g.nodes[n];
         let Op::Reduce { op, .. } = &node.op else {
@@ -627,6 +653,13 @@ impl<'a> Lowerer<'a> {
         if empty || red.is_empty() {
             let zero = self.constant(b, Scalar::Int(0, DType::I64), Space::Reduced);
             self.define(b, n, zero);
+            if !empty {
+                // No axis is left to reduce: the best value is the input.
+                self.arg_chain(b)?;
+                let x = self.operand(b, n, 0)?;
+                let x = self.coerce(b, x, acc_dtype(self.cx.g.nodes[node.inputs[0]].dtype));
+                self.arg_siblings(b, n, x);
+            }
             return Ok(());
         }
         let k = red[0];
@@ -647,7 +680,7 @@ impl<'a> Lowerer<'a> {
         let m = if looped {
             let acc = b.acc(ValueType::new(dt, &red_shape), identity(best, dt));
             let mut failure = Ok(());
-            self.looped(b, 0, &mut |lw, b| match lw.operand(b, n, 0) {
+            self.looped(b, 0, &mut |lw, b| match lw.arg_chain(b).and_then(|()| lw.operand(b, n, 0)) {
                 Ok(x) => {
                     let r = lw.reduce_tile(b, x, best, in_dtype);
                     b.acc_update(acc, best_op, r);
@@ -657,6 +690,7 @@ impl<'a> Lowerer<'a> {
             failure?;
             b.acc_read(acc)
         } else {
+            self.arg_chain(b)?;
             let x = self.operand(b, n, 0)?;
             self.reduce_tile(b, x, best, in_dtype)
         };
@@ -683,7 +717,7 @@ impl<'a> Lowerer<'a> {
             let ty = ValueType::new(DType::I64, &red_shape);
             let acc = b.acc(ty, Scalar::Int(i64::MAX as i128, DType::I64));
             let mut failure = Ok(());
-            self.looped(b, 0, &mut |lw, b| match first(lw, b) {
+            self.looped(b, 0, &mut |lw, b| match lw.arg_chain(b).and_then(|()| first(lw, b)) {
                 Ok(r) => b.acc_update(acc, BinaryOp::Minimum, r),
                 Err(e) => failure = Err(e),
             });
@@ -693,6 +727,7 @@ impl<'a> Lowerer<'a> {
             first(self, b)?
         };
         self.define(b, n, idx);
+        self.arg_siblings(b, n, m);
         Ok(())
     }
 
@@ -718,7 +753,7 @@ impl<'a> Lowerer<'a> {
         let iacc = b.acc(ValueType::new(it, &full), Scalar::Int(-1, it));
         let mut failure = Ok(());
         self.looped(b, 0, &mut |lw, b| {
-            let x = match lw.operand(b, n, 0) {
+            let x = match lw.arg_chain(b).and_then(|()| lw.operand(b, n, 0)) {
                 Ok(x) => x,
                 Err(e) => {
                     failure = Err(e);
@@ -746,7 +781,10 @@ impl<'a> Lowerer<'a> {
                 b.store(self.views[&vi], &index, m, self.masked[&vi]);
                 b.store(self.views[&ii], &index, idx, self.masked[&ii]);
             }
-            None => self.define(b, n, idx),
+            None => {
+                self.define(b, n, idx);
+                self.arg_siblings(b, n, m);
+            }
         }
         Ok(())
     }

@@ -12,7 +12,7 @@
 
 use super::analysis::{is_arg_reduce, Analysis, ChainKind, Source};
 use super::layout::squeeze;
-use crate::graph::{Op, Subgraph};
+use crate::graph::{Op, ReduceOp, Subgraph};
 use std::collections::{BTreeSet, HashMap};
 
 /// Which tile a value of a group lives in.
@@ -66,10 +66,30 @@ impl GroupShape {
             if g.nodes[g.nodes[r].inputs[0]].shape.dims() != full.as_slice() || a.as_slice() != axes.as_slice() {
                 return None;
             }
-            if is_arg_reduce(&g.nodes[r].op) && nodes.len() > 1 {
+        }
+        // An arg reduction shares its kernel only with the elementwise
+        // chain of its input and with maxima (minima) of that same input
+        // (`max_with_indices`), whose value it finds anyway; nothing runs
+        // after it in the kernel, nor anything else in the reduced space.
+        let arg = reduces.iter().copied().find(|&r| is_arg_reduce(&g.nodes[r].op));
+        if let Some(a) = arg {
+            let Op::Reduce { op: arg_op, .. } = g.nodes[a].op else {
+                unreachable!()
+            };
+            let best = if arg_op == ReduceOp::ArgMax { ReduceOp::Max } else { ReduceOp::Min };
+            let siblings = reduces.iter().filter(|&&r| r != a).all(|&r| {
+                matches!(g.nodes[r].op, Op::Reduce { op, .. } if op == best)
+                    && g.nodes[r].inputs[0] == g.nodes[a].inputs[0]
+            });
+            let consumers = nodes.iter().any(|&n| {
+                !matches!(g.nodes[n].op, Op::Reduce { .. })
+                    && an.sources(g, n).iter().any(|s| matches!(s, Source::Chain { base, .. } if reduces.contains(base)))
+            });
+            if !siblings || consumers {
                 return None;
             }
         }
+        let arg_group = arg.is_some();
         let reduced: Vec<usize> = (0..full.len())
             .map(|k| if axes.contains(&k) { 1 } else { full[k] })
             .collect();
@@ -134,6 +154,11 @@ impl GroupShape {
                 }
                 s
             };
+            // The kernel of an arg reduction computes nothing in the
+            // reduced space but its reductions.
+            if arg_group && space == Space::Reduced && !matches!(node.op, Op::Reduce { .. }) {
+                return None;
+            }
             gs.space.insert(n, space);
         }
         if gs.broadcast {
@@ -266,13 +291,11 @@ pub(crate) fn group(g: &Subgraph, an: &Analysis, max_row_tile: usize) -> Vec<Gro
         }
         let sources = an.sources(g, n);
         let mut cands: Vec<usize> = vec![];
-        if !is_arg_reduce(&g.nodes[n].op) {
-            for s in &sources {
-                if let Source::Chain { base, kind, .. } = s {
-                    if let (Some(h), false) = (home[*base], *kind == ChainKind::Other) {
-                        if !cands.contains(&h) {
-                            cands.push(h);
-                        }
+        for s in &sources {
+            if let Source::Chain { base, kind, .. } = s {
+                if let (Some(h), false) = (home[*base], *kind == ChainKind::Other) {
+                    if !cands.contains(&h) {
+                        cands.push(h);
                     }
                 }
             }
@@ -280,7 +303,7 @@ pub(crate) fn group(g: &Subgraph, an: &Analysis, max_row_tile: usize) -> Vec<Gro
         // A reduction of inputs no group computes (a sibling of another
         // reduction of the same data) may join a group that reads the same
         // data, so the two share one read of it.
-        if cands.is_empty() && matches!(g.nodes[n].op, Op::Reduce { .. }) && !is_arg_reduce(&g.nodes[n].op) {
+        if cands.is_empty() && matches!(g.nodes[n].op, Op::Reduce { .. }) {
             let leaves: Vec<usize> = sources
                 .iter()
                 .filter_map(|s| match s {

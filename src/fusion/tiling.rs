@@ -117,12 +117,17 @@ pub(crate) fn choose_tiles(axes: &mut [Axis], budget: u64, whole_rows: bool) {
 
 /// The tile of an elementwise kernel's innermost axis of `extent`, where
 /// `cap` (a power of two) is the tile the budget leaves: `cap` itself
-/// when it pads the axis by at most an eighth, else the extent when it fits
-/// (a width of 25 takes tiles of 25, not of 32 with 7 idle slots a row),
-/// else the extent cut into as few equal pieces as `cap` allows, each
-/// rounded up to a multiple of 16 elements, so that a piece keeps the
-/// 16-byte atoms of every dtype and only the last one is ragged (2816
-/// takes two tiles of 1408, not 2048 and a quarter-full one).
+/// when it pads the axis by at most an eighth; else an even extent that
+/// fits is its own tile (a width of 26 takes tiles of 26, not of 32 with 6
+/// idle slots a row, and its atoms of two are aligned to the rows, where
+/// atoms of eight were not); else the extent cut into as few equal pieces
+/// as `cap` allows, each rounded up to a multiple of 16 elements, so that a
+/// piece keeps the 16-byte atoms of every dtype and only the last one is
+/// ragged (2816 takes two tiles of 1408, not 2048 and a quarter-full one).
+/// An odd width keeps `cap`: tiles of an odd width have atoms of one
+/// element, each with an address of its own, which cost more than the
+/// padding (rows of 49 f32 fell from 85 % to 55 % of copy with them,
+/// `benches/NOTES.md`, v32).
 pub(crate) fn even_tile(extent: u64, cap: u64) -> u64 {
     const ATOM: u64 = 16;
     let padded = extent.div_ceil(cap.max(1)) * cap;
@@ -130,7 +135,7 @@ pub(crate) fn even_tile(extent: u64, cap: u64) -> u64 {
         return cap;
     }
     if extent <= cap {
-        return extent;
+        return if extent % 2 == 0 { extent } else { cap };
     }
     let pieces = extent.div_ceil(cap);
     extent.div_ceil(pieces).next_multiple_of(ATOM).min(cap)
@@ -216,9 +221,13 @@ mod tests {
             reduced: false,
             tile: 1,
         };
-        let mut axes = [axis(1000), axis(25)];
+        let mut axes = [axis(1000), axis(26)];
         choose_tiles(&mut axes, 2048, false);
-        assert_eq!((axes[0].tile, axes[1].tile), (64, 25));
+        assert_eq!((axes[0].tile, axes[1].tile), (64, 26));
+        // An odd width keeps its power of two.
+        let mut axes = [axis(1000), axis(49)];
+        choose_tiles(&mut axes, 2048, false);
+        assert_eq!((axes[0].tile, axes[1].tile), (32, 64));
         let mut axes = [axis(1000), axis(2816)];
         choose_tiles(&mut axes, 2048, false);
         assert_eq!((axes[0].tile, axes[1].tile), (1, 1408));
@@ -231,7 +240,7 @@ mod tests {
         for extent in [1u64, 7, 16, 2047, 2048, 2049, 2816, 4095, 10_001, 237_597_379] {
             let cap = extent.next_power_of_two().min(2048);
             let t = even_tile(extent, cap);
-            assert!(t <= cap && (t == cap || t == extent || t % 16 == 0), "{extent}: {t}");
+            assert!(t <= cap && (t == cap || (t == extent && t % 2 == 0) || t % 16 == 0), "{extent}: {t}");
             assert_eq!(extent.div_ceil(t), extent.div_ceil(cap), "{extent}: {t}");
         }
         // Little padding keeps the power of two.

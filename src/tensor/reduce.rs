@@ -234,11 +234,10 @@ impl Tensor {
         /// The maximum along `axis` and the index (i64) of its first
         /// occurrence, as PyTorch's `torch.max(x, dim)` returns them: the
         /// values of [`Tensor::max`] and the indices of [`Tensor::argmax`]
-        /// (NaN counts as the maximum). Realize them together
-        /// (`Tensor::realize_all(&[&values, &indices])`) to plan them in one
-        /// realization; they are two kernels today, each reading the input
-        /// once (fusion does not yet put an arg reduction in a kernel with
-        /// anything else).
+        /// (NaN counts as the maximum). Realized together
+        /// (`Tensor::realize_all(&[&values, &indices])`, or read after
+        /// that) they are one kernel, which reads the input once: the
+        /// maximum is the value the arg reduction finds.
         ///
         /// ```
         /// use tilefuse::Tensor;
@@ -256,7 +255,8 @@ impl Tensor {
         }
         /// The minimum along `axis` and the index (i64) of its first
         /// occurrence (NaN counts as the minimum): [`Tensor::min`] and
-        /// [`Tensor::argmin`] (see [`Tensor::max_with_indices`]).
+        /// [`Tensor::argmin`], one kernel when realized together (see
+        /// [`Tensor::max_with_indices`]).
         pub fn min_with_indices / try_min_with_indices(&self, axis: isize, keepdim: bool) -> (Tensor, Tensor) {
             let values = self.reduce("min_with_indices", ReduceOp::Min, &[axis], keepdim)?;
             let indices = self.reduce("min_with_indices", ReduceOp::ArgMin, &[axis], keepdim)?;

@@ -90,10 +90,15 @@ enum Stat {
     Mean,
     /// The two-pass population variance.
     Var,
+    /// `max_with_indices` of `-x`: an argmax after an elementwise chain,
+    /// with the maximum of the same input beside it (one kernel).
+    MaxWithIndex,
+    /// `min_with_indices` of `-x`.
+    MinWithIndex,
 }
 
 impl Stat {
-    const ALL: [Stat; 7] = [
+    const ALL: [Stat; 9] = [
         Stat::Sum,
         Stat::Max,
         Stat::Min,
@@ -101,6 +106,8 @@ impl Stat {
         Stat::ArgMin,
         Stat::Mean,
         Stat::Var,
+        Stat::MaxWithIndex,
+        Stat::MinWithIndex,
     ];
 
     fn defined_on(self, d: DType) -> bool {
@@ -108,26 +115,41 @@ impl Stat {
     }
 
     fn is_arg(self) -> bool {
-        matches!(self, Stat::ArgMax | Stat::ArgMin)
+        matches!(
+            self,
+            Stat::ArgMax | Stat::ArgMin | Stat::MaxWithIndex | Stat::MinWithIndex
+        )
     }
 
-    /// `self` of `x` over `axis`, keepdim.
-    fn apply(self, g: &mut G, x: usize, axis: usize) -> usize {
+    /// The results of `self` of `x` over `axis`, keepdim.
+    fn apply(self, g: &mut G, x: usize, axis: usize) -> Vec<usize> {
+        if let Stat::MaxWithIndex | Stat::MinWithIndex = self {
+            let (arg, best) = match self {
+                Stat::MaxWithIndex => (ReduceOp::ArgMax, ReduceOp::Max),
+                _ => (ReduceOp::ArgMin, ReduceOp::Min),
+            };
+            let minus = g.scalar(-1.0, x);
+            let c = g.mul(x, minus);
+            let i = g.reduce(arg, c, &[axis]);
+            let v = g.reduce(best, c, &[axis]);
+            return vec![i, v];
+        }
         let op = match self {
             Stat::Sum => ReduceOp::Sum,
             Stat::Max => ReduceOp::Max,
             Stat::Min => ReduceOp::Min,
             Stat::ArgMax => ReduceOp::ArgMax,
             Stat::ArgMin => ReduceOp::ArgMin,
-            Stat::Mean => return g.mean(x, &[axis]),
+            Stat::Mean => return vec![g.mean(x, &[axis])],
             Stat::Var => {
                 let m = g.mean(x, &[axis]);
                 let d = g.sub(x, m);
                 let d2 = g.mul(d, d);
-                return g.mean(d2, &[axis]);
+                return vec![g.mean(d2, &[axis])];
             }
+            Stat::MaxWithIndex | Stat::MinWithIndex => unreachable!("handled above"),
         };
-        g.reduce(op, x, &[axis])
+        vec![g.reduce(op, x, &[axis])]
     }
 
     /// The elements of one partial tile of a column split of `self` over
@@ -207,7 +229,7 @@ fn case(dtype: DType, shape: &[usize], what: String, f: impl FnOnce(&mut G, usiz
 /// A stat over `axis` of `shape`.
 fn stat_case(stat: Stat, dtype: DType, shape: &[usize], axis: usize) -> Case {
     case(dtype, shape, format!("{stat:?} over axis {axis}"), |g, x| {
-        vec![stat.apply(g, x, axis)]
+        stat.apply(g, x, axis)
     })
 }
 
@@ -295,7 +317,7 @@ pub fn pairs(seed: u64) -> Vec<Pair> {
         );
         // An argmax or argmin over everything: split across the grid as
         // one long row from a million elements.
-        let stat = rng.pick(&[Stat::ArgMax, Stat::ArgMin]);
+        let stat = rng.pick(&[Stat::ArgMax, Stat::ArgMin, Stat::MaxWithIndex, Stat::MinWithIndex]);
         pair(
             "arg reduction over everything",
             gpu,
@@ -352,6 +374,20 @@ pub fn sweeps(seed: u64) -> Vec<Case> {
                 format!("{} along axis 1", op.name(dtype)),
                 |g, x| vec![op.apply(g, x, 1)],
             ));
+        }
+    }
+    // An arg reduction after a chain with the maximum (minimum) beside
+    // it, in one kernel, over each strategy's shapes: a row kernel, a
+    // column split, few long rows split, everything split as one row.
+    for dtype in DTYPES {
+        let stat = rng.pick(&[Stat::MaxWithIndex, Stat::MinWithIndex]);
+        for (shape, axis) in [
+            (vec![67, 1000], 1),
+            (vec![MILLION / 32, 32], 0),
+            (vec![131, 16384], 1),
+            (vec![MILLION + 3, 1], 0),
+        ] {
+            out.push(stat_case(stat, dtype, &shape, axis));
         }
     }
     // Columns reduced over a leading axis: widths around powers of two.

@@ -106,12 +106,8 @@ pub(super) fn elementwise_only(body: &[Inst]) -> bool {
 /// The largest atom (in elements, a power of two, at most 16) at which
 /// every contiguous view of `program` (innermost stride 1, more than one
 /// element wide) is aligned: its offset and outer strides are multiples of
-/// it. Atoms wider than a view's alignment make its accesses scalar, and
-/// a thread's scalar accesses `A` elements apart touch `A` times the lines
-/// a warp instruction needs; atoms this wide keep every access coalesced
-/// (a row stride of 2817 gives atoms of one element, each warp instruction
-/// then reading consecutive elements).
-pub(super) fn aligned_atom(program: &Program) -> u32 {
+/// it.
+fn aligned_atom(program: &Program) -> u32 {
     let mut atom = 16u64;
     for v in &program.views {
         let (Some((&inner, outer)), Some(&width)) = (v.strides.split_last(), v.extents.last()) else {
@@ -130,6 +126,49 @@ pub(super) fn aligned_atom(program: &Program) -> u32 {
     atom as u32
 }
 
+/// The shape of the program's largest tile value or accumulator.
+fn largest_tile(program: &Program) -> Vec<u32> {
+    program
+        .values
+        .iter()
+        .chain(program.accs.iter().map(|a| &a.ty))
+        .max_by_key(|t| t.numel())
+        .map(|t| t.shape.to_vec())
+        .unwrap_or_default()
+}
+
+/// [`choose_block`], with atoms narrowed to every contiguous view's
+/// alignment ([`aligned_atom`]) where that costs no addressing. Atoms
+/// wider than a view's alignment make its accesses scalar, a thread's
+/// scalars `A` elements apart, so a warp instruction touches `A` times the
+/// lines it needs (L1 catches the rest); narrower atoms read consecutive
+/// elements with each instruction, but a thread then has more repeats,
+/// each an address and masks of its own unless every block-wide run of
+/// atoms lies inside one row of the tile (the repeats then sit at fixed
+/// distances, immediate offsets of one address). So the narrow atoms are
+/// taken for one repeat a thread or rows a multiple of the run: a row
+/// stride of 49903 f32 went from 64 % to 97 % of copy with them, while
+/// rows of 57 (four repeats of their own address each) fell from 85 % to
+/// 64 % (`benches/NOTES.md`, v32). Only elementwise programs take them:
+/// reductions over rows of an odd stride were slower with them (a column
+/// `sum` and `max` of [553, 572245] f32 from 91 % to 53 %, v32).
+pub(super) fn choose_block_aligned(program: &Program, most: u32, atom_cap: u32) -> BlockShape {
+    let wide = choose_block(program, most, atom_cap);
+    let aligned = aligned_atom(program);
+    if aligned >= wide.max_atom || !elementwise_only(&program.body) {
+        return wide;
+    }
+    let narrow = choose_block(program, most, atom_cap.min(aligned));
+    let largest = largest_tile(program);
+    let l = layout(narrow, &largest);
+    let inner = largest.last().copied().unwrap_or(1);
+    if l.repeats == 1 || inner % (narrow.threads * l.atom) == 0 {
+        narrow
+    } else {
+        wide
+    }
+}
+
 /// Chooses the block for a program: the atom from its narrowest memory
 /// dtype, and the threads from its largest tile so that every thread has at
 /// least one atom (up to `most` threads, preferring a count of at least 64
@@ -141,13 +180,7 @@ pub(super) fn choose_block(program: &Program, most: u32, atom_cap: u32) -> Block
     memory_dtypes(program, &program.body, &mut dtypes);
     let narrowest = dtypes.iter().map(|d| d.size_in_bytes() as u32).min().unwrap_or(4);
     let max_atom = (16 / narrowest).min(atom_cap.max(1));
-    let largest = program
-        .values
-        .iter()
-        .chain(program.accs.iter().map(|a| &a.ty))
-        .max_by_key(|t| t.numel())
-        .map(|t| t.shape.to_vec())
-        .unwrap_or_default();
+    let largest = largest_tile(program);
     let probe = layout(BlockShape { threads: 1, max_atom }, &largest);
     let atoms = probe.numel / probe.atom;
     let candidates = [1024u32, 512, 256, 128, 64, 32];

@@ -335,20 +335,17 @@ fn generate_once(program: &Program, target: &PtxTarget, tuning: &CodegenConfig) 
     }
     let program = reloaded.as_ref().map_or(program, |(p, _)| p);
     // The most threads a block starts from, and the cap on its atom.
-    // Atoms are no wider than every contiguous view's alignment, so that no
-    // access is scalar across a wide atom.
-    let aligned = layout::aligned_atom(program);
     let (most, atom_cap) = if tuning.one_element_per_thread && layout::elementwise_only(&program.body) {
         (1024, 1)
     } else if tuning.stage && reloaded.is_some() {
         // A kernel whose row is staged in shared memory runs wider blocks:
         // the row no longer takes registers, so more of its rows are in
         // flight.
-        (tuning.staged_threads, aligned)
+        (tuning.staged_threads, u32::MAX)
     } else {
-        (tuning.max_threads, aligned)
+        (tuning.max_threads, u32::MAX)
     };
-    let block = layout::choose_block(program, most, atom_cap);
+    let block = layout::choose_block_aligned(program, most, atom_cap);
     let grid_blocks: u64 = program.grid.iter().product();
     let entry = format!(
         "tf_{}",
