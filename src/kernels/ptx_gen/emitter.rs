@@ -69,6 +69,9 @@ pub(super) struct Emitter<'a> {
     pub prog: &'a Program,
     pub target: &'a PtxTarget,
     pub block: BlockShape,
+    /// Whether the program computes every element on its own
+    /// ([`super::layout::elementwise_only`]).
+    pub elementwise: bool,
     counts: HashMap<Class, u32>,
     /// Code run once at entry (per-thread and per-block constants).
     prologue: String,
@@ -140,6 +143,7 @@ impl<'a> Emitter<'a> {
             prog,
             target,
             block,
+            elementwise: super::layout::elementwise_only(&prog.body),
             counts: HashMap::new(),
             prologue: String::new(),
             body: String::new(),

@@ -46,7 +46,7 @@ enum Moves {
     /// As vectors where an atom is wholly in bounds, element by element
     /// where it is not: aligned atoms of a masked view whose innermost
     /// extent is no multiple of the atom and spans several tiles (odd
-    /// element counts, rows wider than a tile).
+    /// element counts, rows wider than a tile), in elementwise programs.
     /// A branch on the atom's last element picks the path, so only the
     /// threads at an edge take the scalar one.
     Peeled,
@@ -157,11 +157,14 @@ impl Emitter<'_> {
             Moves::Scalar
         } else if masked && v.extents.last().is_some_and(|e| e % atom as u64 != 0) {
             // Peeled only where a row spans several tiles, so that the edge
-            // is in the last tile of each row and few warps branch to it;
-            // a row of one ragged tile would make every warp diverge
-            // (rows of 62 f32 fell from 81 % to 70 % of copy, v32).
+            // is in the last tile of each row and few warps branch to it
+            // (a row of one ragged tile would make every warp diverge: rows
+            // of 62 f32 fell from 81 % to 70 % of copy, v32), and only in
+            // elementwise programs (a column `var` of [551938, 783], whose
+            // loop reads the mean's row through such a view, fell from 25 %
+            // to 22 %, v32).
             let (e, t) = (v.extents[v.extents.len() - 1], v.tile[v.tile.len() - 1] as u64);
-            if e > t {
+            if e > t && self.elementwise {
                 Moves::Peeled
             } else {
                 Moves::Scalar
