@@ -411,3 +411,61 @@ fn few_long_rows_split_across_the_grid_and_match_the_reference() {
         );
     }
 }
+
+/// On the CPU, a reduction over a leading or middle axis whose kept
+/// columns are fewer than four tiles (one grid point a tile) is split
+/// across the rows so the pool's threads share it, and matches the
+/// reference in every dtype (variances included, two split kernels);
+/// wider columns (whose split, as tried, was slower: `benches/NOTES.md`,
+/// v33) and arg reductions (two passes on the CPU) keep the tiled plan.
+#[test]
+fn narrow_column_reductions_split_across_the_rows_on_the_cpu() {
+    let opts = FusionOptions::cpu();
+    for (k, dtype) in [DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32]
+        .into_iter()
+        .enumerate()
+    {
+        for (shape, axis) in [(&[87383usize, 12][..], 0usize), (&[3, 40961, 11][..], 1)] {
+            let mut g = G::default();
+            let x = input(&mut g, dtype, shape, &[]);
+            let r = if dtype.is_float() && k % 2 == 0 {
+                variance(&mut g, x, axis)
+            } else {
+                g.reduce([ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min][k % 3], x, &[axis])
+            };
+            let g = g.finish(&[r]);
+            let here = format!("{dtype}{shape:?} over axis {axis}");
+            let p = plan(&g, &opts).unwrap();
+            assert!(
+                p.kernels
+                    .iter()
+                    .all(|k| matches!(k.strategy, Strategy::ColumnSplit { parts, .. } if parts > 1)),
+                "{here}: {}",
+                explain(&g, &opts).unwrap()
+            );
+            let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+            for (got, want) in run(&g, &opts).iter().zip(&want) {
+                common::compare(got, want).unwrap_or_else(|e| panic!("{here}: {e}"));
+            }
+        }
+    }
+    for op in [ReduceOp::Sum, ReduceOp::ArgMax] {
+        let (shape, axis) = if op == ReduceOp::Sum {
+            (&[512usize, 8192][..], 0)
+        } else {
+            (&[87383usize, 12][..], 0)
+        };
+        let mut g = G::default();
+        let x = input(&mut g, DType::F32, shape, &[]);
+        let r = g.reduce(op, x, &[axis]);
+        let g = g.finish(&[r]);
+        let p = plan(&g, &opts).unwrap();
+        assert!(
+            p.kernels
+                .iter()
+                .all(|k| !matches!(k.strategy, Strategy::ColumnSplit { .. })),
+            "{op:?} of {shape:?}: {}",
+            explain(&g, &opts).unwrap()
+        );
+    }
+}

@@ -1,4 +1,5 @@
-//! Reductions over a strided axis split across the rows on a GPU.
+//! Reductions over a strided axis split across the rows (on a GPU, and on
+//! the CPU where the kept columns are a few tiles).
 //!
 //! A reduction over a first or middle axis (coalesced `[rows, cols]` or
 //! `[outer, rows, cols]`, rows reduced, the columns contiguous) has only
@@ -61,6 +62,11 @@ pub(crate) const FEW_POINTS: u64 = 264;
 /// The fewest elements a column reduction must read to be split: below,
 /// a second launch costs more than the parallelism gains.
 const MIN_ELEMENTS: u64 = 1 << 20;
+/// On the CPU: the kept column tiles below which a column reduction is
+/// split, and the grid points a split aims at. A column `mean` of [3358184,
+/// 12] was one grid point, one thread of the pool (`benches/NOTES.md`, v33).
+const CPU_FEW_POINTS: u64 = 4;
+const CPU_SPLIT_POINTS: u64 = 64;
 
 /// How a column reduction is split.
 #[derive(Debug, Clone)]
@@ -82,7 +88,7 @@ pub(crate) struct ColumnSplit {
     tile: (u32, u32),
 }
 
-/// `Some` when `group` is, on a GPU, a reduction over a strided axis (the
+/// `Some` when `group` is a reduction over a strided axis (the
 /// coalesced axes `[rows, cols]` or `[outer, rows, cols]`, rows reduced)
 /// of at least a million elements whose kept tiles are too few to fill the
 /// device: one or more reductions of one input space (sum, max, a mean's
@@ -97,9 +103,15 @@ pub(crate) struct ColumnSplit {
 /// of that, the runs start `rows / parts` apart and each reads the next
 /// one's first `rows % parts` rows without counting them.
 pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &[Axis]) -> Option<ColumnSplit> {
-    if cx.opts.target != TileTarget::Gpu || group.shape.broadcast {
+    let gpu = cx.opts.target == TileTarget::Gpu;
+    if group.shape.broadcast {
         return None;
     }
+    let (few_points, wanted_points) = if gpu {
+        (FEW_POINTS, super::COLUMN_SPLIT_POINTS)
+    } else {
+        (CPU_FEW_POINTS, CPU_SPLIT_POINTS)
+    };
     let (outer, rows, cols) = match axes {
         [rows, cols] => (None, rows, cols),
         [outer, rows, cols] if !outer.reduced => (Some(outer.extent), rows, cols),
@@ -121,7 +133,9 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
     // Every result is in the reduced space: nothing of the full space is
     // stored, since the partial kernel's points each see a run of rows.
     let reduced_results = stores.iter().all(|n| group.shape.space[n] == Space::Reduced);
-    if reduces.is_empty() || !reduced_results || stores.is_empty() {
+    // The CPU's arg reductions take two passes, which do not count indices
+    // from a part's first row: they are not split.
+    if reduces.is_empty() || !reduced_results || stores.is_empty() || (arg && !gpu) {
         return None;
     }
     let o = outer.unwrap_or(1);
@@ -136,13 +150,13 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
     let mut col_tile = pow2(cols.extent).min(PARTIAL_TILE / 4);
     let row_tile = (partial_tile / col_tile).min(pow2(rows.extent));
     let col_tiles = cols.extent.div_ceil(col_tile);
-    if o * col_tiles >= FEW_POINTS || rows.extent < 4 * row_tile || o * rows.extent * cols.extent < MIN_ELEMENTS {
+    if o * col_tiles >= few_points || rows.extent < 4 * row_tile || o * rows.extent * cols.extent < MIN_ELEMENTS {
         return None;
     }
-    // Narrower column tiles until the last point of a tile reads few partials.
-    let wanted_points = super::COLUMN_SPLIT_POINTS;
+    // Narrower column tiles until the last point of a tile reads few
+    // partials (on a GPU; the CPU executor wants its tiles wide).
     let parts_for = |col_tile: u64| wanted_points.div_ceil(o * cols.extent.div_ceil(col_tile));
-    while col_tile > MIN_COL_TILE && parts_for(col_tile) * col_tile > LAST_POINT_READ {
+    while gpu && col_tile > MIN_COL_TILE && parts_for(col_tile) * col_tile > LAST_POINT_READ {
         col_tile /= 2;
     }
     let row_tile = (partial_tile / col_tile).max(1).min(pow2(rows.extent));
