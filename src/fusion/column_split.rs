@@ -147,7 +147,9 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
         true if g.nodes[g.nodes[reduces[0]].inputs[0]].dtype.size_in_bytes() >= 8 => PARTIAL_TILE / 4,
         true => PARTIAL_TILE / 2,
     };
-    let mut col_tile = pow2(cols.extent).min(PARTIAL_TILE / 4);
+    // The CPU executor's tiles are rows of up to the whole partial tile.
+    let widest = if gpu { PARTIAL_TILE / 4 } else { PARTIAL_TILE };
+    let mut col_tile = pow2(cols.extent).min(widest);
     let row_tile = (partial_tile / col_tile).min(pow2(rows.extent));
     let col_tiles = cols.extent.div_ceil(col_tile);
     if o * col_tiles >= few_points || rows.extent < 4 * row_tile || o * rows.extent * cols.extent < MIN_ELEMENTS {
