@@ -63,8 +63,9 @@ pub(crate) const FEW_POINTS: u64 = 264;
 /// a second launch costs more than the parallelism gains.
 const MIN_ELEMENTS: u64 = 1 << 20;
 /// On the CPU: the kept column tiles below which a column reduction is
-/// split, and the grid points a split aims at. A column `mean` of [3358184,
-/// 12] was one grid point, one thread of the pool (`benches/NOTES.md`, v33).
+/// split, and the grid points a split aims at: a column reduction whose
+/// columns fit one tile would otherwise be one grid point, one thread of
+/// the pool (`benches/NOTES.md`, v33).
 const CPU_FEW_POINTS: u64 = 4;
 const CPU_SPLIT_POINTS: u64 = 64;
 

@@ -615,13 +615,19 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The elementwise nodes of an arg reduction's group (its input's
-    /// chain), in order, computed into the current scope.
-    fn arg_chain(&mut self, b: &mut Builder) -> Result<()> {
+    /// chain), in order, computed into the current scope; stored where
+    /// needed when `store` (a second pass over the input computes them
+    /// again without storing them again).
+    fn arg_chain(&mut self, b: &mut Builder, store: bool) -> Result<()> {
         let g = self.cx.g;
         for m in self.group.nodes.clone() {
             if self.space(m) == Space::Full && !matches!(g.nodes[m].op, Op::Reduce { .. }) {
                 let v = self.node(b, m)?;
-                self.define(b, m, v);
+                if store {
+                    self.define(b, m, v);
+                } else {
+                    self.scope.vals.insert(m, v);
+                }
             }
         }
         Ok(())
@@ -655,7 +661,7 @@ impl<'a> Lowerer<'a> {
             self.define(b, n, zero);
             if !empty {
                 // No axis is left to reduce: the best value is the input.
-                self.arg_chain(b)?;
+                self.arg_chain(b, true)?;
                 let x = self.operand(b, n, 0)?;
                 let x = self.coerce(b, x, acc_dtype(self.cx.g.nodes[node.inputs[0]].dtype));
                 self.arg_siblings(b, n, x);
@@ -680,7 +686,7 @@ impl<'a> Lowerer<'a> {
         let m = if looped {
             let acc = b.acc(ValueType::new(dt, &red_shape), identity(best, dt));
             let mut failure = Ok(());
-            self.looped(b, 0, &mut |lw, b| match lw.arg_chain(b).and_then(|()| lw.operand(b, n, 0)) {
+            self.looped(b, 0, &mut |lw, b| match lw.arg_chain(b, true).and_then(|()| lw.operand(b, n, 0)) {
                 Ok(x) => {
                     let r = lw.reduce_tile(b, x, best, in_dtype);
                     b.acc_update(acc, best_op, r);
@@ -690,7 +696,7 @@ impl<'a> Lowerer<'a> {
             failure?;
             b.acc_read(acc)
         } else {
-            self.arg_chain(b)?;
+            self.arg_chain(b, true)?;
             let x = self.operand(b, n, 0)?;
             self.reduce_tile(b, x, best, in_dtype)
         };
@@ -717,7 +723,7 @@ impl<'a> Lowerer<'a> {
             let ty = ValueType::new(DType::I64, &red_shape);
             let acc = b.acc(ty, Scalar::Int(i64::MAX as i128, DType::I64));
             let mut failure = Ok(());
-            self.looped(b, 0, &mut |lw, b| match lw.arg_chain(b).and_then(|()| first(lw, b)) {
+            self.looped(b, 0, &mut |lw, b| match lw.arg_chain(b, false).and_then(|()| first(lw, b)) {
                 Ok(r) => b.acc_update(acc, BinaryOp::Minimum, r),
                 Err(e) => failure = Err(e),
             });
@@ -753,7 +759,7 @@ impl<'a> Lowerer<'a> {
         let iacc = b.acc(ValueType::new(it, &full), Scalar::Int(-1, it));
         let mut failure = Ok(());
         self.looped(b, 0, &mut |lw, b| {
-            let x = match lw.arg_chain(b).and_then(|()| lw.operand(b, n, 0)) {
+            let x = match lw.arg_chain(b, true).and_then(|()| lw.operand(b, n, 0)) {
                 Ok(x) => x,
                 Err(e) => {
                     failure = Err(e);

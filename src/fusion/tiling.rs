@@ -126,8 +126,7 @@ pub(crate) fn choose_tiles(axes: &mut [Axis], budget: u64, whole_rows: bool) {
 /// ragged (2816 takes two tiles of 1408, not 2048 and a quarter-full one).
 /// An odd width keeps `cap`: tiles of an odd width have atoms of one
 /// element, each with an address of its own, which cost more than the
-/// padding (rows of 49 f32 fell from 85 % to 55 % of copy with them,
-/// `benches/NOTES.md`, v32).
+/// padding (`benches/NOTES.md`, v32).
 pub(crate) fn even_tile(extent: u64, cap: u64) -> u64 {
     const ATOM: u64 = 16;
     let padded = extent.div_ceil(cap.max(1)) * cap;

@@ -56,7 +56,7 @@ impl Tensor {
     {
         const OP: &str = "from_ndarray";
         let dims = array.shape();
-        Shape::try_new(OP, dims)?;
+        let shape = Shape::try_new(OP, dims)?;
         if let Some((memory, order)) = dense_block(array) {
             let physical: Vec<usize> = order.iter().map(|&k| dims[k]).collect();
             let t = Tensor::copied_from(OP, memory, &physical)?;
@@ -75,7 +75,7 @@ impl Tensor {
         for (slot, e) in buf.bytes_mut().chunks_exact_mut(size).zip(array.iter()) {
             slot.copy_from_slice(element_bytes(std::slice::from_ref(e)));
         }
-        Ok(Tensor::from_buffer(buf, Shape::try_new(OP, dims)?))
+        Ok(Tensor::from_buffer(buf, shape))
     }
 
     /// The tensor's values as an [`ndarray::ArrayD`] of its shape (realizing

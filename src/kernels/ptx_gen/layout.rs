@@ -146,12 +146,11 @@ fn largest_tile(program: &Program) -> Vec<u32> {
 /// each an address and masks of its own unless every block-wide run of
 /// atoms lies inside one row of the tile (the repeats then sit at fixed
 /// distances, immediate offsets of one address). So the narrow atoms are
-/// taken for one repeat a thread or rows a multiple of the run: a row
-/// stride of 49903 f32 went from 64 % to 97 % of copy with them, while
-/// rows of 57 (four repeats of their own address each) fell from 85 % to
-/// 64 % (`benches/NOTES.md`, v32). Only elementwise programs take them:
-/// reductions over rows of an odd stride were slower with them (a column
-/// `sum` and `max` of [553, 572245] f32 from 91 % to 53 %, v32).
+/// taken for one repeat a thread or rows a multiple of the run, where the
+/// addressing costs nothing more, and only in elementwise programs (a
+/// reduction's exchanges and loops are laid out by atom, and its narrow
+/// atoms measured slower); the measurements are in `benches/NOTES.md`,
+/// v32.
 pub(super) fn choose_block_aligned(program: &Program, most: u32, atom_cap: u32) -> BlockShape {
     let wide = choose_block(program, most, atom_cap);
     let aligned = aligned_atom(program);

@@ -66,6 +66,12 @@ enum Check {
     Last,
 }
 
+/// The labels of a peeled access's scalar edge and of its end.
+struct Edge {
+    start: String,
+    done: String,
+}
+
 /// Elements per memory instruction for an atom of `atom` elements of `esize` bytes.
 fn chunk_elems(esize: u32, atom: u32) -> u32 {
     if esize == 1 {
@@ -157,12 +163,11 @@ impl Emitter<'_> {
             Moves::Scalar
         } else if masked && v.extents.last().is_some_and(|e| e % atom as u64 != 0) {
             // Peeled only where a row spans several tiles, so that the edge
-            // is in the last tile of each row and few warps branch to it
-            // (a row of one ragged tile would make every warp diverge: rows
-            // of 62 f32 fell from 81 % to 70 % of copy, v32), and only in
-            // elementwise programs (a column `var` of [551938, 783], whose
-            // loop reads the mean's row through such a view, fell from 25 %
-            // to 22 %, v32).
+            // is in the last tile of each row and few warps branch to it (a
+            // row of one ragged tile would make every warp diverge), and
+            // only in elementwise programs (a reduction reading such a view
+            // in its loop would branch in every trip); see
+            // `benches/NOTES.md`, v32.
             let (e, t) = (v.extents[v.extents.len() - 1], v.tile[v.tile.len() - 1] as u64);
             if e > t && self.elementwise {
                 Moves::Peeled
@@ -484,28 +489,18 @@ impl Emitter<'_> {
                 }
             };
             let dsts: Vec<String> = (0..l.atom).map(|_| self.reg(Class::of(d))).collect();
-            let check = if moves == Moves::Vector { Check::First } else { Check::Each };
-            let edge = self.peel(moves, v, &site, r, masked)?;
-            let masks = match edge {
-                Some(_) => vec![None; l.atom as usize],
-                None => self.masks(v, &site, r, masked, check),
-            };
+            let (masks, edge) = self.repeat_masks(moves, v, &site, r, masked);
             for c in 0..l.atom / ce {
                 let (first, chunk) = ((c * ce) as usize, ce as usize);
                 let at = at_element(c * ce);
                 self.load_chunk(op, d, &masks[first], &at, &dsts[first..first + chunk], pad.as_deref());
             }
-            if let Some((edge, done)) = edge {
-                // The edge: each element on its own.
-                self.ins(format!("bra {done}"));
-                self.place_label(&edge);
-                let each = self.masks(v, &site, r, masked, Check::Each);
-                for a in 0..l.atom {
-                    let at = at_element(a);
-                    let one = std::slice::from_ref(&dsts[a as usize]);
-                    self.load_chunk(op, d, &each[a as usize], &at, one, pad.as_deref());
+            if let Some(edge) = edge {
+                let each = self.enter_edge(&edge, v, &site, r, masked);
+                for (a, (dst, p)) in dsts.iter().zip(&each).enumerate() {
+                    self.load_chunk(op, d, p, &at_element(a as u32), std::slice::from_ref(dst), pad.as_deref());
                 }
-                self.place_label(&done);
+                self.place_label(&edge.done);
             }
             regs.extend(dsts);
         }
@@ -513,20 +508,40 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// For a [`Moves::Peeled`] access of repeat `r`: a branch to an edge
-    /// label unless the whole atom is in bounds, and the labels of the edge
-    /// and of the end (`None` for any other access, or where the atom is
-    /// always in bounds). The vector accesses follow the branch unguarded.
-    fn peel(&mut self, moves: Moves, v: &View, site: &Site, r: u32, masked: bool) -> Result<Option<(String, String)>> {
-        if moves != Moves::Peeled {
-            return Ok(None);
+    /// The masks of repeat `r`'s atom elements for an access that moves as
+    /// `moves`, and for a [`Moves::Peeled`] one the edge it branches to
+    /// unless the whole atom is in bounds (then the vector accesses that
+    /// follow need no masks). `None` for any other access, or where the
+    /// atom is always in bounds.
+    fn repeat_masks(
+        &mut self,
+        moves: Moves,
+        v: &View,
+        site: &Site,
+        r: u32,
+        masked: bool,
+    ) -> (Vec<Option<String>>, Option<Edge>) {
+        if moves == Moves::Peeled {
+            if let Some(whole) = self.masks(v, site, r, masked, Check::Last).swap_remove(0) {
+                let edge = Edge {
+                    start: self.label(),
+                    done: self.label(),
+                };
+                self.ins(format!("@!{whole} bra {}", edge.start));
+                return (vec![None; self.layout(&v.tile).atom as usize], Some(edge));
+            }
         }
-        let Some(whole) = self.masks(v, site, r, masked, Check::Last).swap_remove(0) else {
-            return Ok(None);
-        };
-        let (edge, done) = (self.label(), self.label());
-        self.ins(format!("@!{whole} bra {edge}"));
-        Ok(Some((edge, done)))
+        let check = if moves == Moves::Vector { Check::First } else { Check::Each };
+        (self.masks(v, site, r, masked, check), None)
+    }
+
+    /// Ends the vector path of a peeled access and starts its edge: the
+    /// masks of each element, for the scalar accesses the caller writes
+    /// before placing `edge.done`.
+    fn enter_edge(&mut self, edge: &Edge, v: &View, site: &Site, r: u32, masked: bool) -> Vec<Option<String>> {
+        self.ins(format!("bra {}", edge.done));
+        self.place_label(&edge.start);
+        self.masks(v, site, r, masked, Check::Each)
     }
 
     /// One memory instruction loading `dsts.len()` consecutive elements.
@@ -598,24 +613,17 @@ impl Emitter<'_> {
             };
             let at_element = |a: u32| at(&addr, shift + a as i64 * stride * esize as i64);
             let srcs = &regs[(r * l.atom) as usize..((r + 1) * l.atom) as usize];
-            let check = if moves == Moves::Vector { Check::First } else { Check::Each };
-            let edge = self.peel(moves, v, &site, r, masked)?;
-            let masks = match edge {
-                Some(_) => vec![None; l.atom as usize],
-                None => self.masks(v, &site, r, masked, check),
-            };
+            let (masks, edge) = self.repeat_masks(moves, v, &site, r, masked);
             for c in 0..l.atom / ce {
                 let (first, chunk) = ((c * ce) as usize, ce as usize);
                 self.store_chunk(d, &masks[first], &at_element(c * ce), &srcs[first..first + chunk]);
             }
-            if let Some((edge, done)) = edge {
-                self.ins(format!("bra {done}"));
-                self.place_label(&edge);
-                let each = self.masks(v, &site, r, masked, Check::Each);
-                for a in 0..l.atom as usize {
-                    self.store_chunk(d, &each[a], &at_element(a as u32), &srcs[a..a + 1]);
+            if let Some(edge) = edge {
+                let each = self.enter_edge(&edge, v, &site, r, masked);
+                for (a, p) in each.iter().enumerate() {
+                    self.store_chunk(d, p, &at_element(a as u32), &srcs[a..a + 1]);
                 }
-                self.place_label(&done);
+                self.place_label(&edge.done);
             }
         }
         Ok(())
