@@ -6,8 +6,9 @@
 //! span's extents are the *masked* ones: masked loads give the view's
 //! padding there, masked stores and atomics skip them, and the unmasked forms
 //! are refused with an error when any exists. The in-bounds part of a
-//! partition is always a box `[0, v_0) x ... x [0, v_n)` of the tile, so every
-//! access is a copy of that box, done row by row along the innermost axis
+//! partition is always a box `[a_0, b_0) x ... x [a_n, b_n)` of the tile
+//! (`a` above zero only in a window, see [`View`]), so every access is a copy
+//! of that box, done row by row along the innermost axis
 //! after merging axes that are contiguous both in the tile and in memory.
 
 use super::buffer::{malformed, Bits, BitsMut, Buf, ScalarBits};
@@ -58,7 +59,9 @@ pub(crate) struct ViewPlan {
     tile: [u64; MAX_RANK],
     space: [u64; MAX_RANK],
     rank: usize,
+    /// The element offset of index zero (negative for some windows).
     offset: i64,
+    lower: [u64; MAX_RANK],
     numel: usize,
     pad: ScalarBits,
 }
@@ -67,8 +70,12 @@ pub(crate) struct ViewPlan {
 struct Region {
     /// Whether the whole tile is in bounds.
     full: bool,
-    /// Element offset in memory of the partition's first element.
+    /// Whether no element is.
+    empty: bool,
+    /// Element offset in memory of the box's first element.
     base: i64,
+    /// Position in the tile of the box's first element.
+    tile_base: i64,
     /// Merged axes, outermost first: (length, memory stride, tile stride).
     axes: [(usize, i64, i64); MAX_RANK],
     rank: usize,
@@ -107,10 +114,13 @@ impl ViewPlan {
             });
         }
         // Every index inside the extents must address an element of the buffer.
-        if !view.extents.contains(&0) {
+        if view.lower.len() > rank {
+            return Err(malformed(format!("a view of `{}` has a window of rank {}", param.name, view.lower.len())));
+        }
+        if (0..rank).all(|k| view.lower(k) < view.extents[k]) {
             let (mut lo, mut hi) = (view.offset as i128, view.offset as i128);
-            for (&e, &s) in view.extents.iter().zip(&view.strides) {
-                let reach = (e as i128 - 1) * s as i128;
+            for (k, (&e, &s)) in view.extents.iter().zip(&view.strides).enumerate() {
+                let reach = (e as i128 - view.lower(k) as i128 - 1) * s as i128;
                 if reach < 0 {
                     lo += reach;
                 } else {
@@ -134,12 +144,15 @@ impl ViewPlan {
             tile: [0; MAX_RANK],
             space: [0; MAX_RANK],
             rank,
-            offset: view.offset as i64,
+            offset: i64::try_from(view.origin())
+                .map_err(|_| malformed(format!("a view of `{}` starts beyond 64-bit offsets", param.name)))?,
+            lower: [0; MAX_RANK],
             numel: view.tile.iter().map(|&t| t as usize).product(),
             pad: ScalarBits::new(Scalar::Float(view.padding.value(), DType::F64), param.dtype),
         };
         for k in 0..rank {
             plan.extents[k] = view.extents[k];
+            plan.lower[k] = view.lower(k);
             plan.strides[k] = view.strides[k];
             plan.tile[k] = view.tile[k] as u64;
             plan.space[k] = view.extents[k].div_ceil(view.tile[k] as u64);
@@ -163,7 +176,10 @@ impl ViewPlan {
         }
         let mut valid = [0u64; MAX_RANK];
         let mut full = true;
+        let mut empty = false;
         let mut base = self.offset;
+        let mut tile_base = 0i64;
+        let mut tile_stride = self.numel as i64;
         for k in 0..rank {
             if part[k] >= self.space[k] {
                 return Err(Error::PartitionOutOfRange {
@@ -175,9 +191,15 @@ impl ViewPlan {
                 });
             }
             let start = part[k] * self.tile[k];
-            valid[k] = self.tile[k].min(self.extents[k] - start);
+            // The box along axis k: tile positions `skip .. end`.
+            let skip = self.lower[k].saturating_sub(start).min(self.tile[k]);
+            let end = self.tile[k].min(self.extents[k] - start);
+            valid[k] = end.saturating_sub(skip);
             full &= valid[k] == self.tile[k];
-            base += start as i64 * self.strides[k];
+            empty |= valid[k] == 0;
+            tile_stride /= self.tile[k] as i64;
+            tile_base += skip as i64 * tile_stride;
+            base += (start + skip) as i64 * self.strides[k];
         }
         if !full && !masked {
             return Err(Error::PartlyOutOfBounds {
@@ -189,7 +211,9 @@ impl ViewPlan {
         }
         let mut region = Region {
             full,
+            empty,
             base,
+            tile_base,
             axes: [(0, 0, 0); MAX_RANK],
             rank: 0,
         };
@@ -431,11 +455,14 @@ impl Region {
     /// Calls `f(tile_offset, memory_offset, (len, memory_stride, tile_stride))`
     /// for each row of the box along its innermost merged axis.
     fn for_each_row(&self, mut f: impl FnMut(usize, i64, (usize, i64, usize))) {
+        if self.empty {
+            return;
+        }
         let Some((&(len, ms, ts), outer)) = self.axes[..self.rank].split_last() else {
-            f(0, self.base, (1, 1, 1));
+            f(self.tile_base as usize, self.base, (1, 1, 1));
             return;
         };
-        walk(outer, (self.base, 0), |m, t| f(t as usize, m, (len, ms, ts as usize)));
+        walk(outer, (self.base, self.tile_base), |m, t| f(t as usize, m, (len, ms, ts as usize)));
     }
 }
 

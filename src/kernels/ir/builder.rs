@@ -112,10 +112,31 @@ impl Builder {
             extents: extents.iter().copied().collect(),
             strides: strides.iter().copied().collect(),
             offset,
+            lower: Dims::new(),
             tile: tile.iter().copied().collect(),
             padding,
         });
         ViewId(self.program.views.len() as u32 - 1)
+    }
+
+    /// Declares a window of `param`: the span of [`view`](Self::view)
+    /// whose indices along axis `k` start at `lower[k]`, element `lower`
+    /// at `offset` (see [`View`]). Loads of the indices below `lower` are
+    /// masked like those past the extents.
+    #[allow(clippy::too_many_arguments)]
+    pub fn window(
+        &mut self,
+        param: ParamId,
+        lower: &[u64],
+        extents: &[u64],
+        strides: &[i64],
+        offset: u64,
+        tile: &[u32],
+        padding: Padding,
+    ) -> ViewId {
+        let id = self.view(param, extents, strides, offset, tile, padding);
+        self.program.views[id.index()].lower = lower.iter().copied().collect();
+        id
     }
 
     /// Declares a view of `param` as a row-major array of `extents` at

@@ -139,9 +139,15 @@ impl std::hash::Hash for ScalarKey {
 
 /// A partition view of a parameter: a strided span cut into tiles.
 ///
-/// Element `e` of the span (an index with `e[k] < extents[k]`) lives at
-/// `offset + sum(e[k] * strides[k])` in the parameter's buffer. Partition `I`
-/// covers the span indices `I[k] * tile[k] + j[k]` for `j[k] < tile[k]`.
+/// Element `e` of the span (an index with `lower[k] <= e[k] < extents[k]`)
+/// lives at `offset + sum((e[k] - lower[k]) * strides[k])` in the
+/// parameter's buffer. Partition `I` covers the span indices
+/// `I[k] * tile[k] + j[k]` for `j[k] < tile[k]`; indices outside the span,
+/// below `lower` or at and above `extents`, are the masked ones.
+///
+/// `lower` (empty: all zeros) makes a *window*: the operand of one piece of
+/// a concatenation, or the inside of a padded tensor, seen in the index
+/// space of the whole. Only loads and in-bounds masks go through windows.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct View {
     /// The parameter whose memory is viewed.
@@ -150,8 +156,10 @@ pub struct View {
     pub extents: Dims<u64>,
     /// The strides of the span in elements (0 for a broadcast axis).
     pub strides: Dims<i64>,
-    /// The element offset of index zero.
+    /// The element offset of index `lower` (of index zero without a window).
     pub offset: u64,
+    /// The first index of the span along each axis (empty: all zeros).
+    pub lower: Dims<u64>,
     /// The tile shape; same rank as `extents`.
     pub tile: Dims<u32>,
     /// The value masked loads give outside the extents.
@@ -159,6 +167,25 @@ pub struct View {
 }
 
 impl View {
+    /// The first index of the span along axis `k`.
+    pub fn lower(&self, k: usize) -> u64 {
+        self.lower.get(k).copied().unwrap_or(0)
+    }
+
+    /// Whether some axis starts above index zero.
+    pub fn is_window(&self) -> bool {
+        self.lower.iter().any(|&l| l > 0)
+    }
+
+    /// The element offset of index zero (below the buffer's start for a
+    /// window that starts above zero on an axis of positive stride).
+    pub fn origin(&self) -> i128 {
+        let shift: i128 = (0..self.strides.len())
+            .map(|k| self.lower(k) as i128 * self.strides[k] as i128)
+            .sum();
+        self.offset as i128 - shift
+    }
+
     /// The number of partitions along each axis (`ceil(extent / tile)`).
     pub fn index_space(&self) -> Dims<u64> {
         self.extents

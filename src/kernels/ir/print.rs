@@ -54,9 +54,14 @@ impl fmt::Display for Program {
             writeln!(f, "  s{i}: {d}")?;
         }
         for (i, v) in self.views.iter().enumerate() {
+            let window = if v.is_window() {
+                format!(" from {}", list(&v.lower))
+            } else {
+                String::new()
+            };
             writeln!(
                 f,
-                "  v{i} = view {} extents {} strides {} offset {} tile {} pad {}",
+                "  v{i} = view {}{window} extents {} strides {} offset {} tile {} pad {}",
                 v.param,
                 list(&v.extents),
                 list(&v.strides),

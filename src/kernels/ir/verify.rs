@@ -72,7 +72,10 @@
 //! - Every partition index the access can reach lies in the view's index
 //!   space. The reachable range of each index axis is that of its affine
 //!   expression over the grid extents and the loop counts.
-//! - An unmasked access reaches only partitions wholly inside the extents.
+//! - An unmasked access reaches only partitions wholly inside the extents,
+//!   and goes through no window; stores and atomics go through no window.
+//! - A window's start has the view's rank; the span from it to the extents
+//!   lies in the parameter's buffer.
 //! - Atomic ops match the dtype: and/or/xor take 32/64-bit integers, max/min
 //!   those and `f32`, add/sub those and every float type; the scope is
 //!   block or device.
@@ -193,12 +196,20 @@ impl<'a> Verifier<'a> {
                 v.padding, param.dtype
             ));
         }
-        if v.extents.contains(&0) {
+        if !v.lower.is_empty() && v.lower.len() != rank {
+            return Err(format!(
+                "window start {} and extents {} must have one rank",
+                print::list(&v.lower),
+                print::list(&v.extents)
+            ));
+        }
+        if (0..rank).any(|k| v.lower(k) >= v.extents[k]) {
+            // An empty window addresses nothing.
             return Ok(());
         }
         let (mut lo, mut hi) = (v.offset as i128, v.offset as i128);
-        for (&e, &s) in v.extents.iter().zip(&v.strides) {
-            let reach = (e as i128 - 1) * s as i128;
+        for (k, (&e, &s)) in v.extents.iter().zip(&v.strides).enumerate() {
+            let reach = (e as i128 - v.lower(k) as i128 - 1) * s as i128;
             lo += reach.min(0);
             hi += reach.max(0);
         }
@@ -325,6 +336,7 @@ impl<'a> Verifier<'a> {
                 let ty = self.use_value(*src)?;
                 let v = self.access(*view, index, Some(*masked))?;
                 self.param_access(v, true)?;
+                no_window(v)?;
                 operand_is(*src, ty, &self.tile_of(v, None))?;
                 self.disjoint(*view, v, index)
             }
@@ -463,6 +475,7 @@ impl<'a> Verifier<'a> {
                 let s = self.use_value(*src)?;
                 let v = self.access(*view, index, Some(*masked))?;
                 self.param_access(v, true)?;
+                no_window(v)?;
                 operand_is(*src, s, &self.tile_of(v, None))?;
                 if !atomic_accepts(*op, s.dtype) {
                     return Err(format!("atomic {op:?} does not take {} elements", s.dtype));
@@ -537,6 +550,17 @@ fn accs_used(body: &[Inst], out: &mut Vec<AccId>) {
 }
 
 /// Checks that an operand `src` of type `ty` has the type `want`.
+/// Refuses a window as the view of a store or atomic: windows are for reads.
+fn no_window(v: &View) -> Check {
+    if v.is_window() {
+        return Err(format!(
+            "only loads go through a window (start {}), not stores or atomics",
+            print::list(&v.lower)
+        ));
+    }
+    Ok(())
+}
+
 fn operand_is(src: ValueId, ty: &ValueType, want: &ValueType) -> Check {
     if ty == want {
         Ok(())

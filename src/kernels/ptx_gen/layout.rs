@@ -106,7 +106,7 @@ pub(super) fn elementwise_only(body: &[Inst]) -> bool {
 /// The largest atom (in elements, a power of two, at most 16) at which
 /// every contiguous view of `program` (innermost stride 1, more than one
 /// element wide) is aligned: its offset and outer strides are multiples of
-/// it.
+/// it (for a window, its origin and innermost start).
 fn aligned_atom(program: &Program) -> u32 {
     let mut atom = 16u64;
     for v in &program.views {
@@ -117,7 +117,10 @@ fn aligned_atom(program: &Program) -> u32 {
             continue;
         }
         let outer = outer.iter().zip(&v.extents).filter(|(_, &e)| e > 1).map(|(&s, _)| s.unsigned_abs());
-        for x in outer.chain([v.offset]) {
+        // A window's origin (which may lie below the buffer) and the start
+        // of its innermost axis count as offsets.
+        let origin = (v.origin().unsigned_abs() as u64, v.lower(v.extents.len() - 1));
+        for x in outer.chain([origin.0, origin.1]) {
             if x != 0 {
                 atom = atom.min(1 << x.trailing_zeros().min(4));
             }

@@ -126,7 +126,7 @@ impl Emitter<'_> {
             )));
         }
         let offset = self.reg(Class::B64);
-        let mut constant = v.offset as i128;
+        let mut constant = v.origin();
         let mut terms = Vec::new();
         let mut base = Vec::new();
         for ((x, &t), &s) in index.iter().zip(&v.tile).zip(&v.strides) {
@@ -158,7 +158,12 @@ impl Emitter<'_> {
             return Moves::Scalar;
         };
         let a = atom as i64;
-        let aligned = atom > 1 && inner == 1 && v.offset % atom as u64 == 0 && outer.iter().all(|s| s % a == 0);
+        let start = v.lower(outer.len());
+        let aligned = atom > 1
+            && inner == 1
+            && v.origin().rem_euclid(a as i128) == 0
+            && start % atom as u64 == 0
+            && outer.iter().all(|s| s % a == 0);
         if !aligned {
             Moves::Scalar
         } else if masked && v.extents.last().is_some_and(|e| e % atom as u64 != 0) {
@@ -245,36 +250,58 @@ impl Emitter<'_> {
         let mut common = self.slot_valid(&v.tile, r);
         let (_, cs) = self.coords(&v.tile, r);
         let rank = v.tile.len();
+        // The innermost coordinate and whether it is checked above and
+        // below, when each atom element is checked on its own.
         let mut last_g = None;
         for (k, c) in cs.iter().enumerate() {
-            let (e, t) = (v.extents[k], v.tile[k] as u64);
-            if !masked || e % t == 0 {
+            let (e, t, start) = (v.extents[k], v.tile[k] as u64, v.lower(k));
+            let (above, below) = (masked && e % t != 0, masked && start > 0);
+            if !above && !below {
                 continue;
             }
             let g = self.reg(Class::B64);
             self.ins(format!("cvt.u64.u32 {g}, {c}"));
             self.ins(format!("add.u64 {g}, {g}, {}", site.base[k]));
             if k + 1 == rank && check == Check::Each {
-                last_g = Some(g);
+                last_g = Some((g, above, below));
                 continue;
             }
-            let p = self.reg(Class::Pred);
-            if k + 1 == rank && check == Check::Last {
-                let bound = e as i64 - (l.atom as i64 - 1);
-                self.ins(format!("setp.lt.s64 {p}, {g}, {bound}"));
-            } else {
-                self.ins(format!("setp.lt.u64 {p}, {g}, {e}"));
+            if above {
+                let p = self.reg(Class::Pred);
+                if k + 1 == rank && check == Check::Last {
+                    let bound = e as i64 - (l.atom as i64 - 1);
+                    self.ins(format!("setp.lt.s64 {p}, {g}, {bound}"));
+                } else {
+                    self.ins(format!("setp.lt.u64 {p}, {g}, {e}"));
+                }
+                common = self.and(common, p);
             }
-            common = self.and(common, p);
+            if below {
+                // Innermost, the atom is aligned to the start (`moves`), so
+                // its first element decides for all of it.
+                let p = self.reg(Class::Pred);
+                self.ins(format!("setp.ge.u64 {p}, {g}, {start}"));
+                common = self.and(common, p);
+            }
         }
         (0..l.atom)
             .map(|a| match &last_g {
                 None => common.clone(),
-                Some(g) => {
-                    let p = self.reg(Class::Pred);
-                    let bound = v.extents[rank - 1] as i64 - a as i64;
-                    self.ins(format!("setp.lt.s64 {p}, {g}, {bound}"));
-                    self.and(common.clone(), p)
+                Some((g, above, below)) => {
+                    let mut m = common.clone();
+                    if *above {
+                        let p = self.reg(Class::Pred);
+                        let bound = v.extents[rank - 1] as i64 - a as i64;
+                        self.ins(format!("setp.lt.s64 {p}, {g}, {bound}"));
+                        m = self.and(m, p);
+                    }
+                    if *below {
+                        let p = self.reg(Class::Pred);
+                        let bound = v.lower(rank - 1) as i64 - a as i64;
+                        self.ins(format!("setp.ge.s64 {p}, {g}, {bound}"));
+                        m = self.and(m, p);
+                    }
+                    m
                 }
             })
             .collect()

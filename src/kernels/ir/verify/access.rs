@@ -61,6 +61,12 @@ impl<'a> Verifier<'a> {
             last.push(hi);
         }
         let mut reached = last.iter().zip(&v.tile).zip(&v.extents);
+        if masked == Some(false) && v.is_window() {
+            return Err(format!(
+                "the unmasked access goes through view {view}, a window starting at {}; mask it",
+                print::list(&v.lower)
+            ));
+        }
         if masked == Some(false) && reached.any(|((&i, &t), &e)| (i + 1) * t as u128 > e as u128) {
             return Err(format!(
                 "the unmasked access reaches partition {}, partly outside view {view} (extents {}, tile {}); mask it",
