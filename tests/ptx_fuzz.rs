@@ -585,9 +585,11 @@ fn windows_load_their_span_and_mask_the_rest_on_the_executor_and_the_interpreter
     ];
     for (dtype, fill) in [(DType::I32, 7i128), (DType::U8, 200), (DType::I64, -3)] {
         for &(ext, lower, transposed, tile) in &cases {
-            // The window's elements: rows and columns past `lower`, read from
-            // a source of one more column (offset 1), possibly transposed.
-            let (rows, cols) = (ext[0] - lower[0], ext[1] - lower[1]);
+            // The window's elements: rows and columns from `lower` to
+            // `upper` (short of the extents on some axes), read from a source
+            // of one more column (offset 1), possibly transposed.
+            let upper = [ext[0] - (ext[0] - lower[0]) / 3, ext[1] - (ext[1] % 3)];
+            let (rows, cols) = (upper[0] - lower[0], upper[1] - lower[1]);
             let (src_len, strides) = if transposed {
                 ((cols + 1) * rows, [1i64, rows as i64])
             } else {
@@ -595,10 +597,13 @@ fn windows_load_their_span_and_mask_the_rest_on_the_executor_and_the_interpreter
             };
             let offset = if transposed { rows } else { 1 };
             let grid = [ext[0].div_ceil(tile[0] as u64), ext[1].div_ceil(tile[1] as u64)];
-            let mut b = Builder::new(format!("window_{}x{}_from_{}_{}", ext[0], ext[1], lower[0], lower[1]), &grid);
+            let mut b = Builder::new(
+                format!("window_{}x{}_from_{}_{}", ext[0], ext[1], lower[0], lower[1]),
+                &grid,
+            );
             let x = b.param("x", dtype, src_len, Access::Read);
             let y = b.param("y", dtype, ext[0] * ext[1], Access::Write);
-            let win = b.window(x, &lower, &ext, &strides, offset, &tile, Padding::Zero);
+            let win = b.window(x, &lower, &upper, &ext, &strides, offset, &tile, Padding::Zero);
             let out = b.view_contiguous(y, &ext, &tile, Padding::Zero);
             let at = [IndexExpr::grid(0), IndexExpr::grid(1)];
             let v = b.load(win, &at, true);
@@ -615,8 +620,9 @@ fn windows_load_their_span_and_mask_the_rest_on_the_executor_and_the_interpreter
             execute(&program, &mut [Arg::Read(&xs), Arg::Write(&mut ys)]).unwrap();
             for r in 0..ext[0] {
                 for col in 0..ext[1] {
-                    let want = if r >= lower[0] && col >= lower[1] {
-                        let at = offset as i64 + (r - lower[0]) as i64 * strides[0] + (col - lower[1]) as i64 * strides[1];
+                    let want = if (lower[0]..upper[0]).contains(&r) && (lower[1]..upper[1]).contains(&col) {
+                        let at =
+                            offset as i64 + (r - lower[0]) as i64 * strides[0] + (col - lower[1]) as i64 * strides[1];
                         xs.get(at as usize)
                     } else {
                         Scalar::Int(fill, dtype).cast(dtype)

@@ -6,6 +6,14 @@
 //! promoted to computed nodes that copy their elements into a buffer of their
 //! own: the input of a reshape that strides cannot express, and a requested
 //! output that is a view of data or of a constant.
+//!
+//! A concatenation is addressing too: an operand that is a `Cat` node
+//! resolves to [`Source::Pieces`], each piece a constant or a chain over
+//! the node below it, seen through a window of the operand's index space
+//! (nested concatenations are flattened into one set of windows). A `Cat`
+//! is computed (copied into a buffer) where something other than an
+//! elementwise op, a reduction or another `Cat` reads it, or it is an
+//! output.
 
 use super::layout::{squeeze, Layout};
 use crate::graph::{Op, Subgraph};
@@ -24,6 +32,19 @@ pub(crate) enum ChainKind {
     Other,
 }
 
+/// One piece of a concatenation: where it lies in the operand's index space
+/// and where its elements come from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Piece {
+    /// The piece's first index along each axis of the operand.
+    pub start: Vec<usize>,
+    /// The piece's extents.
+    pub dims: Vec<usize>,
+    /// Its elements: a constant, or a chain (of kind `Other`) whose layout
+    /// has the piece's extents.
+    pub source: Source,
+}
+
 /// Where an operand's elements come from.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Source {
@@ -31,6 +52,9 @@ pub(crate) enum Source {
     /// chain. Its value is not part of the plan: kernels read it as a
     /// scalar argument of the launch, so one plan serves every value.
     Const(usize),
+    /// A concatenation: the pieces, whose windows tile the operand's index
+    /// space without overlapping (empty pieces are left out).
+    Pieces(Vec<Piece>),
     /// The elements of `base` (a `Data` leaf or a computed node) through `layout`
     /// of its row-major buffer.
     Chain {
@@ -41,6 +65,28 @@ pub(crate) enum Source {
         /// How the chain relates operand and base.
         kind: ChainKind,
     },
+}
+
+impl Source {
+    /// The nodes whose buffers the operand reads: a chain's base, the bases
+    /// of a concatenation's pieces.
+    pub fn bases(&self) -> Vec<usize> {
+        match self {
+            Source::Const(_) => vec![],
+            Source::Chain { base, .. } => vec![*base],
+            Source::Pieces(pieces) => pieces.iter().flat_map(|p| p.source.bases()).collect(),
+        }
+    }
+
+    /// The `Full` nodes the operand reads: a constant's, those of a
+    /// concatenation's constant pieces.
+    pub fn consts(&self) -> Vec<usize> {
+        match self {
+            Source::Const(full) => vec![*full],
+            Source::Chain { .. } => vec![],
+            Source::Pieces(pieces) => pieces.iter().flat_map(|p| p.source.consts()).collect(),
+        }
+    }
 }
 
 /// Per-node facts fusion needs.
@@ -61,13 +107,25 @@ impl Analysis {
                 .map(|n| n.op.is_elementwise() || matches!(n.op, Op::Reduce { .. }))
                 .collect(),
         };
+        // A concatenation read as anything but an operand of elementwise
+        // ops, reductions and concatenations is copied into a buffer.
+        for n in &g.nodes {
+            let addressing = n.op.is_elementwise() || matches!(n.op, Op::Reduce { .. } | Op::Cat { .. });
+            if !addressing {
+                for &p in &n.inputs {
+                    if matches!(g.nodes[p].op, Op::Cat { .. }) {
+                        a.computed[p] = true;
+                    }
+                }
+            }
+        }
         a.copy_unstridable_reshape_inputs(g);
         // Outputs that are views or constants get a buffer of their own, except
         // an order-preserving view of a computed node, which shares its buffer.
         for &o in &g.outputs {
             let n = &g.nodes[o];
             match &n.op {
-                Op::Full(_) => a.computed[o] = true,
+                Op::Full(_) | Op::Cat { .. } => a.computed[o] = true,
                 op if op.is_view() && !a.computed[o] => {
                     let shares = matches!(a.source(g, o), Source::Chain { base, kind: ChainKind::Trivial, .. } if a.computed[base]);
                     if !shares {
@@ -99,7 +157,7 @@ impl Analysis {
     /// Whether `n` is a computed node whose value is its own operand seen
     /// through itself (a copy of a view, or a filled constant).
     pub fn is_copy(&self, g: &Subgraph, n: usize) -> bool {
-        self.computed[n] && (g.nodes[n].op.is_view() || matches!(g.nodes[n].op, Op::Full(_)))
+        self.computed[n] && (g.nodes[n].op.is_view() || matches!(g.nodes[n].op, Op::Full(_) | Op::Cat { .. }))
     }
 
     /// Where the value of node `p` comes from when used as an operand.
@@ -120,8 +178,40 @@ impl Analysis {
         let n = &g.nodes[p];
         match &n.op {
             Op::Full(_) => Source::Const(p),
+            &Op::Cat { axis } => {
+                let mut pieces = vec![];
+                let mut at = 0;
+                for &q in &n.inputs {
+                    let dims = g.nodes[q].shape.dims().to_vec();
+                    let mut start = vec![0; dims.len()];
+                    start[axis] = at;
+                    at += dims[axis];
+                    if dims.contains(&0) {
+                        continue;
+                    }
+                    match self.source(g, q) {
+                        // A nested concatenation: its pieces, moved.
+                        Source::Pieces(inner) => pieces.extend(inner.into_iter().map(|mut piece| {
+                            piece.start[axis] += start[axis];
+                            piece
+                        })),
+                        Source::Chain { base, layout, .. } => pieces.push(Piece {
+                            start,
+                            dims,
+                            source: Source::Chain {
+                                base,
+                                layout,
+                                kind: ChainKind::Other,
+                            },
+                        }),
+                        source => pieces.push(Piece { start, dims, source }),
+                    }
+                }
+                Source::Pieces(pieces)
+            }
             op if op.is_view() => match self.source(g, n.inputs[0]) {
                 Source::Const(full) => Source::Const(full),
+                Source::Pieces(_) => unreachable!("concatenations under views are computed"),
                 Source::Chain { base, layout, kind } => {
                     let input = &g.nodes[n.inputs[0]].shape;
                     let layout = layout
@@ -144,6 +234,16 @@ impl Analysis {
         }
     }
 
+    /// The extents of operand `j` of computed node `n` (a copy's operand
+    /// is the node itself, seen through its own source).
+    pub fn operand_dims<'g>(&self, g: &'g Subgraph, n: usize, j: usize) -> &'g [usize] {
+        if self.is_copy(g, n) {
+            g.nodes[n].shape.dims()
+        } else {
+            g.nodes[g.nodes[n].inputs[j]].shape.dims()
+        }
+    }
+
     /// The operands of computed node `n`, in operand order.
     pub fn sources(&self, g: &Subgraph, n: usize) -> Vec<Source> {
         if self.is_copy(g, n) {
@@ -157,10 +257,7 @@ impl Analysis {
     /// an elementwise op whose operands are all constants or data.
     pub fn is_cheap(&self, g: &Subgraph, n: usize) -> bool {
         g.nodes[n].op.is_elementwise()
-            && self.sources(g, n).iter().all(|s| match s {
-                Source::Const(_) => true,
-                Source::Chain { base, .. } => !self.computed[*base],
-            })
+            && self.sources(g, n).iter().all(|s| s.bases().iter().all(|&b| !self.computed[b]))
     }
 }
 

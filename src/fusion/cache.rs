@@ -114,6 +114,7 @@ mod tag {
     pub const PERMUTE: u64 = 8;
     pub const EXPAND: u64 = 9;
     pub const SLICE: u64 = 10;
+    pub const CAT: u64 = 11;
 }
 
 /// `list`'s length, then its elements.
@@ -146,6 +147,7 @@ fn push_op(words: &mut Vec<u64>, op: &Op) {
         Op::Slice { axis, start, step } => {
             words.extend([tag::SLICE, *axis as u64, *start as u64, *step as u64]);
         }
+        Op::Cat { axis } => words.extend([tag::CAT, *axis as u64]),
     }
 }
 

@@ -188,7 +188,7 @@ pub(crate) fn column_split(
     buffers: &mut Vec<BufferDecl>,
     accesses: &[MemAccess],
     views: &[ViewSpec],
-    load_of: HashMap<(usize, usize), usize>,
+    load_of: HashMap<(usize, usize, usize), usize>,
     store_of: HashMap<usize, usize>,
     cs: ColumnSplit,
 ) -> crate::error::Result<Vec<Lowered>> {
@@ -236,6 +236,8 @@ pub(crate) fn column_split(
                 strides,
                 tile,
                 offset: v.offset,
+                lower: vec![],
+                upper: vec![],
             }
         })
         .collect();

@@ -4,7 +4,7 @@
 
 use super::analysis::{is_arg_reduce, ChainKind, Source};
 use super::group::{Group, Space};
-use super::lower::{in_group, internal, use_space, Ctx};
+use super::lower::{in_group, internal, use_space, Ctx, LoadKey, Window};
 use super::reduction::{acc_dtype, acc_op, effective, identity, tile_op};
 use super::tiling::Axis;
 use super::TileTarget;
@@ -79,7 +79,7 @@ pub(crate) struct Lowerer<'a> {
     /// Whether each access needs masking.
     pub masked: HashMap<usize, bool>,
     /// The access of each out-of-group operand `(node, operand)`.
-    pub load_of: HashMap<(usize, usize), usize>,
+    pub load_of: HashMap<(usize, usize, usize), usize>,
     /// The access of each stored node.
     pub store_of: HashMap<usize, usize>,
     /// Set for the first kernel of a split reduction.
@@ -96,6 +96,8 @@ pub(crate) struct Lowerer<'a> {
     pub arg_partials: Option<(usize, usize)>,
     /// The scalar argument of each `Full` node the group reads.
     pub scalars: HashMap<usize, ScalarId>,
+    /// The window of each piece of a concatenation over the coalesced axes.
+    pub piece_windows: HashMap<LoadKey, Window>,
     loop_of: Vec<Option<LoopId>>,
     scope: Scope,
 }
@@ -110,7 +112,7 @@ impl<'a> Lowerer<'a> {
         grid_axis: Vec<Option<u8>>,
         views: HashMap<usize, ViewId>,
         masked: HashMap<usize, bool>,
-        load_of: HashMap<(usize, usize), usize>,
+        load_of: HashMap<(usize, usize, usize), usize>,
         store_of: HashMap<usize, usize>,
     ) -> Lowerer<'a> {
         let loop_of = vec![None; axes.len()];
@@ -128,6 +130,7 @@ impl<'a> Lowerer<'a> {
             part_rows: None,
             arg_partials: None,
             scalars: HashMap::new(),
+            piece_windows: HashMap::new(),
             loop_of,
             scope: Scope::default(),
         }
@@ -482,19 +485,80 @@ impl<'a> Lowerer<'a> {
                 }
                 Ok(v)
             }
-            Source::Chain { .. } => {
-                let i = self.load_of[&(n, j)];
-                if let Some(&v) = self.scope.loads.get(&i) {
-                    return Ok(v);
+            Source::Chain { .. } => self.load(b, (n, j, 0), space),
+            Source::Pieces(pieces) => {
+                // Each element from the piece whose window holds it: the
+                // last piece's value, replaced inside each other window.
+                let mut value = None;
+                for (i, piece) in pieces.iter().enumerate().rev() {
+                    let v = match piece.source {
+                        Source::Const(full) => self.full(b, full, space)?,
+                        _ => self.load(b, (n, j, i), space)?,
+                    };
+                    let v = self.coerce(b, v, self.dtype_of(b, v).compute_type());
+                    value = Some(match value {
+                        None => v,
+                        Some(rest) => {
+                            let inside = self.inside(b, (n, j, i), space)?;
+                            b.select(inside, v, rest)
+                        }
+                    });
                 }
-                let index = self.partition(space);
-                let mut v = b.load(self.views[&i], &index, self.masked[&i]);
-                let dt = self.dtype_of(b, v);
-                v = self.coerce(b, v, dt.compute_type());
-                self.scope.loads.insert(i, v);
-                Ok(v)
+                value.ok_or_else(|| internal("fusion", format!("operand {j} of node {n} joins no pieces")))
             }
         }
+    }
+
+    /// The tile of load `key` in `space`, loaded once per scope, in its
+    /// compute type.
+    fn load(&mut self, b: &mut Builder, key: LoadKey, space: Space) -> Result<ValueId> {
+        let i = *self
+            .load_of
+            .get(&key)
+            .ok_or_else(|| internal("fusion", format!("operand {key:?} has no access")))?;
+        if let Some(&v) = self.scope.loads.get(&i) {
+            return Ok(v);
+        }
+        let index = self.partition(space);
+        let mut v = b.load(self.views[&i], &index, self.masked[&i]);
+        let dt = self.dtype_of(b, v);
+        v = self.coerce(b, v, dt.compute_type());
+        self.scope.loads.insert(i, v);
+        Ok(v)
+    }
+
+    /// A bool tile of `space`: which elements lie in the window of piece `key`.
+    fn inside(&mut self, b: &mut Builder, key: LoadKey, space: Space) -> Result<ValueId> {
+        let (lo, hi) = self
+            .piece_windows
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| internal("fusion", format!("piece {key:?} has no window")))?;
+        let shape = self.tile(space);
+        let mut inside: Option<ValueId> = None;
+        for k in 0..self.axes.len() {
+            let whole = if self.axes[k].reduced && space == Space::Reduced { 1 } else { self.axes[k].extent };
+            if lo[k] == 0 && hi[k] >= whole {
+                continue;
+            }
+            let it = self.axes[k].index_dtype();
+            let iota = b.iota_of(&shape, k as u8, self.index(k, space), it);
+            for (bound, op) in [(lo[k], BinaryOp::Ge), (hi[k], BinaryOp::Lt)] {
+                if (op == BinaryOp::Ge && bound == 0) || (op == BinaryOp::Lt && bound >= whole) {
+                    continue;
+                }
+                let lim = b.constant(Scalar::Int(bound as i128, it), it, &shape);
+                let test = b.binary(op, iota, lim);
+                inside = Some(match inside {
+                    Some(m) => b.binary(BinaryOp::BitAnd, m, test),
+                    None => test,
+                });
+            }
+        }
+        Ok(match inside {
+            Some(m) => m,
+            None => b.constant(Scalar::Bool(true), DType::Bool, &shape),
+        })
     }
 
     /// A tile of constant `s` (of a node's dtype) in its compute type.

@@ -106,6 +106,13 @@ impl GroupShape {
             let node = &g.nodes[n];
             let mut wanted: Vec<Space> = vec![];
             for src in an.sources(g, n) {
+                // A concatenation's pieces are read from memory, so they
+                // are computed by kernels before this one.
+                if let Source::Pieces(_) = &src {
+                    if src.bases().iter().any(|b| set.contains(b)) {
+                        return None;
+                    }
+                }
                 let Source::Chain { base, kind, .. } = src else {
                     continue;
                 };
@@ -413,13 +420,11 @@ fn dependencies(g: &Subgraph, an: &Analysis, sets: &Sets, home: &[Option<usize>]
     let mut deps = BTreeSet::new();
     let (nodes, _) = sets[k].as_ref().unwrap();
     for &n in nodes {
-        for s in an.sources(g, n) {
-            if let Source::Chain { base, .. } = s {
-                if an.computed[base] && !nodes.contains(&base) {
-                    if let Some(h) = home[base] {
-                        if h != k {
-                            deps.insert(h);
-                        }
+        for base in an.sources(g, n).iter().flat_map(Source::bases) {
+            if an.computed[base] && !nodes.contains(&base) {
+                if let Some(h) = home[base] {
+                    if h != k {
+                        deps.insert(h);
                     }
                 }
             }

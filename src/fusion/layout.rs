@@ -163,6 +163,26 @@ pub(crate) fn map_onto(layout: &Layout, space: &[usize]) -> Option<Vec<i64>> {
     Some(out)
 }
 
+/// A window (`start..end` per axis of a layout of extents `dims`) over the
+/// axes of `space`, paired as [`map_onto`] pairs extents: the first and
+/// past-the-end index on each axis of `space` (`0..1` on its size-1 axes).
+/// `None` when the extents do not correspond.
+pub(crate) fn map_window(dims: &[usize], start: &[usize], end: &[usize], space: &[usize]) -> Option<(Vec<u64>, Vec<u64>)> {
+    let mut src = (0..dims.len()).filter(|&k| dims[k] != 1);
+    let (mut lo, mut hi) = (vec![0u64; space.len()], vec![1u64; space.len()]);
+    for (k, &d) in space.iter().enumerate() {
+        if d == 1 {
+            continue;
+        }
+        let j = src.next()?;
+        if dims[j] != d {
+            return None;
+        }
+        (lo[k], hi[k]) = (start[j] as u64, end[j] as u64);
+    }
+    src.next().is_none().then_some((lo, hi))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,5 +212,14 @@ mod tests {
         };
         assert_eq!(map_onto(&l, &[1, 4, 8]), Some(vec![0, 8, 1]));
         assert_eq!(map_onto(&l, &[8, 4]), None);
+    }
+
+    #[test]
+    fn map_window_pairs_non_unit_axes() {
+        assert_eq!(
+            map_window(&[4, 1, 8], &[1, 0, 2], &[3, 1, 8], &[1, 4, 8]),
+            Some((vec![0, 1, 2], vec![1, 3, 8]))
+        );
+        assert_eq!(map_window(&[4, 8], &[0, 0], &[4, 8], &[8, 4]), None);
     }
 }

@@ -19,7 +19,7 @@ use super::analysis::{is_arg_reduce, ChainKind, Source};
 use super::column_split::{column_split, column_split_of};
 use super::emit::{Lowerer, Split, SplitOut};
 use super::group::{Group, Space};
-use super::layout::{map_onto, Layout};
+use super::layout::{map_onto, map_window, Layout};
 use super::plan::{BufferDecl, BufferKind, BufferRef, Strategy};
 use super::tiling::{choose_tiles, coalesce_in, spread_kept, Axis};
 use super::FusionOptions;
@@ -50,7 +50,18 @@ pub(crate) struct MemAccess {
     pub space: Space,
     /// Whether the access stores.
     pub write: bool,
+    /// For a piece of a concatenation, its window over the group's axes:
+    /// `layout` then has the operand's extents and addresses the window's
+    /// first element at its offset.
+    pub window: Option<Window>,
 }
+
+/// A box of an index space: first and past-the-end index per axis.
+pub(crate) type Window = (Vec<u64>, Vec<u64>);
+
+/// The `(node, operand, piece)` of each load: piece 0 for a plain operand,
+/// the piece's position for a piece of a concatenation.
+pub(crate) type LoadKey = (usize, usize, usize);
 
 /// The fewest tiles a full reduction needs before it is split.
 const MIN_SPLIT_TILES: u64 = 4;
@@ -66,13 +77,11 @@ pub(crate) fn declare_scalars(cx: &Ctx, b: &mut Builder, group: &Group) -> (Hash
     let mut ids = HashMap::new();
     let mut fulls = vec![];
     for &n in &group.nodes {
-        for src in cx.an.sources(cx.g, n) {
-            if let Source::Const(full) = src {
-                ids.entry(full).or_insert_with(|| {
-                    fulls.push(full);
-                    b.scalar_param(cx.g.nodes[full].dtype.compute_type())
-                });
-            }
+        for full in cx.an.sources(cx.g, n).iter().flat_map(Source::consts) {
+            ids.entry(full).or_insert_with(|| {
+                fulls.push(full);
+                b.scalar_param(cx.g.nodes[full].dtype.compute_type())
+            });
         }
     }
     (ids, fulls)
@@ -98,20 +107,54 @@ pub(crate) fn lower(
             accesses.len() - 1
         }
     };
-    let mut load_of: HashMap<(usize, usize), usize> = HashMap::new();
+    let mut load_of: HashMap<LoadKey, usize> = HashMap::new();
+    let reduced_dims: Vec<usize> = (0..gs.full.len())
+        .map(|k| if gs.axes.contains(&k) { 1 } else { gs.full[k] })
+        .collect();
+    // The window of every piece of a concatenation over the full axes, and
+    // the axes they cut (each coalesced with no other, so windows stay boxes).
+    let mut piece_windows: HashMap<LoadKey, Window> = HashMap::new();
+    let mut cut: Vec<usize> = vec![];
     for &n in &group.nodes {
         let space = use_space(cx.g, n, gs.space[&n]);
         for (j, src) in cx.an.sources(cx.g, n).into_iter().enumerate() {
+            if let Source::Pieces(pieces) = &src {
+                // A piece's strides over the operand's axes, its window there.
+                let dims = cx.an.operand_dims(cx.g, n, j).to_vec();
+                let over = if space == Space::Full { &gs.full } else { &reduced_dims };
+                for (i, piece) in pieces.iter().enumerate() {
+                    let end: Vec<usize> = piece.start.iter().zip(&piece.dims).map(|(a, d)| a + d).collect();
+                    let window = map_window(&dims, &piece.start, &end, over)
+                        .ok_or_else(|| internal(name, format!("a piece of {dims:?} does not fit {over:?}")))?;
+                    cut.extend((0..over.len()).filter(|&k| window.0[k] > 0 || window.1[k] < over[k] as u64));
+                    piece_windows.insert((n, j, i), window.clone());
+                    let Source::Chain { base, layout, .. } = &piece.source else {
+                        continue;
+                    };
+                    let access = MemAccess {
+                        node: *base,
+                        layout: Layout {
+                            dims: dims.clone(),
+                            ..layout.clone()
+                        },
+                        space,
+                        write: false,
+                        window: Some(window),
+                    };
+                    load_of.insert((n, j, i), add(access));
+                }
+            }
             if let Source::Chain { base, layout, kind } = src {
                 if !in_group(group, base, kind) {
                     let write = false;
                     load_of.insert(
-                        (n, j),
+                        (n, j, 0),
                         add(MemAccess {
                             node: base,
                             layout,
                             space,
                             write,
+                            window: None,
                         }),
                     );
                 }
@@ -129,13 +172,11 @@ pub(crate) fn lower(
                 layout,
                 space,
                 write: true,
+                window: None,
             }),
         );
     }
     // Strides of every access over the full axes, then the coalesced axes.
-    let reduced_dims: Vec<usize> = (0..gs.full.len())
-        .map(|k| if gs.axes.contains(&k) { 1 } else { gs.full[k] })
-        .collect();
     let mut strides = vec![];
     for a in &accesses {
         let dims = if a.space == Space::Full {
@@ -146,8 +187,9 @@ pub(crate) fn lower(
         let s = map_onto(&a.layout, dims).ok_or_else(|| internal(name, format!("{a:?} does not fit {dims:?}")))?;
         strides.push((s, a.space == Space::Full));
     }
+    let windows: Vec<Option<Window>> = accesses.iter().map(|a| a.window.clone()).collect();
     let order = axis_order(cx, &gs.full, &accesses, &strides);
-    let runs = coalesce_in(&order, &gs.full, &gs.axes, &strides);
+    let runs = coalesce_in(&order, &gs.full, &gs.axes, &strides, &cut);
     let mut axes: Vec<Axis> = runs
         .iter()
         .map(|run| Axis {
@@ -220,13 +262,43 @@ pub(crate) fn lower(
     let views: Vec<ViewSpec> = accesses
         .iter()
         .zip(&strides)
-        .map(|(a, (s, _))| {
+        .zip(&windows)
+        .map(|((a, (s, _)), window)| {
             let full = a.space == Space::Full;
+            // A window's bounds on a coalesced axis: those of its one axis
+            // (`cut` keeps a cut axis alone).
+            let bound = |r: usize, x: &Axis, upper: bool| match window {
+                Some((lo, hi)) if runs[r].len() == 1 => {
+                    if upper {
+                        hi[runs[r][0]]
+                    } else {
+                        lo[runs[r][0]]
+                    }
+                }
+                _ if upper => x.extent,
+                _ => 0,
+            };
             let mut v = ViewSpec {
                 extents: axes
                     .iter()
                     .map(|x| if x.reduced && !full { 1 } else { x.extent })
                     .collect(),
+                upper: match window {
+                    Some(_) => axes
+                        .iter()
+                        .enumerate()
+                        .map(|(r, x)| if x.reduced && !full { 1 } else { bound(r, x, true) })
+                        .collect(),
+                    None => vec![],
+                },
+                lower: match window {
+                    Some(_) => axes
+                        .iter()
+                        .enumerate()
+                        .map(|(r, x)| if x.reduced && !full { 0 } else { bound(r, x, false) })
+                        .collect(),
+                    None => vec![],
+                },
                 strides: runs.iter().map(|run| s[*run.last().unwrap()]).collect(),
                 tile: axes
                     .iter()
@@ -236,6 +308,8 @@ pub(crate) fn lower(
             };
             if axes.is_empty() {
                 (v.extents, v.strides, v.tile) = (vec![1], vec![0], vec![1]);
+                v.lower.clear();
+                v.upper.clear();
             }
             v
         })
@@ -255,7 +329,19 @@ pub(crate) fn lower(
             grid.push(a.count());
         }
     }
-    if let Some(cs) = column_split_of(cx, group, stores, &axes) {
+    // The column split recuts its views' axes, which windows do not follow.
+    let windowed = !piece_windows.is_empty();
+    // The pieces' windows over the coalesced axes, for the emitter's masks.
+    let piece_windows: HashMap<LoadKey, Window> = piece_windows
+        .into_iter()
+        .map(|(key, (lo, hi))| {
+            let one = |bound: &[u64], r: &Vec<usize>, whole: u64| if r.len() == 1 { bound[r[0]] } else { whole };
+            let lo = runs.iter().map(|r| one(&lo, r, 0)).collect();
+            let hi = runs.iter().zip(&axes).map(|(r, x)| one(&hi, r, x.extent)).collect();
+            (key, (lo, hi))
+        })
+        .collect();
+    if let Some(cs) = column_split_of(cx, group, stores, &axes).filter(|_| !windowed) {
         return column_split(cx, group, name, buffers, &accesses, &views, load_of, store_of, cs);
     }
     // Fewer long rows than half the grid points a device wants, reduced
@@ -270,7 +356,7 @@ pub(crate) fn lower(
         [row] => row.reduced && group.nodes.iter().any(|&n| is_arg_reduce(&cx.g.nodes[n].op)),
         _ => false,
     };
-    if cx.opts.target == super::TileTarget::Gpu && few_rows {
+    if cx.opts.target == super::TileTarget::Gpu && few_rows && !windowed {
         let mut unit = axes.clone();
         unit.push(Axis {
             extent: 1,
@@ -300,6 +386,7 @@ pub(crate) fn lower(
         let (scalars, fulls) = declare_scalars(cx, &mut b, group);
         let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
         lw.scalars = scalars;
+        lw.piece_windows = piece_windows.clone();
         let strategy = Strategy::Tiled {
             axes: lw.axes.iter().map(|a| (a.extent, a.tile, a.reduced)).collect(),
         };
@@ -354,6 +441,7 @@ pub(crate) fn lower(
     );
     lw.split = Some(Split { tiles, out: out_view });
     lw.scalars = scalars.clone();
+    lw.piece_windows = piece_windows.clone();
     lw.body(&mut b)?;
     // ... then the last point to finish combines the partials in index
     // order and runs the consumers.
@@ -363,6 +451,7 @@ pub(crate) fn lower(
         let pv = b.view(p, &[parts], &[1], 0, &[tile], Padding::Zero);
         let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
         lw.scalars = scalars;
+        lw.piece_windows = piece_windows.clone();
         let mut combined = Ok(());
         b.last_point(0, counter, |b| combined = lw.combine(b, pv, parts, tile));
         combined?;
@@ -406,8 +495,12 @@ pub(crate) struct ViewSpec {
     pub strides: Vec<i64>,
     /// The tile shape.
     pub tile: Vec<u32>,
-    /// The first element.
+    /// The first element (of the window, for a window).
     pub offset: u64,
+    /// A window's first index on each axis (empty for a plain view).
+    pub lower: Vec<u64>,
+    /// A window's past-the-end index on each axis (empty for a plain view).
+    pub upper: Vec<u64>,
 }
 
 /// Declares the parameters and views of the accesses `which` in `b`; the
@@ -456,9 +549,15 @@ pub(crate) fn declare(
     let (mut vs, mut masked) = (HashMap::new(), HashMap::new());
     for &i in which {
         let v = &views[i];
-        masked.insert(i, v.extents.iter().zip(&v.tile).any(|(&e, &t)| e % t as u64 != 0));
+        let window = v.lower.iter().any(|&l| l > 0) || v.upper.iter().zip(&v.extents).any(|(u, e)| u < e);
+        masked.insert(i, window || v.extents.iter().zip(&v.tile).any(|(&e, &t)| e % t as u64 != 0));
         let p = params[&accesses[i].node];
-        vs.insert(i, b.view(p, &v.extents, &v.strides, v.offset, &v.tile, Padding::Zero));
+        let view = if window {
+            b.window(p, &v.lower, &v.upper, &v.extents, &v.strides, v.offset, &v.tile, Padding::Zero)
+        } else {
+            b.view(p, &v.extents, &v.strides, v.offset, &v.tile, Padding::Zero)
+        };
+        vs.insert(i, view);
     }
     (vs, masked, args)
 }

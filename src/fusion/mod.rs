@@ -217,7 +217,8 @@ fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
     // The nodes that must be stored: outputs, and operands of other groups.
     let base_of = |p: usize| match an.source(g, p) {
         Source::Chain { base, .. } => Some(base),
-        Source::Const(_) => None,
+        // Outputs that are concatenations are computed (chains of their own).
+        Source::Const(_) | Source::Pieces(_) => None,
     };
     let mut needed = vec![false; g.nodes.len()];
     for &o in &g.outputs {
@@ -227,11 +228,9 @@ fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
     }
     for grp in &groups {
         for &n in &grp.nodes {
-            for s in an.sources(g, n) {
-                if let Source::Chain { base, .. } = s {
-                    if an.computed[base] && !grp.nodes.contains(&base) {
-                        needed[base] = true;
-                    }
+            for base in an.sources(g, n).iter().flat_map(Source::bases) {
+                if an.computed[base] && !grp.nodes.contains(&base) {
+                    needed[base] = true;
                 }
             }
         }
@@ -298,6 +297,7 @@ fn check(g: &Subgraph) -> Result<()> {
             Op::Data(_) | Op::Full(_) => 0,
             Op::Binary(_) => 2,
             Op::Where => 3,
+            Op::Cat { .. } => n.inputs.len().max(1),
             _ => 1,
         };
         if n.inputs.len() != arity {
@@ -332,6 +332,16 @@ fn check(g: &Subgraph) -> Result<()> {
                 x.len() == n.shape.rank()
                     && axes.iter().all(|&a| a < x.len())
                     && (0..x.len()).all(|k| n.shape.dims()[k] == if axes.contains(&k) { 1 } else { x[k] })
+            }
+            (Op::Cat { axis }, Some(_)) => {
+                let x = |p: usize| g.nodes[p].shape.dims();
+                *axis < n.shape.rank()
+                    && n.inputs.iter().all(|&p| {
+                        g.nodes[p].dtype == n.dtype
+                            && x(p).len() == n.shape.rank()
+                            && (0..x(p).len()).all(|k| k == *axis || x(p)[k] == n.shape.dims()[k])
+                    })
+                    && n.inputs.iter().map(|&p| x(p)[*axis]).sum::<usize>() == n.shape.dims()[*axis]
             }
             (_, Some(_)) if n.op.is_elementwise() => n.inputs.iter().all(|&p| g.nodes[p].shape == n.shape),
             _ => true,

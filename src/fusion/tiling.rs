@@ -47,16 +47,18 @@ impl Axis {
 #[cfg(test)]
 pub(crate) fn coalesce(full: &[usize], reduced: &[usize], accesses: &[(Vec<i64>, bool)]) -> Vec<Vec<usize>> {
     let order: Vec<usize> = (0..full.len()).collect();
-    coalesce_in(&order, full, reduced, accesses)
+    coalesce_in(&order, full, reduced, accesses, &[])
 }
 
 /// [`coalesce`] with the axes walked in `order` (outermost first, a
-/// permutation of the axes) instead of their logical order.
+/// permutation of the axes) instead of their logical order, and the axes of
+/// `alone` (cut by a window) joined to no other.
 pub(crate) fn coalesce_in(
     order: &[usize],
     full: &[usize],
     reduced: &[usize],
     accesses: &[(Vec<i64>, bool)],
+    alone: &[usize],
 ) -> Vec<Vec<usize>> {
     let mut runs: Vec<Vec<usize>> = vec![];
     for &k in order {
@@ -65,7 +67,7 @@ pub(crate) fn coalesce_in(
         }
         if let Some(run) = runs.last_mut() {
             let prev = *run.last().unwrap();
-            let same_class = reduced.contains(&prev) == reduced.contains(&k);
+            let same_class = reduced.contains(&prev) == reduced.contains(&k) && !alone.contains(&prev) && !alone.contains(&k);
             let joins = accesses.iter().all(|(strides, sees_reduced)| {
                 (!sees_reduced && reduced.contains(&k)) || strides[prev] == strides[k] * full[k] as i64
             });

@@ -55,6 +55,12 @@ pub enum Op {
         /// The distance between taken indices (at least 1).
         step: usize,
     },
+    /// The inputs (one or more, of the node's rank and dtype, equal to it
+    /// on every other axis) one after another along `axis`.
+    Cat {
+        /// The axis joined along.
+        axis: usize,
+    },
 }
 
 impl Op {
@@ -72,6 +78,7 @@ impl Op {
             Op::Permute(p) => format!("permute{:?}", p.as_slice()),
             Op::Expand => "expand".into(),
             Op::Slice { axis, start, step } => format!("slice(axis {axis}, start {start}, step {step})"),
+            Op::Cat { axis } => format!("cat(axis {axis})"),
         }
     }
 
@@ -112,6 +119,7 @@ impl PartialEq for Op {
                     step: v,
                 },
             ) => a == b && s == u && t == v,
+            (Op::Cat { axis: a }, Op::Cat { axis: b }) => a == b,
             _ => false,
         }
     }
@@ -130,6 +138,7 @@ impl Hash for Op {
             Op::Reduce { op, axes } => (op, axes).hash(state),
             Op::Permute(p) => p.hash(state),
             Op::Slice { axis, start, step } => (axis, start, step).hash(state),
+            Op::Cat { axis } => axis.hash(state),
             Op::Where | Op::Cast | Op::Reshape | Op::Expand => {}
         }
     }

@@ -265,6 +265,7 @@ fn evaluate_node(node: &SubNode, inputs: &[Input]) -> Result<Values> {
         Op::Data(_) | Op::Full(_) => 0,
         Op::Binary(_) => 2,
         Op::Where => 3,
+        Op::Cat { .. } => inputs.len().max(1),
         _ => 1,
     };
     if inputs.len() != arity {
@@ -297,7 +298,34 @@ fn evaluate_node(node: &SubNode, inputs: &[Input]) -> Result<Values> {
         Op::Cast => Ok(inputs[0].cast(dtype)),
         Op::Reduce { op, axes } => reduce(node, *op, axes, &inputs[0]),
         Op::Reshape | Op::Permute(_) | Op::Expand | Op::Slice { .. } => view(node, &inputs[0]),
+        &Op::Cat { axis } => cat(node, axis, inputs),
     }
+}
+
+/// The inputs one after another along `axis`: each output row of the axes
+/// before it is the inputs' rows of that index, in order.
+fn cat(node: &SubNode, axis: usize, inputs: &[Input]) -> Result<Values> {
+    let out = node.shape.dims();
+    let fits = axis < out.len()
+        && inputs.iter().all(|x| {
+            x.dtype == node.dtype
+                && x.dims.len() == out.len()
+                && (0..out.len()).all(|k| k == axis || x.dims[k] == out[k])
+        })
+        && inputs.iter().map(|x| x.dims[axis]).sum::<usize>() == out[axis];
+    if !fits {
+        return Err(malformed(node, format!("inputs do not join along axis {axis} into the node's shape")));
+    }
+    let outer: usize = out[..axis].iter().product();
+    let inner: usize = out[axis + 1..].iter().product();
+    let mut scalars = Vec::with_capacity(node.shape.numel());
+    for o in 0..outer {
+        for x in inputs {
+            let run = x.dims[axis] * inner;
+            scalars.extend((o * run..(o + 1) * run).map(|i| x.values.get(i, x.dtype)));
+        }
+    }
+    Ok(Values::from_scalars(node.dtype, scalars.into_iter()))
 }
 
 fn data(node: &SubNode, storage: &Storage) -> Result<Values> {
@@ -455,6 +483,7 @@ fn op_name(op: &Op) -> &'static str {
         Op::Permute(_) => "permute",
         Op::Expand => "expand",
         Op::Slice { .. } => "slice",
+        Op::Cat { .. } => "cat",
     }
 }
 

@@ -156,7 +156,7 @@ impl Tensor {
     }
 
     /// Resolves an axis that may equal the rank (an insertion point).
-    fn insertion_axis(&self, op: &'static str, axis: isize) -> Result<usize> {
+    pub(super) fn insertion_axis(&self, op: &'static str, axis: isize) -> Result<usize> {
         let rank = self.rank() as isize;
         let a = if axis < 0 { axis + rank + 1 } else { axis };
         if !(0..=rank).contains(&a) {

@@ -285,6 +285,42 @@ impl Gen {
         let shape = self.g.shape(x);
         let rank = shape.len();
         let leaf = self.leaf[x];
+        if rank > 0 && self.rng.chance(20) {
+            // A concatenation with x itself, a fresh leaf, a slice of x or a
+            // constant (a piece like a pad's border), in any order.
+            let axis = self.rng.below(rank);
+            let dtype = self.g.dtype(x);
+            let mut pieces = vec![x];
+            let mut exact = leaf;
+            for _ in 0..1 + self.rng.below(2) {
+                let mut s = shape.clone();
+                s[axis] = self.rng.pick(&[0, 1, 3, 5, 17]);
+                let p = match self.rng.below(4) {
+                    0 => x,
+                    1 if shape[axis] > 1 => self.g.slice(x, axis, 1, 1, shape[axis] - 1),
+                    2 => {
+                        let v = self.rng.below(9) as f64 - 4.0;
+                        self.g.full(v, dtype, &s)
+                    }
+                    _ => self.data(dtype, &s),
+                };
+                exact &= self.leaf.get(p).copied().unwrap_or(true)
+                    || matches!(self.g.nodes[p].op, tilefuse::graph::Op::Full(_));
+                let at = self.rng.below(pieces.len() + 1);
+                pieces.insert(at, p);
+            }
+            if pieces
+                .iter()
+                .map(|&p| self.g.shape(p).iter().product::<usize>())
+                .sum::<usize>()
+                > 6000
+            {
+                return;
+            }
+            let c = self.g.cat(&pieces, axis);
+            self.push_leaf(c, exact);
+            return;
+        }
         let v = match self.rng.below(4) {
             0 if rank > 1 => {
                 let mut perm: Vec<usize> = (0..rank).collect();

@@ -230,6 +230,14 @@ impl G {
         self.mul(s, k)
     }
 
+    /// The nodes joined along `axis`.
+    pub fn cat(&mut self, xs: &[usize], axis: usize) -> usize {
+        let mut s = self.shape(xs[0]);
+        s[axis] = xs.iter().map(|&x| self.shape(x)[axis]).sum();
+        let d = self.dtype(xs[0]);
+        self.push(Op::Cat { axis }, &s, d, xs)
+    }
+
     pub fn finish(self, outputs: &[usize]) -> Subgraph {
         Subgraph {
             nodes: self.nodes,

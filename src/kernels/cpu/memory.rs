@@ -62,6 +62,7 @@ pub(crate) struct ViewPlan {
     /// The element offset of index zero (negative for some windows).
     offset: i64,
     lower: [u64; MAX_RANK],
+    upper: [u64; MAX_RANK],
     numel: usize,
     pad: ScalarBits,
 }
@@ -114,13 +115,16 @@ impl ViewPlan {
             });
         }
         // Every index inside the extents must address an element of the buffer.
-        if view.lower.len() > rank {
-            return Err(malformed(format!("a view of `{}` has a window of rank {}", param.name, view.lower.len())));
+        if view.lower.len() > rank || view.upper.len() > rank || (0..rank).any(|k| view.upper(k) > view.extents[k]) {
+            return Err(malformed(format!(
+                "a view of `{}` has a window that does not fit its extents",
+                param.name
+            )));
         }
-        if (0..rank).all(|k| view.lower(k) < view.extents[k]) {
+        if (0..rank).all(|k| view.lower(k) < view.upper(k)) {
             let (mut lo, mut hi) = (view.offset as i128, view.offset as i128);
-            for (k, (&e, &s)) in view.extents.iter().zip(&view.strides).enumerate() {
-                let reach = (e as i128 - view.lower(k) as i128 - 1) * s as i128;
+            for (k, &s) in view.strides.iter().enumerate() {
+                let reach = (view.upper(k) as i128 - view.lower(k) as i128 - 1) * s as i128;
                 if reach < 0 {
                     lo += reach;
                 } else {
@@ -147,12 +151,14 @@ impl ViewPlan {
             offset: i64::try_from(view.origin())
                 .map_err(|_| malformed(format!("a view of `{}` starts beyond 64-bit offsets", param.name)))?,
             lower: [0; MAX_RANK],
+            upper: [0; MAX_RANK],
             numel: view.tile.iter().map(|&t| t as usize).product(),
             pad: ScalarBits::new(Scalar::Float(view.padding.value(), DType::F64), param.dtype),
         };
         for k in 0..rank {
             plan.extents[k] = view.extents[k];
             plan.lower[k] = view.lower(k);
+            plan.upper[k] = view.upper(k);
             plan.strides[k] = view.strides[k];
             plan.tile[k] = view.tile[k] as u64;
             plan.space[k] = view.extents[k].div_ceil(view.tile[k] as u64);
@@ -193,7 +199,7 @@ impl ViewPlan {
             let start = part[k] * self.tile[k];
             // The box along axis k: tile positions `skip .. end`.
             let skip = self.lower[k].saturating_sub(start).min(self.tile[k]);
-            let end = self.tile[k].min(self.extents[k] - start);
+            let end = self.tile[k].min(self.upper[k].saturating_sub(start));
             valid[k] = end.saturating_sub(skip);
             full &= valid[k] == self.tile[k];
             empty |= valid[k] == 0;
@@ -462,7 +468,9 @@ impl Region {
             f(self.tile_base as usize, self.base, (1, 1, 1));
             return;
         };
-        walk(outer, (self.base, self.tile_base), |m, t| f(t as usize, m, (len, ms, ts as usize)));
+        walk(outer, (self.base, self.tile_base), |m, t| {
+            f(t as usize, m, (len, ms, ts as usize))
+        });
     }
 }
 

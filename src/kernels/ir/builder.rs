@@ -113,21 +113,23 @@ impl Builder {
             strides: strides.iter().copied().collect(),
             offset,
             lower: Dims::new(),
+            upper: Dims::new(),
             tile: tile.iter().copied().collect(),
             padding,
         });
         ViewId(self.program.views.len() as u32 - 1)
     }
 
-    /// Declares a window of `param`: the span of [`view`](Self::view)
-    /// whose indices along axis `k` start at `lower[k]`, element `lower`
-    /// at `offset` (see [`View`]). Loads of the indices below `lower` are
-    /// masked like those past the extents.
+    /// Declares a window of `param`: the partitions of a span of
+    /// `extents`, of which only the indices `lower[k] .. upper[k]` along
+    /// each axis `k` are in bounds, element `lower` at `offset` (see
+    /// [`View`]). Loads of the others are masked.
     #[allow(clippy::too_many_arguments)]
     pub fn window(
         &mut self,
         param: ParamId,
         lower: &[u64],
+        upper: &[u64],
         extents: &[u64],
         strides: &[i64],
         offset: u64,
@@ -136,6 +138,7 @@ impl Builder {
     ) -> ViewId {
         let id = self.view(param, extents, strides, offset, tile, padding);
         self.program.views[id.index()].lower = lower.iter().copied().collect();
+        self.program.views[id.index()].upper = upper.iter().copied().collect();
         id
     }
 

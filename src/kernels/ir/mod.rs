@@ -139,15 +139,17 @@ impl std::hash::Hash for ScalarKey {
 
 /// A partition view of a parameter: a strided span cut into tiles.
 ///
-/// Element `e` of the span (an index with `lower[k] <= e[k] < extents[k]`)
+/// Element `e` of the span (an index with `lower[k] <= e[k] < upper[k]`)
 /// lives at `offset + sum((e[k] - lower[k]) * strides[k])` in the
 /// parameter's buffer. Partition `I` covers the span indices
-/// `I[k] * tile[k] + j[k]` for `j[k] < tile[k]`; indices outside the span,
-/// below `lower` or at and above `extents`, are the masked ones.
+/// `I[k] * tile[k] + j[k]` for `j[k] < tile[k]`; the partitions are those
+/// of `extents`, and indices outside the span, below `lower` or at and
+/// above `upper`, are the masked ones.
 ///
-/// `lower` (empty: all zeros) makes a *window*: the operand of one piece of
-/// a concatenation, or the inside of a padded tensor, seen in the index
-/// space of the whole. Only loads and in-bounds masks go through windows.
+/// `lower` and `upper` (empty: zeros and `extents`) make a *window*: one
+/// piece of a concatenation, or the inside of a padded tensor, seen in the
+/// index space of the whole. Only loads and in-bounds masks go through
+/// windows.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct View {
     /// The parameter whose memory is viewed.
@@ -160,6 +162,9 @@ pub struct View {
     pub offset: u64,
     /// The first index of the span along each axis (empty: all zeros).
     pub lower: Dims<u64>,
+    /// The index past the span's last along each axis, at most the extent
+    /// (empty: the extents).
+    pub upper: Dims<u64>,
     /// The tile shape; same rank as `extents`.
     pub tile: Dims<u32>,
     /// The value masked loads give outside the extents.
@@ -172,9 +177,14 @@ impl View {
         self.lower.get(k).copied().unwrap_or(0)
     }
 
-    /// Whether some axis starts above index zero.
+    /// The index past the span's last along axis `k`.
+    pub fn upper(&self, k: usize) -> u64 {
+        self.upper.get(k).copied().unwrap_or(self.extents[k])
+    }
+
+    /// Whether some axis starts above index zero or ends before its extent.
     pub fn is_window(&self) -> bool {
-        self.lower.iter().any(|&l| l > 0)
+        self.lower.iter().any(|&l| l > 0) || self.upper.iter().zip(&self.extents).any(|(u, e)| u < e)
     }
 
     /// The element offset of index zero (below the buffer's start for a

@@ -55,7 +55,11 @@ impl fmt::Display for Program {
         }
         for (i, v) in self.views.iter().enumerate() {
             let window = if v.is_window() {
-                format!(" from {}", list(&v.lower))
+                format!(
+                    " window {}..{}",
+                    list(&v.lower),
+                    list(&(0..v.extents.len()).map(|k| v.upper(k)).collect::<Vec<_>>())
+                )
             } else {
                 String::new()
             };

@@ -196,20 +196,28 @@ impl<'a> Verifier<'a> {
                 v.padding, param.dtype
             ));
         }
-        if !v.lower.is_empty() && v.lower.len() != rank {
+        if (!v.lower.is_empty() && v.lower.len() != rank) || (!v.upper.is_empty() && v.upper.len() != rank) {
             return Err(format!(
-                "window start {} and extents {} must have one rank",
+                "window start {}, end {} and extents {} must have one rank",
                 print::list(&v.lower),
+                print::list(&v.upper),
                 print::list(&v.extents)
             ));
         }
-        if (0..rank).any(|k| v.lower(k) >= v.extents[k]) {
+        if (0..rank).any(|k| v.upper(k) > v.extents[k]) {
+            return Err(format!(
+                "window end {} lies past the extents {}",
+                print::list(&v.upper),
+                print::list(&v.extents)
+            ));
+        }
+        if (0..rank).any(|k| v.lower(k) >= v.upper(k)) {
             // An empty window addresses nothing.
             return Ok(());
         }
         let (mut lo, mut hi) = (v.offset as i128, v.offset as i128);
-        for (k, (&e, &s)) in v.extents.iter().zip(&v.strides).enumerate() {
-            let reach = (e as i128 - v.lower(k) as i128 - 1) * s as i128;
+        for (k, &s) in v.strides.iter().enumerate() {
+            let reach = (v.upper(k) as i128 - v.lower(k) as i128 - 1) * s as i128;
             lo += reach.min(0);
             hi += reach.max(0);
         }

@@ -166,15 +166,15 @@ impl Emitter<'_> {
             && outer.iter().all(|s| s % a == 0);
         if !aligned {
             Moves::Scalar
-        } else if masked && v.extents.last().is_some_and(|e| e % atom as u64 != 0) {
+        } else if masked && v.upper(outer.len()) % atom as u64 != 0 {
             // Peeled only where a row spans several tiles, so that the edge
             // is in the last tile of each row and few warps branch to it (a
             // row of one ragged tile would make every warp diverge), and
             // only in elementwise programs (a reduction reading such a view
             // in its loop would branch in every trip); see
             // `benches/NOTES.md`, v32.
-            let (e, t) = (v.extents[v.extents.len() - 1], v.tile[v.tile.len() - 1] as u64);
-            if e > t && self.elementwise {
+            let (e, t) = (v.upper(outer.len()), v.tile[v.tile.len() - 1] as u64);
+            if e > t && !v.is_window() && self.elementwise {
                 Moves::Peeled
             } else {
                 Moves::Scalar
@@ -254,8 +254,8 @@ impl Emitter<'_> {
         // below, when each atom element is checked on its own.
         let mut last_g = None;
         for (k, c) in cs.iter().enumerate() {
-            let (e, t, start) = (v.extents[k], v.tile[k] as u64, v.lower(k));
-            let (above, below) = (masked && e % t != 0, masked && start > 0);
+            let (e, t, start) = (v.upper(k), v.tile[k] as u64, v.lower(k));
+            let (above, below) = (masked && (e % t != 0 || e < v.extents[k]), masked && start > 0);
             if !above && !below {
                 continue;
             }
@@ -291,7 +291,7 @@ impl Emitter<'_> {
                     let mut m = common.clone();
                     if *above {
                         let p = self.reg(Class::Pred);
-                        let bound = v.extents[rank - 1] as i64 - a as i64;
+                        let bound = v.upper(rank - 1) as i64 - a as i64;
                         self.ins(format!("setp.lt.s64 {p}, {g}, {bound}"));
                         m = self.and(m, p);
                     }
