@@ -317,6 +317,60 @@ fn every_dtype_computes_as_on_the_cpu() {
     }
 }
 
+/// `cat`, `stack` and `pad` in every dtype, read by elementwise work and
+/// reductions (one kernel each, the joined tensor never written), over
+/// odd widths, offsets and windows that start and end inside tiles and
+/// atoms: the GPU's values are the CPU executor's.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn joins_fused_into_their_consumers_compute_as_on_the_cpu() {
+    let _g = gpu();
+    for dtype in DType::ALL {
+        let make = |rows: usize, cols: usize, salt: usize| {
+            let raw: Vec<f32> = (0..rows * cols)
+                .map(|i| ((i * 37 + salt * 11) % 201) as f32 - 100.0)
+                .collect();
+            let t = Tensor::from_vec(raw, &[rows, cols]).cast(dtype);
+            t.realize().unwrap();
+            t
+        };
+        let (a, b, c) = (make(300, 61, 1), make(300, 4, 2), make(300, 1029, 3));
+        let w = make(1, 1094, 4);
+        let build = |a: &Tensor, b: &Tensor, c: &Tensor, w: &Tensor| -> Vec<Tensor> {
+            let wide = Tensor::cat(&[a, b, c], 1);
+            let tall = Tensor::cat(&[&a.narrow(1, 1, 60), &a.narrow(0, 7, 200).narrow(1, 0, 60)], 0);
+            let mut outs = vec![
+                wide.clone(),
+                Tensor::stack(&[a, &a.narrow(0, 0, 300)], 0),
+                a.pad(&[(3, 2), (5, 17)], 1),
+            ];
+            if dtype != DType::Bool {
+                outs.push(&wide + w);
+                outs.push(wide.max(&[1], true));
+                outs.push(tall.max(&[0], false));
+                outs.push(a.pad(&[(1, 1)], 0).min(&[-1], false));
+            }
+            if dtype.is_float() {
+                outs.push((&wide * w).tanh());
+                outs.push(tall.cast(DType::F32).sum(&[0], false));
+                outs.push(wide.cast(DType::F32).mean(&[1], false));
+            }
+            outs
+        };
+        let on_cpu = build(&a, &b, &c, &w);
+        let (ga, gb, gc, gw) = (a.to(GPU), b.to(GPU), c.to(GPU), w.to(GPU));
+        let on_gpu = build(&ga, &gb, &gc, &gw);
+        for (k, (c, g)) in on_cpu.iter().zip(&on_gpu).enumerate() {
+            let stats = g.realize_with_stats().unwrap();
+            if k > 0 {
+                assert_eq!(stats.kernels_launched, 1, "{dtype}, output {k}: one kernel");
+            }
+            let (want, got) = (host_of(c), host_of(g));
+            compare(&got, &want).unwrap_or_else(|e| panic!("{dtype}, output {k}: {e}"));
+        }
+    }
+}
+
 // ---- the throughput suite's pipelines ----
 
 /// A pipeline of the throughput suite on the GPU: builds the output

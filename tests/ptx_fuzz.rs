@@ -573,7 +573,8 @@ fn windows_load_their_span_and_mask_the_rest_on_the_executor_and_the_interpreter
     use tilefuse::{DType, Scalar};
     let mut ran = 0;
     // (extents of the whole, window start, transposed source, tile)
-    let cases: [([u64; 2], [u64; 2], bool, [u32; 2]); 8] = [
+    type Case = ([u64; 2], [u64; 2], bool, [u32; 2]);
+    let cases: [Case; 8] = [
         ([9, 70], [0, 13], false, [4, 32]),
         ([9, 70], [3, 0], false, [4, 32]),
         ([9, 70], [5, 40], true, [2, 16]),

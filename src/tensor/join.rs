@@ -194,9 +194,7 @@ impl Tensor {
             let side = |n: usize, x: &Tensor| -> Result<Tensor> {
                 let mut d = x.dims().to_vec();
                 d[ax] = n;
-                let one = vec![1; d.len()];
-                fill.try_reshape(&one.iter().map(|&o| o as isize).collect::<Vec<_>>())?
-                    .try_expand(&d)
+                fill.try_reshape(vec![1isize; d.len()])?.try_expand(&d)
             };
             let mut parts = vec![];
             if before > 0 {

@@ -15,7 +15,7 @@
 //! # use tilefuse::{DType, Scalar};
 //! # use smallvec::smallvec;
 //! # let view = |param| View { param: ParamId(param), extents: smallvec![8], strides: smallvec![1],
-//! #     offset: 0, lower: smallvec![], tile: smallvec![8], padding: Default::default() };
+//! #     offset: 0, lower: smallvec![], upper: smallvec![], tile: smallvec![8], padding: Default::default() };
 //! # let param = |name: &str, access| Param { name: name.into(), dtype: DType::F32, len: 8, access, init: None };
 //! # let ty = ValueType { dtype: DType::F32, shape: smallvec![8] };
 //! # let program = Program { name: "add_one".into(),
