@@ -640,3 +640,72 @@ fn windows_load_their_span_and_mask_the_rest_on_the_executor_and_the_interpreter
     }
     assert!(ran >= 40, "only {ran} modules ran");
 }
+
+/// Concatenations and pads read by elementwise work and reductions, planned
+/// for the GPU, in integer dtypes over odd widths and pieces that start and
+/// end inside tiles and atoms: each kernel, generated for sm_90 and run on
+/// the interpreter's model, gives the executor's bytes; at least some of
+/// the windows are read with vectors.
+#[test]
+fn concatenations_run_on_the_interpreter_model_like_the_executor() {
+    use common::G;
+    use tilefuse::graph::{BinaryOp, Op, ReduceOp};
+    use tilefuse::DType;
+    let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
+    let (mut ran, mut vectors) = (0, 0);
+    for (rows, widths) in [
+        (37, [61, 4, 129]),
+        (9, [8, 16, 1000]),
+        (130, [1, 3, 2]),
+        (5, [2048, 7, 2049]),
+    ] {
+        for dtype in [DType::U8, DType::I32, DType::I64] {
+            for (axis, consumer) in [(1, 0), (1, 1), (0, 2), (1, 3)] {
+                let mut g = G::default();
+                let pieces: Vec<usize> = widths
+                    .iter()
+                    .map(|&w| {
+                        let shape = if axis == 1 { [rows, w] } else { [w, rows] };
+                        g.data(dtype, &shape)
+                    })
+                    .collect();
+                let x = g.cat(&pieces, axis);
+                let shape = g.shape(x);
+                let y = match consumer {
+                    0 => {
+                        let two = g.scalar(3.0, x);
+                        g.binary(BinaryOp::Mul, x, two)
+                    }
+                    1 => g.reduce(ReduceOp::Max, x, &[1]),
+                    2 => g.reduce(ReduceOp::Sum, x, &[0]),
+                    _ => {
+                        // A pad of the last axis by a constant, then a sum of rows.
+                        let fill = g.full(5.0, dtype, &[shape[0], 3]);
+                        let p = g.push(Op::Cat { axis: 1 }, &[shape[0], shape[1] + 6], dtype, &[fill, x, fill]);
+                        g.reduce(ReduceOp::Sum, p, &[1])
+                    }
+                };
+                let graph = g.finish(&[y]);
+                let plan = plan(&graph, &FusionOptions::gpu()).unwrap();
+                assert_eq!(
+                    plan.kernels.len(),
+                    1,
+                    "{dtype} {rows}x{widths:?} along {axis}, consumer {consumer}"
+                );
+                for k in &plan.kernels {
+                    let module = tilefuse::kernels::ptx_gen::generate(&k.program, &target).unwrap();
+                    vectors += module
+                        .mapping
+                        .lines()
+                        .any(|l| l.starts_with("load") && l.contains(".v")) as usize;
+                    match run_on_model(&k.program, (rows * widths[0]) as u64 + consumer as u64) {
+                        ModelRun::Ran(n) => ran += n,
+                        ModelRun::NotModelled(e) => panic!("{dtype} {rows}x{widths:?}: not modelled: {e}"),
+                    }
+                }
+            }
+        }
+    }
+    assert!(ran >= 80, "only {ran} modules ran");
+    assert!(vectors >= 4, "only {vectors} kernels read a window with vectors");
+}
