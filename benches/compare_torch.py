@@ -72,7 +72,8 @@ The sweep's ``spec`` of a case::
            | "mean_var" | "sum_max"                       # two outputs over axis
            | "argmax" | "argmin"                          # over axis
            | "softmax" | "log_softmax" | "rms_norm" | "layer_norm"   # over the last axis
-           | "chain",                                     # steps applied to x in order
+           | "chain"                                      # steps applied to x in order
+           | "cat",                                       # x and the other inputs joined along axis
      "dtype": "f32" | "f16" | "bf16" | "f64",
      "shape": [int],                # x as stored, row-major
      "perm": [int] | null,          # reductions: x.permute(perm) first
@@ -80,6 +81,7 @@ The sweep's ``spec`` of a case::
      "form": "library" | "written", "weight": bool, "bias": bool, "eps": float | null,  # row ops
      "steps": [{"op": unary} | {"op": "affine", "scale": float, "shift": float}
                | {"op": "add" | "sub" | "mul" | "maximum", "input": int}],   # chains
+     "then": unary | null,          # cat: applied to the joined tensor
      "inputs": [{"name": str, "shape": [int], "range": [lo, hi], "broadcast_axes": [int]}],
      "outputs": [{"shape": [int], "dtype": str}]}
 
@@ -389,6 +391,10 @@ def sweep_function(torch, spec):
         return lambda x: (x.argmin(axis),)
     if op == "chain":
         return chain_function(torch, spec["steps"])
+    if op == "cat":
+        then = spec.get("then")
+        after = chain_function(torch, [{"op": then}]) if then else (lambda v: (v,))
+        return lambda *pieces: after(torch.cat(pieces, axis))
     library, eps, n = spec.get("form") == "library", spec.get("eps"), spec["shape"][-1]
     weight, bias = spec.get("weight"), spec.get("bias")
 

@@ -160,7 +160,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--only" => {
                 for name in value()?.split(',').filter(|n| !n.is_empty()) {
                     let class = Class::parse(name).ok_or_else(|| {
-                        let known: Vec<&str> = Class::ALL.iter().map(|c| c.name()).collect();
+                        let known: Vec<&str> = Class::every().map(|c| c.name()).collect();
                         format!("--only: no class {name}; the classes are {}", known.join(", "))
                     })?;
                     out.only.push(class);

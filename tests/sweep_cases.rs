@@ -52,6 +52,7 @@ fn every_class_op_and_dtype_is_drawn() {
                 seen.insert(format!("{} {}", op.name(), form.name()));
                 seen.insert(format!("{} weight {weight} bias {bias}", op.name()));
             }
+            Op::Join { .. } => panic!("{}: a join in the default cycle", c.id()),
             Op::Chain { steps } => {
                 for s in steps {
                     let name = match s {
@@ -225,6 +226,29 @@ fn every_class_agrees_with_its_f64_value_on_the_cpu() {
         }
     }
     assert_eq!(checked.len(), Class::ALL.len());
+}
+
+#[test]
+fn join_cases_are_asked_for_by_name_and_agree_with_their_f64_value() {
+    let joins = cases(3, 0, 12, &[Class::Join], SMALL);
+    assert_eq!(joins.len(), 12);
+    assert_eq!(joins[0].id(), "s3-10000");
+    assert_eq!(cases(3, 4, 2, &[Class::Join], SMALL), joins[4..6].to_vec());
+    assert!(Class::parse("join") == Some(Class::Join));
+    for c in &joins {
+        assert_eq!(c.class, Class::Join);
+        let Op::Join { widths, .. } = &c.op else {
+            panic!("{}: not a join", c.id())
+        };
+        assert!((1..=3).contains(&widths.len()), "{}", c.describe());
+        assert!(
+            (SMALL.min_bytes..=SMALL.max_bytes).contains(&c.bytes()),
+            "{}",
+            c.describe()
+        );
+        let (got, want) = run(c);
+        compare(&got[0], &want[0], c.output_dtype()).unwrap_or_else(|e| panic!("{} ({}): {e}", c.id(), c.describe()));
+    }
 }
 
 /// An f32 case of `class` over `x` of `dims`, for the checks below.

@@ -51,6 +51,10 @@ pub enum Class {
     Argmax,
     /// Chains of 2–5 elementwise ops with broadcast operands.
     Elementwise,
+    /// `cat` of 2–4 pieces along the last axis, maybe followed by a unary
+    /// op: not in the default cycle ([`Class::EXTRA`]), asked for with
+    /// `--only join`.
+    Join,
 }
 
 impl Class {
@@ -65,6 +69,16 @@ impl Class {
         Class::Elementwise,
     ];
 
+    /// The classes drawn only when asked for by name: their cases have
+    /// indices from [`EXTRA_BASE`], so the default cycle and its case ids
+    /// stay as they were.
+    pub const EXTRA: [Class; 1] = [Class::Join];
+
+    /// Every class the report labels: the cycle, then the extras.
+    pub fn every() -> impl Iterator<Item = Class> {
+        Class::ALL.into_iter().chain(Class::EXTRA)
+    }
+
     /// The label of the class in the report and the JSON.
     pub fn name(self) -> &'static str {
         match self {
@@ -75,12 +89,13 @@ impl Class {
             Class::Stats => "stats",
             Class::Argmax => "argmax",
             Class::Elementwise => "elementwise",
+            Class::Join => "join",
         }
     }
 
     /// The class labelled `name`.
     pub fn parse(name: &str) -> Option<Class> {
-        Class::ALL.into_iter().find(|c| c.name() == name)
+        Class::every().find(|c| c.name() == name)
     }
 }
 
@@ -221,6 +236,9 @@ pub enum Op {
     },
     /// An elementwise chain starting from `x`.
     Chain { steps: Vec<Step> },
+    /// `x` and pieces of the given last-axis widths (inputs `p1`, ...)
+    /// joined along the last axis, then `then` where given.
+    Join { widths: Vec<usize>, then: Option<Unary> },
 }
 
 /// One input of a case.
@@ -261,18 +279,31 @@ pub const LAYER_EPS: f64 = 1e-5;
 /// The cases `start..start + count` of seed `seed` among those of the
 /// classes `only` (all classes when empty), at `scale`.
 pub fn cases(seed: u64, start: usize, count: usize, only: &[Class], scale: Scale) -> Vec<Case> {
-    (0..)
-        .filter(|&i| only.is_empty() || only.contains(&Class::ALL[i % Class::ALL.len()]))
+    let extras = !only.is_empty() && only.iter().all(|c| Class::EXTRA.contains(c));
+    let first = if extras { EXTRA_BASE } else { 0 };
+    (first..)
+        .filter(|&i| only.is_empty() || only.contains(&class_of(i)))
         .skip(start)
         .take(count)
         .map(|i| case(seed, i, scale))
         .collect()
 }
 
+/// The first index of the extra classes' cases.
+pub const EXTRA_BASE: usize = 10_000;
+
+/// The class of case `index`: the cycle below [`EXTRA_BASE`], the extras from it.
+fn class_of(index: usize) -> Class {
+    match index.checked_sub(EXTRA_BASE) {
+        None => Class::ALL[index % Class::ALL.len()],
+        Some(i) => Class::EXTRA[i % Class::EXTRA.len()],
+    }
+}
+
 /// Case `index` of seed `seed` at `scale`.
 pub fn case(seed: u64, index: usize, scale: Scale) -> Case {
     let mut rng = Rng::new(seed, index as u64);
-    let class = Class::ALL[index % Class::ALL.len()];
+    let class = class_of(index);
     let dtype = match rng.below(20) {
         0..=7 => DType::F32,
         8..=12 => DType::BF16,
@@ -288,6 +319,7 @@ pub fn case(seed: u64, index: usize, scale: Scale) -> Case {
         Class::Stats => stats(&mut rng, cap),
         Class::Argmax => argmax(&mut rng, cap),
         Class::Elementwise => elementwise(&mut rng, cap),
+        Class::Join => join(&mut rng, cap),
     };
     let sums = matches!(
         op,
@@ -503,6 +535,17 @@ fn elementwise(rng: &mut Rng, cap: usize) -> (Vec<usize>, Op, Free) {
     (dims, Op::Chain { steps: vec![] }, (0, 1))
 }
 
+fn join(rng: &mut Rng, cap: usize) -> (Vec<usize>, Op, Free) {
+    let pieces = rng.range(2, 4);
+    let wide = (cap.min(1 << 16) / pieces).max(1);
+    let mut widths: Vec<usize> = (0..pieces).map(|_| elementwise_width(rng, wide)).collect();
+    let first = widths.remove(0);
+    let then = rng
+        .chance(0.5)
+        .then(|| rng.pick(&[Unary::Relu, Unary::Sigmoid, Unary::Gelu, Unary::Tanh]));
+    (vec![1, first], Op::Join { widths, then }, (0, 1))
+}
+
 /// A last-axis width of an elementwise case, 1 to `cap`.
 fn elementwise_width(rng: &mut Rng, cap: usize) -> usize {
     if rng.chance(0.2) {
@@ -687,6 +730,14 @@ impl Case {
                     inputs.push(input("bias".into(), vec![n], (-0.5, 0.5), vec![]));
                 }
             }
+            Op::Join { widths, .. } => {
+                let rows = self.dims[..self.dims.len() - 1].to_vec();
+                for (k, &w) in widths.iter().enumerate() {
+                    let mut shape = rows.clone();
+                    shape.push(w);
+                    inputs.push(input(format!("p{}", k + 1), shape, self.x_range, vec![]));
+                }
+            }
             Op::Chain { steps } => {
                 for step in steps {
                     if let Step::Operand { broadcast, range, .. } = step {
@@ -727,6 +778,11 @@ impl Case {
             Op::Stats { axis, .. } => vec![without(&self.dims, *axis); 2],
             Op::Arg { axis, .. } => vec![without(&self.dims, *axis)],
             Op::Row { .. } | Op::Chain { .. } => vec![self.dims.clone()],
+            Op::Join { widths, .. } => {
+                let mut d = self.dims.clone();
+                *d.last_mut().expect("joins have rows") += widths.iter().sum::<usize>();
+                vec![d]
+            }
         }
     }
 
@@ -794,6 +850,14 @@ impl Case {
                 let b = bias.then(|| &inputs[1 + usize::from(*weight)]);
                 vec![row(x, *op, *form, w, b)?]
             }
+            Op::Join { then, .. } => {
+                let pieces: Vec<&Tensor> = inputs.iter().collect();
+                let v = Tensor::try_cat(&pieces, -1)?;
+                vec![match then {
+                    Some(u) => unary(&v, *u)?,
+                    None => v,
+                }]
+            }
             Op::Chain { steps } => {
                 let mut v = x.clone();
                 let mut operands = inputs[1..].iter();
@@ -844,6 +908,14 @@ impl Case {
                 if *bias { ", b" } else { "" },
                 form.name()
             ),
+            Op::Join { then, .. } => {
+                let inputs = self.inputs();
+                let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+                let text = format!("cat([{}], -1)", names.join(", "));
+                let text = then.map_or(text.clone(), |u| format!("{}({text})", u.name()));
+                let shapes: Vec<String> = inputs.iter().map(|i| format!("{}{:?}", i.name, i.shape)).collect();
+                format!("{text}; {}", shapes.join(" "))
+            }
             Op::Chain { steps } => {
                 let inputs = self.inputs();
                 let mut operands = inputs[1..].iter();
@@ -884,6 +956,7 @@ impl Case {
             Op::Arg { max: false, .. } => "argmin",
             Op::Row { op, .. } => op.name(),
             Op::Chain { .. } => "chain",
+            Op::Join { .. } => "cat",
         };
         field("op", format!("\"{op}\""));
         field("dtype", format!("\"{}\"", self.dtype));
@@ -905,6 +978,10 @@ impl Case {
                     _ => "null".into(),
                 };
                 field("eps", eps);
+            }
+            Op::Join { then, .. } => {
+                field("axis", (self.dims.len() - 1).to_string());
+                field("then", then.map_or("null".into(), |u| format!("\"{}\"", u.name())));
             }
             Op::Chain { steps } => {
                 let mut operand = 0;

@@ -186,6 +186,19 @@ pub fn evaluate(case: &Case, inputs: &[Vec<f64>]) -> Vec<Vec<f64>> {
             vec![out]
         }
         Op::Chain { steps } => vec![chain(case, steps, inputs)],
+        Op::Join { then, .. } => {
+            // Row by row, each input's row in turn.
+            let shapes = case.inputs();
+            let rows = inputs[0].len() / dims.last().copied().unwrap_or(1).max(1);
+            let mut out = Vec::with_capacity(inputs.iter().map(Vec::len).sum());
+            for r in 0..rows {
+                for (v, input) in inputs.iter().zip(&shapes) {
+                    let w = *input.shape.last().unwrap_or(&1);
+                    out.extend(v[r * w..(r + 1) * w].iter().map(|&e| then.map_or(e, |u| unary(u, e))));
+                }
+            }
+            vec![out]
+        }
     }
 }
 

@@ -27,9 +27,8 @@ pub fn print_list(cases: &[Case], scale: Scale) {
             c.describe()
         );
     }
-    let classes: Vec<String> = Class::ALL
-        .iter()
-        .map(|k| format!("{} {}", k.name(), cases.iter().filter(|c| c.class == *k).count()))
+    let classes: Vec<String> = Class::every()
+        .map(|k| format!("{} {}", k.name(), cases.iter().filter(|c| c.class == k).count()))
         .collect();
     println!("classes: {}", classes.join(", "));
     let mut dtypes = BTreeMap::new();
@@ -122,7 +121,7 @@ pub fn summary(rows: &[Row], copy_gbps: f64) -> String {
         ));
     }
     let mut classes = vec![];
-    for class in Class::ALL {
+    for class in Class::every() {
         let v: Vec<f64> = passed
             .iter()
             .filter(|r| r.case.class == class)
