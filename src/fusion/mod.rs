@@ -12,6 +12,16 @@
 //!   kernel reads the buffer below them; they are never materialised. A
 //!   reshape that strides cannot express (flattening a transposed span)
 //!   copies its input into a row-major buffer first.
+//! - **Concatenations are addressing.** An operand that is a `Cat` (or
+//!   nested `Cat`s, or a `pad`, whose borders are constant pieces) is read
+//!   piece by piece through windows of its index space (partition views
+//!   whose span starts and ends inside the whole, masked outside), and the
+//!   kernel picks each element's piece by iota compares; the axes a window
+//!   cuts are coalesced with no other. The pieces themselves are loaded
+//!   from memory, so computed pieces are stored by earlier kernels. A `Cat`
+//!   under a further view, or requested as an output, is copied into a
+//!   buffer the same way. Column splits are not taken for kernels with
+//!   windows.
 //! - **Elementwise chains** with broadcasts and views become one kernel over
 //!   the output's iteration space; axes that every operand addresses as one
 //!   contiguous run are coalesced, so a contiguous chain is a 1-D kernel;
