@@ -709,3 +709,31 @@ fn concatenations_run_on_the_interpreter_model_like_the_executor() {
     assert!(ran >= 80, "only {ran} modules ran");
     assert!(vectors >= 4, "only {vectors} kernels read a window with vectors");
 }
+
+/// Row kernels whose rows start off the 16-byte grid (an odd width) read
+/// coalesced single elements when a tile holds one row, and keep wide
+/// atoms when a tile holds several short rows (see `benches/NOTES.md`,
+/// v34); either way each runs on the interpreter's model like the
+/// executor.
+#[test]
+fn odd_rows_narrow_their_atoms_only_with_one_row_a_tile() {
+    use common::G;
+    use tilefuse::graph::ReduceOp;
+    use tilefuse::DType;
+    let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
+    for (rows, width, atom) in [(9, 5823, "atom 1"), (64, 319, "atom 4")] {
+        let mut g = G::default();
+        let x = g.data(DType::I32, &[rows, width]);
+        let m = g.reduce(ReduceOp::Max, x, &[1]);
+        let e = g.broadcast_to(m, &[rows, width]);
+        let y = g.sub(x, e);
+        let graph = g.finish(&[y]);
+        let plan = plan(&graph, &FusionOptions::gpu()).unwrap();
+        assert_eq!(plan.kernels.len(), 1);
+        let k = &plan.kernels[0];
+        let module = tilefuse::kernels::ptx_gen::generate(&k.program, &target).unwrap();
+        let load = module.mapping.lines().find(|l| l.starts_with("load")).unwrap();
+        assert!(load.contains(atom), "[{rows}, {width}]: {load}");
+        assert!(matches!(run_on_model(&k.program, width as u64), ModelRun::Ran(n) if n > 0));
+    }
+}

@@ -103,6 +103,14 @@ pub(super) fn elementwise_only(body: &[Inst]) -> bool {
     })
 }
 
+/// Whether `body` reduces only inside tiles (a row kernel's in-tile
+/// reductions and broadcasts back): no loops, atomic updates or last-point
+/// sections, so each grid point reads its tile once.
+fn in_tile_only(body: &[Inst]) -> bool {
+    body.iter()
+        .all(|inst| matches!(inst, Inst::Reduce { .. }) || elementwise_only(std::slice::from_ref(inst)))
+}
+
 /// The largest atom (in elements, a power of two, at most 16) at which
 /// every contiguous view of `program` (innermost stride 1, more than one
 /// element wide) is aligned: its offset and outer strides are multiples of
@@ -157,11 +165,14 @@ fn largest_tile(program: &Program) -> Vec<u32> {
 pub(super) fn choose_block_aligned(program: &Program, most: u32, atom_cap: u32) -> BlockShape {
     let wide = choose_block(program, most, atom_cap);
     let aligned = aligned_atom(program);
-    if aligned >= wide.max_atom || !elementwise_only(&program.body) {
+    let largest = largest_tile(program);
+    // Row kernels narrow only with one row a tile: several short rows a
+    // tile at atoms of one lost (`benches/NOTES.md`, v34).
+    let one_row = largest.iter().rev().skip(1).all(|&d| d == 1);
+    if aligned >= wide.max_atom || !(elementwise_only(&program.body) || (in_tile_only(&program.body) && one_row)) {
         return wide;
     }
     let narrow = choose_block(program, most, atom_cap.min(aligned));
-    let largest = largest_tile(program);
     let l = layout(narrow, &largest);
     let inner = largest.last().copied().unwrap_or(1);
     if l.repeats == 1 || inner % (narrow.threads * l.atom) == 0 {
