@@ -295,6 +295,23 @@ pub enum Error {
         /// What the system said.
         reason: String,
     },
+    /// An index tensor held a position outside the axis it indexes: found
+    /// when the graph was realized (on the GPU, through a flag the kernel
+    /// sets), and no element outside the axis was read.
+    #[error("{op}: an index along axis {axis} lies outside 0..{len} (input shape {input:?}, index shape {index:?})")]
+    IndexOutOfRange {
+        /// The operation that was called.
+        op: &'static str,
+        /// The indexed axis.
+        axis: usize,
+        /// Its length.
+        len: usize,
+        /// The shape of the indexed tensor.
+        input: Dims,
+        /// The shape of the index (as gathered: broadcast to the result's
+        /// shape for `index_select`).
+        index: Dims,
+    },
     /// Device memory ran out, even after the cache was freed.
     #[error("out of device memory allocating {bytes} bytes ({in_use} in use)")]
     OutOfMemory {
@@ -330,6 +347,7 @@ impl Error {
             | RankTooLarge { op: o, .. }
             | ShapeTooLarge { op: o, .. }
             | HostOutOfMemory { op: o, .. }
+            | IndexOutOfRange { op: o, .. }
             | DeviceMismatch { op: o, .. } => *o = op,
             InvalidProgram { .. }
             | KernelArguments { .. }

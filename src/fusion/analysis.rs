@@ -14,6 +14,11 @@
 //! is computed (copied into a buffer) where something other than an
 //! elementwise op, a reduction or another `Cat` reads it, or it is an
 //! output.
+//!
+//! A gather is computed like an elementwise op over its index's shape; its
+//! data is read from memory (a chain over a buffer that an earlier kernel
+//! wrote, or a leaf) through an indirect load whose position along the
+//! gathered axis is the index's value.
 
 use super::layout::{squeeze, Layout};
 use crate::graph::{Op, Subgraph};
@@ -104,9 +109,16 @@ impl Analysis {
             computed: g
                 .nodes
                 .iter()
-                .map(|n| n.op.is_elementwise() || matches!(n.op, Op::Reduce { .. }))
+                .map(|n| n.op.is_elementwise() || matches!(n.op, Op::Reduce { .. } | Op::Gather { .. }))
                 .collect(),
         };
+        // A gather reads its data through memory: data that is a constant
+        // gets a buffer (concatenations are computed below).
+        for n in &g.nodes {
+            if matches!(n.op, Op::Gather { .. }) && matches!(a.source(g, n.inputs[0]), Source::Const(_)) {
+                a.computed[n.inputs[0]] = true;
+            }
+        }
         // A concatenation read as anything but an operand of elementwise
         // ops, reductions and concatenations is copied into a buffer.
         for n in &g.nodes {

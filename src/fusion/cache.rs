@@ -115,6 +115,7 @@ mod tag {
     pub const EXPAND: u64 = 9;
     pub const SLICE: u64 = 10;
     pub const CAT: u64 = 11;
+    pub const GATHER: u64 = 12;
 }
 
 /// `list`'s length, then its elements.
@@ -148,6 +149,7 @@ fn push_op(words: &mut Vec<u64>, op: &Op) {
             words.extend([tag::SLICE, *axis as u64, *start as u64, *step as u64]);
         }
         Op::Cat { axis } => words.extend([tag::CAT, *axis as u64]),
+        Op::Gather { axis, select } => words.extend([tag::GATHER, *axis as u64, *select as u64]),
     }
 }
 

@@ -40,7 +40,7 @@
 use super::analysis::is_arg_reduce;
 use super::emit::{arg_pick, arg_step, Lowerer, PartRows};
 use super::group::{Group, Space};
-use super::lower::{declare, declare_scalars, last_point_counter, Ctx, Lowered, MemAccess, ViewSpec};
+use super::lower::{bind_flags, declare, declare_scalars, last_point_counter, Ctx, Lowered, MemAccess, ViewSpec};
 use super::plan::{BufferDecl, BufferRef, Strategy};
 use super::reduction::{acc_dtype, acc_op, effective, identity, tile_op};
 use super::tiling::Axis;
@@ -305,6 +305,7 @@ pub(crate) fn column_split(
         lw.partials = cs.reduces.clone();
     }
     lw.body(&mut b)?;
+    bind_flags(&mut lw, buffers, &mut args);
 
     // The last point of each column tile: the partials' rows in order.
     let counter = last_point_counter(&mut b, buffers, &mut args, o * col_tiles);
@@ -435,6 +436,7 @@ pub(crate) fn column_split(
         failure = fin.finish(b, &totals);
     });
     failure?;
+    bind_flags(&mut fin, buffers, &mut args);
     let strategy = Strategy::ColumnSplit {
         outer: o,
         parts: cs.parts,

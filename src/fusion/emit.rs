@@ -11,8 +11,9 @@ use super::TileTarget;
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::graph::Op;
+use super::plan::IndexCheck;
 use crate::kernels::ir::{
-    AccId, AtomicOp, Builder, IndexExpr, LoopId, ScalarId, ScalarKey, TileReduce, ValueId, ValueType, ViewId,
+    AccId, Access, AtomicOp, ParamId, Builder, IndexExpr, LoopId, ScalarId, ScalarKey, TileReduce, ValueId, ValueType, ViewId,
 };
 use crate::ops::{BinaryOp, ReduceOp, ThreadScope, UnaryOp};
 use std::collections::HashMap;
@@ -98,6 +99,9 @@ pub(crate) struct Lowerer<'a> {
     pub scalars: HashMap<usize, ScalarId>,
     /// The window of each piece of a concatenation over the coalesced axes.
     pub piece_windows: HashMap<LoadKey, Window>,
+    /// The flag parameter declared for each gather emitted, with what it
+    /// reports ([`super::lower::bind_flags`] binds them).
+    pub flags: Vec<(ParamId, IndexCheck)>,
     loop_of: Vec<Option<LoopId>>,
     scope: Scope,
 }
@@ -131,6 +135,7 @@ impl<'a> Lowerer<'a> {
             arg_partials: None,
             scalars: HashMap::new(),
             piece_windows: HashMap::new(),
+            flags: vec![],
             loop_of,
             scope: Scope::default(),
         }
@@ -404,6 +409,9 @@ impl<'a> Lowerer<'a> {
     /// The value of elementwise or copy node `n`.
     fn node(&mut self, b: &mut Builder, n: usize) -> Result<ValueId> {
         let node = &self.cx.g.nodes[n];
+        if let Op::Gather { axis, select } = node.op {
+            return self.gather(b, n, axis, select);
+        }
         let arity = self.cx.an.sources(self.cx.g, n).len();
         let ops = (0..arity).map(|j| self.operand(b, n, j)).collect::<Result<Vec<_>>>()?;
         let compute = node.dtype.compute_type();
@@ -431,6 +439,33 @@ impl<'a> Lowerer<'a> {
             Op::Cast => self.cast_node(b, ops[0], node.dtype),
             op => return Err(internal("fusion", format!("{} is not computed elementwise", op.name()))),
         })
+    }
+
+    /// The value of gather node `n`: its data loaded through the access of
+    /// operand 0, each element moved to the position its index holds,
+    /// with a flag of its own for positions outside the axis.
+    fn gather(&mut self, b: &mut Builder, n: usize, axis: usize, select: bool) -> Result<ValueId> {
+        let g = self.cx.g;
+        let Source::Chain { layout, .. } = self.cx.an.sources(g, n).swap_remove(0) else {
+            return Err(internal("fusion", format!("the data of gather {n} is not in memory")));
+        };
+        let at = self.operand(b, n, 1)?;
+        let i = *self
+            .load_of
+            .get(&(n, 0, 0))
+            .ok_or_else(|| internal("fusion", format!("gather {n} has no access")))?;
+        let check = IndexCheck {
+            op: if select { "index_select" } else { "gather" },
+            axis,
+            input: g.nodes[g.nodes[n].inputs[0]].shape.dims().to_vec(),
+            index: g.nodes[n].shape.dims().to_vec(),
+        };
+        let flag = b.param_init(format!("f{}", self.flags.len()), DType::U32, 1, Access::Write, Scalar::Int(0, DType::U32));
+        self.flags.push((flag, check));
+        let index = self.partition(use_space(g, n, self.space(n)));
+        let v = b.gather(self.views[&i], &index, at, layout.strides[axis], layout.dims[axis] as u64, flag);
+        let dt = self.dtype_of(b, v);
+        Ok(self.coerce(b, v, dt.compute_type()))
     }
 
     /// `v` converted to node dtype `d`, rounded to `d` and held in its compute type.

@@ -105,13 +105,12 @@ impl GroupShape {
         for &n in nodes {
             let node = &g.nodes[n];
             let mut wanted: Vec<Space> = vec![];
-            for src in an.sources(g, n) {
-                // A concatenation's pieces are read from memory, so they
-                // are computed by kernels before this one.
-                if let Source::Pieces(_) = &src {
-                    if src.bases().iter().any(|b| set.contains(b)) {
-                        return None;
-                    }
+            for (j, src) in an.sources(g, n).into_iter().enumerate() {
+                // A concatenation's pieces and a gather's data are read
+                // from memory, so they are computed by kernels before this one.
+                let from_memory = matches!(src, Source::Pieces(_)) || (j == 0 && matches!(node.op, Op::Gather { .. }));
+                if from_memory && src.bases().iter().any(|b| set.contains(b)) {
+                    return None;
                 }
                 let Source::Chain { base, kind, .. } = src else {
                     continue;

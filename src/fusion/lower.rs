@@ -147,6 +147,10 @@ pub(crate) fn lower(
             if let Source::Chain { base, layout, kind } = src {
                 if !in_group(group, base, kind) {
                     let write = false;
+                    let layout = match cx.g.nodes[n].op {
+                        Op::Gather { axis, .. } if j == 0 => gathered(&layout, axis, cx.g.nodes[n].shape.dims()),
+                        _ => layout,
+                    };
                     load_of.insert(
                         (n, j, 0),
                         add(MemAccess {
@@ -382,7 +386,7 @@ pub(crate) fn lower(
         let mut b = Builder::new(name, if grid.is_empty() { &[1] } else { &grid });
         b.math(cx.opts.math);
         let all: Vec<usize> = (0..accesses.len()).collect();
-        let (vs, masked, args) = declare(cx, &mut b, &accesses, &views, &all, None);
+        let (vs, masked, mut args) = declare(cx, &mut b, &accesses, &views, &all, None);
         let (scalars, fulls) = declare_scalars(cx, &mut b, group);
         let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
         lw.scalars = scalars;
@@ -391,6 +395,7 @@ pub(crate) fn lower(
             axes: lw.axes.iter().map(|a| (a.extent, a.tile, a.reduced)).collect(),
         };
         lw.body(&mut b)?;
+        bind_flags(&mut lw, buffers, &mut args);
         out.push((finished(b)?, args, fulls, strategy));
         return Ok(out);
     };
@@ -443,6 +448,7 @@ pub(crate) fn lower(
     lw.scalars = scalars.clone();
     lw.piece_windows = piece_windows.clone();
     lw.body(&mut b)?;
+    bind_flags(&mut lw, buffers, &mut args);
     // ... then the last point to finish combines the partials in index
     // order and runs the consumers.
     if let Some(p) = partials {
@@ -455,6 +461,7 @@ pub(crate) fn lower(
         let mut combined = Ok(());
         b.last_point(0, counter, |b| combined = lw.combine(b, pv, parts, tile));
         combined?;
+        bind_flags(&mut lw, buffers, &mut args);
     }
     out.push((finished(b)?, args, fulls, Strategy::SplitReduction { parts, tiles, atomic }));
     Ok(out)
@@ -484,6 +491,34 @@ pub(crate) fn last_point_counter(
         kind: BufferKind::Counters,
     });
     p
+}
+
+/// The addressing of a gather's data before each element moves along the
+/// gathered axis: the data's layout over the result's extents, with no
+/// stride along `axis` (the gather adds the position times that stride).
+pub(crate) fn gathered(layout: &Layout, axis: usize, dims: &[usize]) -> Layout {
+    let mut strides = layout.strides.clone();
+    strides[axis] = 0;
+    Layout {
+        dims: dims.to_vec(),
+        strides,
+        offset: if dims.contains(&0) { 0 } else { layout.offset },
+    }
+}
+
+/// Binds the flags `lw` declared for its gathers: a [`BufferKind::Flag`]
+/// buffer each, its argument inserted at the flag parameter's position.
+pub(crate) fn bind_flags(lw: &mut Lowerer, buffers: &mut Vec<BufferDecl>, args: &mut Vec<BufferRef>) {
+    let mut flags = std::mem::take(&mut lw.flags);
+    flags.sort_by_key(|(p, _)| *p);
+    for (param, check) in flags {
+        args.insert(param.index(), BufferRef::Temp(buffers.len()));
+        buffers.push(BufferDecl {
+            dtype: DType::U32,
+            len: 1,
+            kind: BufferKind::Flag(check),
+        });
+    }
 }
 
 /// The coalesced view of one access.

@@ -87,7 +87,7 @@ mod tiling;
 pub use cache::{cache_stats, CacheStats};
 pub(crate) use cache::{lookup as cached_plan, GraphKey, KeyWriter};
 pub use explain::explain;
-pub use plan::{BufferDecl, BufferKind, BufferRef, Plan, PlannedKernel, Strategy};
+pub use plan::{BufferDecl, BufferKind, BufferRef, IndexCheck, Plan, PlannedKernel, Strategy};
 
 use crate::config::FusionConfig;
 use crate::error::{Error, Result};
@@ -305,7 +305,7 @@ fn check(g: &Subgraph) -> Result<()> {
     for (i, n) in g.nodes.iter().enumerate() {
         let arity = match &n.op {
             Op::Data(_) | Op::Full(_) => 0,
-            Op::Binary(_) => 2,
+            Op::Binary(_) | Op::Gather { .. } => 2,
             Op::Where => 3,
             Op::Cat { .. } => n.inputs.len().max(1),
             _ => 1,

@@ -29,7 +29,7 @@ impl BufferDecl {
 }
 
 /// The lifetime of a plan's buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum BufferKind {
     /// Fresh for every run; every element a kernel reads was written by an
     /// earlier kernel (or the same kernel, before a last point) of the run.
@@ -42,6 +42,46 @@ pub enum BufferKind {
     /// keeps one per prepared (device, plan), whose launches all go to one
     /// stream in plan order; the CPU runtime makes a zeroed one per run.
     Counters,
+    /// One `u32` that a kernel's gathers set to 1 when an index lies
+    /// outside its axis (the kernel's program fills it with 0 first). After
+    /// the run, a runtime that finds it set returns the check's error.
+    Flag(IndexCheck),
+}
+
+/// What a gather's flag buffer reports when it is set.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IndexCheck {
+    /// The op the user called (`gather`, `index_select`).
+    pub op: &'static str,
+    /// The indexed axis.
+    pub axis: usize,
+    /// The input's shape.
+    pub input: Vec<usize>,
+    /// The index's shape, as gathered.
+    pub index: Vec<usize>,
+}
+
+impl IndexCheck {
+    /// The error of a set flag.
+    pub fn error(&self) -> crate::error::Error {
+        crate::error::Error::IndexOutOfRange {
+            op: self.op,
+            axis: self.axis,
+            len: self.input[self.axis],
+            input: self.input.clone(),
+            index: self.index.clone(),
+        }
+    }
+}
+
+impl Plan {
+    /// The checks of the plan's flag buffers, with their buffer positions.
+    pub fn index_checks(&self) -> impl Iterator<Item = (usize, &IndexCheck)> {
+        self.buffers.iter().enumerate().filter_map(|(i, b)| match &b.kind {
+            BufferKind::Flag(check) => Some((i, check)),
+            _ => None,
+        })
+    }
 }
 
 /// A buffer a kernel argument or a plan output refers to.

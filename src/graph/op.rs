@@ -55,6 +55,18 @@ pub enum Op {
         /// The distance between taken indices (at least 1).
         step: usize,
     },
+    /// `gather(input, index)`: the node's element at `p` is the input's at
+    /// `p` with coordinate `axis` replaced by the index's element at `p`.
+    /// Two inputs, the data and an integer index of the node's shape (at
+    /// most the data's extents on the other axes); the node has the data's
+    /// dtype. An index outside `0..input[axis]` is an error of the
+    /// realization.
+    Gather {
+        /// The axis indexed.
+        axis: usize,
+        /// Whether the user called `index_select` (for error messages).
+        select: bool,
+    },
     /// The inputs (one or more, of the node's rank and dtype, equal to it
     /// on every other axis) one after another along `axis`.
     Cat {
@@ -79,6 +91,7 @@ impl Op {
             Op::Expand => "expand".into(),
             Op::Slice { axis, start, step } => format!("slice(axis {axis}, start {start}, step {step})"),
             Op::Cat { axis } => format!("cat(axis {axis})"),
+            Op::Gather { axis, .. } => format!("gather(axis {axis})"),
         }
     }
 
@@ -120,6 +133,7 @@ impl PartialEq for Op {
                 },
             ) => a == b && s == u && t == v,
             (Op::Cat { axis: a }, Op::Cat { axis: b }) => a == b,
+            (Op::Gather { axis: a, select: s }, Op::Gather { axis: b, select: t }) => a == b && s == t,
             _ => false,
         }
     }
@@ -139,6 +153,7 @@ impl Hash for Op {
             Op::Permute(p) => p.hash(state),
             Op::Slice { axis, start, step } => (axis, start, step).hash(state),
             Op::Cat { axis } => axis.hash(state),
+            Op::Gather { axis, select } => (axis, select).hash(state),
             Op::Where | Op::Cast | Op::Reshape | Op::Expand => {}
         }
     }

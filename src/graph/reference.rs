@@ -263,7 +263,7 @@ impl Input<'_> {
 fn evaluate_node(node: &SubNode, inputs: &[Input]) -> Result<Values> {
     let arity = match node.op {
         Op::Data(_) | Op::Full(_) => 0,
-        Op::Binary(_) => 2,
+        Op::Binary(_) | Op::Gather { .. } => 2,
         Op::Where => 3,
         Op::Cat { .. } => inputs.len().max(1),
         _ => 1,
@@ -299,7 +299,46 @@ fn evaluate_node(node: &SubNode, inputs: &[Input]) -> Result<Values> {
         Op::Reduce { op, axes } => reduce(node, *op, axes, &inputs[0]),
         Op::Reshape | Op::Permute(_) | Op::Expand | Op::Slice { .. } => view(node, &inputs[0]),
         &Op::Cat { axis } => cat(node, axis, inputs),
+        &Op::Gather { axis, select } => gather(node, axis, select, &inputs[0], &inputs[1]),
     }
+}
+
+/// `out[p] = input[p with p[axis] = index[p]]`; an index outside the axis
+/// is [`Error::IndexOutOfRange`].
+fn gather(node: &SubNode, axis: usize, select: bool, input: &Input, index: &Input) -> Result<Values> {
+    let out = node.shape.dims();
+    let fits = axis < out.len()
+        && input.dims.len() == out.len()
+        && index.dims == out
+        && index.dtype.is_int()
+        && input.dtype == node.dtype
+        && (0..out.len()).all(|k| k == axis || out[k] <= input.dims[k]);
+    if !fits {
+        return Err(malformed(node, format!("inputs do not gather along axis {axis} into the node's shape")));
+    }
+    let strides = crate::shape::Shape::new(input.dims).contiguous_strides();
+    let positions = index.ints(DType::I64);
+    let len = input.dims[axis];
+    let mut scalars = Vec::with_capacity(positions.len());
+    for (flat, &at) in positions.iter().enumerate() {
+        if at < 0 || at >= len as i128 {
+            return Err(Error::IndexOutOfRange {
+                op: if select { "index_select" } else { "gather" },
+                axis,
+                len,
+                input: dims(input.dims),
+                index: dims(out),
+            });
+        }
+        let (mut rest, mut e) = (flat, 0usize);
+        for k in (0..out.len()).rev() {
+            let c = if k == axis { at as usize } else { rest % out[k] };
+            rest /= out[k];
+            e += c * strides[k] as usize;
+        }
+        scalars.push(input.values.get(e, input.dtype));
+    }
+    Ok(Values::from_scalars(node.dtype, scalars.into_iter()))
 }
 
 /// The inputs one after another along `axis`: each output row of the axes
@@ -484,6 +523,8 @@ fn op_name(op: &Op) -> &'static str {
         Op::Expand => "expand",
         Op::Slice { .. } => "slice",
         Op::Cat { .. } => "cat",
+        Op::Gather { select: true, .. } => "index_select",
+        Op::Gather { .. } => "gather",
     }
 }
 

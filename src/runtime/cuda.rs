@@ -224,6 +224,16 @@ fn run_once(
     stats.kernels_launched += plan.kernels.len();
     let launched = Instant::now();
     stats.launch_time += launched - launching;
+    // A gather that met an index outside its axis set its flag: the run
+    // waits for the flags (the only plans that wait before returning) and
+    // reports the first one set.
+    for (t, check) in plan.index_checks() {
+        let flag = temps.get(t).and_then(Option::as_ref);
+        let flag = flag.ok_or_else(|| bad_plan("index checks", "a flag buffer is missing"))?;
+        if flag.to_host()?.as_slice::<u32>().iter().any(|&f| f != 0) {
+            return Err(check.error());
+        }
+    }
 
     // An output listed twice is one storage.
     let mut shared: SmallVec<[(usize, Arc<Storage>); INLINE]> = SmallVec::new();

@@ -112,6 +112,14 @@ pub(super) fn run_leaves(
         for (t, buf) in written {
             temps[t] = Some(buf);
         }
+        // A gather that met an index outside its axis read nothing there,
+        // but its result is not the user's: the error, before any kernel
+        // reads it.
+        for (t, check) in plan.index_checks() {
+            if temps[t].as_ref().is_some_and(|b| b.as_slice::<u32>().iter().any(|&f| f != 0)) {
+                return Err(check.error());
+            }
+        }
     }
     plan.outputs
         .iter()

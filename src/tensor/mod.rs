@@ -41,6 +41,7 @@
 //! allocates (a constructor of data, a realization, a read).
 
 mod compose;
+mod index;
 mod join;
 #[cfg(feature = "ndarray")]
 mod ndarray;

@@ -60,9 +60,10 @@ fn scan(program: &Program, body: &[Inst], uses: &[u32], forward: &mut [Option<Fo
         };
         let param = program.views[view.index()].param;
         let touches = |inst: &Inst| match inst {
-            Inst::Load { view, .. } | Inst::Store { view, .. } | Inst::Atomic { view, .. } => {
-                program.views[view.index()].param == param
-            }
+            Inst::Load { view, .. }
+            | Inst::Gather { view, .. }
+            | Inst::Store { view, .. }
+            | Inst::Atomic { view, .. } => program.views[view.index()].param == param,
             Inst::Loop { .. } | Inst::LastPoint { .. } => true,
             _ => false,
         };

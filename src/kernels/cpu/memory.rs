@@ -351,6 +351,58 @@ impl ViewPlan {
         });
     }
 
+    /// Loads partition `part` with each element moved `at[j] * stride`
+    /// elements in memory ([`Inst::Gather`](crate::kernels::ir::Inst::Gather)):
+    /// elements outside the extents, and those whose position is outside
+    /// `0 .. bound`, take the padding. Returns whether some element inside
+    /// the extents had a position out of range.
+    pub fn gather(&self, part: &[u64], at: &Buf, stride: i64, bound: u64, dst: &mut Buf) -> Result<bool> {
+        let region = self.region(part, true, "kernel gather")?;
+        dst.release();
+        self.check_tile(dst, "gather")?;
+        let positions = Positions::of(at)?;
+        if positions.len() != self.numel {
+            return Err(malformed(format!(
+                "gather positions of {} elements for {}-element partitions",
+                positions.len(),
+                self.numel
+            )));
+        }
+        let (step, bound) = (stride, bound.min(i64::MAX as u64) as i64);
+        Ok(match dst.bits_mut() {
+            BitsMut::B1(d) => self.gather_typed(&region, &positions, step, bound, d),
+            BitsMut::B2(d) => self.gather_typed(&region, &positions, step, bound, d),
+            BitsMut::B4(d) => self.gather_typed(&region, &positions, step, bound, d),
+            BitsMut::B8(d) => self.gather_typed(&region, &positions, step, bound, d),
+        })
+    }
+
+    fn gather_typed<T: Pod>(&self, region: &Region, at: &Positions, stride: i64, bound: i64, dst: &mut [T]) -> bool {
+        let pad: T = self.pad.get();
+        dst.fill(pad);
+        let mem = self.mem.ptr as *const T;
+        let len = self.mem.len as i64;
+        let mut bad = false;
+        region.for_each_row(|t, m, (n, ms, ts)| {
+            for i in 0..n {
+                let j = t + i * ts;
+                let p = at.get(j);
+                if !(0..bound).contains(&p) {
+                    bad = true;
+                    continue;
+                }
+                let e = m + i as i64 * ms + p * stride;
+                // The verifier bounds the gathered span by the buffer; the
+                // check keeps every read inside it regardless.
+                if (0..len).contains(&e) {
+                    // SAFETY: `e` is an element of the buffer (just checked).
+                    dst[j] = unsafe { *mem.offset(e as isize) };
+                }
+            }
+        });
+        bad
+    }
+
     /// Stores `src` to partition `part`.
     pub fn store(&self, part: &[u64], masked: bool, src: &Buf) -> Result<()> {
         let region = self.region(part, masked, "kernel store")?;
@@ -545,3 +597,46 @@ atomic_float!(
     f16 => AtomicU16, u16, f16::to_f32, f16::from_f32;
     bf16 => AtomicU16, u16, bf16::to_f32, bf16::from_f32
 );
+
+/// The integer positions of a gather, read as `i64` whatever their dtype.
+enum Positions<'a> {
+    U8(&'a [u8]),
+    I32(&'a [i32]),
+    U32(&'a [u32]),
+    I64(&'a [i64]),
+}
+
+impl<'a> Positions<'a> {
+    fn of(at: &'a Buf) -> Result<Positions<'a>> {
+        Ok(match at {
+            Buf::U8(v) => Positions::U8(v),
+            Buf::I32(v) => Positions::I32(v),
+            Buf::U32(v) => Positions::U32(v),
+            Buf::I64(v) => Positions::I64(v),
+            other => {
+                return Err(malformed(format!(
+                    "gather positions must be integers, not {}",
+                    other.dtype()
+                )))
+            }
+        })
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Positions::U8(v) => v.len(),
+            Positions::I32(v) => v.len(),
+            Positions::U32(v) => v.len(),
+            Positions::I64(v) => v.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> i64 {
+        match self {
+            Positions::U8(v) => v[i] as i64,
+            Positions::I32(v) => v[i] as i64,
+            Positions::U32(v) => v[i] as i64,
+            Positions::I64(v) => v[i],
+        }
+    }
+}

@@ -256,6 +256,8 @@ struct Context<'p> {
     forms: Vec<Form>,
     /// For each value, whether it is a load that may read one period.
     cycle_loads: Vec<bool>,
+    /// The parameters' memory (for the flags gathers set).
+    mems: Vec<SharedMem>,
 }
 
 impl<'p> Context<'p> {
@@ -297,6 +299,7 @@ impl<'p> Context<'p> {
             forward: analysis::forwarded_stores(program),
             forms,
             cycle_loads,
+            mems: mems.to_vec(),
         })
     }
 
@@ -356,6 +359,19 @@ impl<'p> Context<'p> {
             }
             self.run_block(&mut frame, body)?;
         }
+        Ok(())
+    }
+
+    /// Sets element 0 of the `u32` flag parameter `flag` to 1.
+    fn raise(&self, flag: crate::kernels::ir::ParamId) -> Result<()> {
+        let mem = self.mems[flag.index()];
+        if mem.dtype != crate::DType::U32 || !mem.writable || mem.len == 0 {
+            return Err(malformed(format!("flag {flag} is not a written u32 buffer")));
+        }
+        // SAFETY: the buffer is a live, writable u32 buffer of at least one
+        // element (checked above) that other workers touch only atomically.
+        unsafe { std::sync::atomic::AtomicU32::from_ptr(mem.ptr as *mut u32) }
+            .store(1, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 
@@ -419,6 +435,26 @@ impl<'p> Context<'p> {
                 } => {
                     let part = frame.partition(index);
                     self.views[view.index()].store(&part, *masked, &frame.values[src.index()])?;
+                }
+                Inst::Gather {
+                    dst,
+                    view,
+                    index,
+                    at,
+                    stride,
+                    bound,
+                    flag,
+                } => {
+                    let part = frame.partition(index);
+                    let mut bad = false;
+                    let plan = &self.views[view.index()];
+                    frame.with_dst(dst.index(), |d, v| {
+                        bad = plan.gather(&part, &v[at.index()], *stride, *bound, d)?;
+                        Ok(())
+                    })?;
+                    if bad {
+                        self.raise(*flag)?;
+                    }
                 }
                 Inst::InBounds { dst, view, index } => {
                     let part = frame.partition(index);
@@ -543,6 +579,7 @@ fn work(program: &Program, body: &[Inst]) -> u64 {
             Inst::AccUpdate { src: v, .. } => program.values[v.index()].numel(),
             Inst::Barrier => 0,
             Inst::Load { dst, .. }
+            | Inst::Gather { dst, .. }
             | Inst::InBounds { dst, .. }
             | Inst::Const { dst, .. }
             | Inst::Scalar { dst, .. }

@@ -190,6 +190,32 @@ impl Builder {
         dst
     }
 
+    /// Loads partition `index` of `view` with each element moved `at *
+    /// stride` elements, `at` checked against `0 .. bound`; an index out
+    /// of range sets `flag` (see [`Inst::Gather`]).
+    pub fn gather(
+        &mut self,
+        view: ViewId,
+        index: &[IndexExpr],
+        at: ValueId,
+        stride: i64,
+        bound: u64,
+        flag: ParamId,
+    ) -> ValueId {
+        let ty = self.view_tile(view, None, "gather");
+        let dst = self.value(ty);
+        self.push(Inst::Gather {
+            dst,
+            view,
+            index: index.iter().copied().collect(),
+            at,
+            stride,
+            bound,
+            flag,
+        });
+        dst
+    }
+
     /// Stores `src` to the partition `index` of `view`.
     pub fn store(&mut self, view: ViewId, index: &[IndexExpr], src: ValueId, masked: bool) {
         self.push(Inst::Store {

@@ -352,6 +352,31 @@ pub enum Inst {
         /// Whether out-of-bounds elements are skipped.
         masked: bool,
     },
+    /// An indirect load: partition `index` of `view`, each element moved
+    /// `at * stride` elements further in memory, where `at` is the matching
+    /// element of an integer tile of `dst`'s shape. The view addresses the
+    /// other axes (its stride along the gathered axis is usually 0); `at`
+    /// must lie in `0 .. bound`. Elements outside the view's extents take
+    /// the padding; an element inside them whose `at` is out of range takes
+    /// the padding too and sets element 0 of `flag` (a `u32` parameter that
+    /// starts at zero) to 1, so the runtime can report the bad index. No
+    /// element is ever read outside `bound`.
+    Gather {
+        /// The loaded tile.
+        dst: ValueId,
+        /// The view giving each element's address before the move.
+        view: ViewId,
+        /// The partition.
+        index: PartitionExprs,
+        /// The integer positions along the gathered axis.
+        at: ValueId,
+        /// The memory stride of the gathered axis, in elements.
+        stride: i64,
+        /// The number of valid positions along the gathered axis (at least 1).
+        bound: u64,
+        /// The `u32` flag set when a position is out of range.
+        flag: ParamId,
+    },
     /// A bool tile: which elements of partition `index` of `view` are in bounds.
     InBounds {
         /// The mask.
@@ -530,6 +555,7 @@ macro_rules! operands_of {
             | Inst::Broadcast { src, .. }
             | Inst::Reduce { src, .. }
             | Inst::AccUpdate { src, .. } => smallvec::smallvec![src],
+            Inst::Gather { at, .. } => smallvec::smallvec![at],
             Inst::Binary { lhs, rhs, .. } => smallvec::smallvec![lhs, rhs],
             Inst::Select {
                 cond,

@@ -152,6 +152,19 @@ pub(crate) fn inst_line(program: &Program, inst: &Inst) -> String {
             src,
             masked: m,
         } => format!("store{} {}, {src}", masked(m), AccessView(*view, index)),
+        Inst::Gather {
+            dst,
+            view,
+            index,
+            at,
+            stride,
+            bound,
+            flag,
+        } => format!(
+            "{}gather {}, {at} stride {stride} bound {bound} flag {flag}",
+            def(dst),
+            AccessView(*view, index)
+        ),
         Inst::InBounds { dst, view, index } => format!("{}in_bounds {}", def(dst), AccessView(*view, index)),
         Inst::Const { dst, value } => format!("{}const {}", def(dst), scalar(*value)),
         Inst::Scalar { dst, scalar } => format!("{}scalar {scalar}", def(dst)),

@@ -310,6 +310,59 @@ impl<'a> Verifier<'a> {
         Ok(())
     }
 
+    /// Checks that every element a gather through `v` may read, its view's
+    /// span moved by up to `bound - 1` strides, lies in the parameter.
+    fn gathered_span(&self, v: &View, stride: i64, bound: u64) -> Check {
+        if bound == 0 {
+            return Err("a gather needs at least one valid position (bound 0)".into());
+        }
+        if v.extents.contains(&0) {
+            return Ok(());
+        }
+        let (mut lo, mut hi) = (v.offset as i128, v.offset as i128);
+        let reaches = v
+            .extents
+            .iter()
+            .map(|&e| e as i128)
+            .zip(v.strides.iter().map(|&s| s as i128));
+        for (extent, s) in reaches.chain([(bound as i128, stride as i128)]) {
+            let reach = (extent - 1) * s;
+            lo += reach.min(0);
+            hi += reach.max(0);
+        }
+        let len = self.p.params[v.param.index()].len;
+        if lo < 0 || hi >= len as i128 {
+            return Err(format!(
+                "a gather through the span (extents {}, strides {}, offset {}) with {bound} positions {stride} \
+                 apart reaches elements {lo}..={hi} but {} holds {len}",
+                print::list(&v.extents),
+                print::list(&v.strides),
+                v.offset,
+                v.param
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks that `flag` is a `u32` parameter a kernel may set, starting at
+    /// zero, that no view names.
+    fn flag(&self, flag: ParamId) -> Check {
+        let Some(param) = self.p.params.get(flag.index()) else {
+            return Err(format!("flag {flag} is not declared"));
+        };
+        let zero = matches!(param.init, Some(ScalarKey(Scalar::Int(0, _))));
+        if param.dtype != DType::U32 || param.access == Access::Read || !zero || param.len == 0 {
+            return Err(format!(
+                "flag {flag} `{}` must be a written u32 parameter of at least one element that starts at 0",
+                param.name
+            ));
+        }
+        if let Some(v) = self.p.views.iter().position(|v| v.param == flag) {
+            return Err(format!("flag {flag} only records bad indices, but view v{v} names it"));
+        }
+        Ok(())
+    }
+
     fn loop_header(&mut self, var: LoopId, count: u64) -> Check {
         match self.bound.get_mut(var.index()) {
             None => return Err(format!("loop variable {var} is not below `loops` ({})", self.p.loops)),
@@ -347,6 +400,30 @@ impl<'a> Verifier<'a> {
                 no_window(v)?;
                 operand_is(*src, ty, &self.tile_of(v, None))?;
                 self.disjoint(*view, v, index)
+            }
+            Inst::Gather {
+                dst,
+                view,
+                index,
+                at,
+                stride,
+                bound,
+                flag,
+            } => {
+                let ty = self.use_value(*at)?;
+                let v = self.access(*view, index, Some(true))?;
+                self.param_access(v, false)?;
+                no_window(v)?;
+                let tile = self.tile_of(v, None);
+                if !ty.dtype.is_int() || ty.shape != tile.shape {
+                    return Err(format!(
+                        "the positions {at}: {ty} of a gather must be integers of the tile's shape {}",
+                        print::list(&tile.shape)
+                    ));
+                }
+                self.gathered_span(v, *stride, *bound)?;
+                self.flag(*flag)?;
+                self.define(*dst, tile)
             }
             Inst::InBounds { dst, view, index } => {
                 let v = self.access(*view, index, None)?;

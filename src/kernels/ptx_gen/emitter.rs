@@ -512,6 +512,15 @@ impl<'a> Emitter<'a> {
                 src,
                 masked,
             } => self.store(*view, index, *src, *masked),
+            Inst::Gather {
+                dst,
+                view,
+                index,
+                at,
+                stride,
+                bound,
+                flag,
+            } => self.gather(*dst, *view, index, *at, *stride, *bound, *flag),
             Inst::InBounds { dst, view, index } => self.in_bounds(*dst, *view, index),
             Inst::Atomic {
                 op,

@@ -68,7 +68,7 @@ pub(super) fn layout(block: BlockShape, shape: &[u32]) -> Layout {
 fn memory_dtypes(program: &Program, body: &[Inst], out: &mut Vec<DType>) {
     for inst in body {
         match inst {
-            Inst::Load { view, .. } | Inst::Store { view, .. } => {
+            Inst::Load { view, .. } | Inst::Store { view, .. } | Inst::Gather { view, .. } => {
                 if let Some(v) = program.views.get(view.index()) {
                     if let Some(p) = program.params.get(v.param.index()) {
                         out.push(p.dtype);
@@ -89,6 +89,7 @@ pub(super) fn elementwise_only(body: &[Inst]) -> bool {
         matches!(
             inst,
             Inst::Load { .. }
+                | Inst::Gather { .. }
                 | Inst::Store { .. }
                 | Inst::InBounds { .. }
                 | Inst::Const { .. }

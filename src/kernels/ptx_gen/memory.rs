@@ -22,7 +22,7 @@ use super::emitter::{Class, Emitter};
 use super::ops::{immediate, mov_imm};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
-use crate::kernels::ir::{Access, AtomicOp, IndexExpr, PartitionExprs, ValueId, View, ViewId};
+use crate::kernels::ir::{Access, AtomicOp, IndexExpr, ParamId, PartitionExprs, ValueId, View, ViewId};
 use crate::ops::ThreadScope;
 
 /// Most bytes of staged tiles per block (`CodegenConfig::stage`); static
@@ -694,6 +694,81 @@ impl Emitter<'_> {
                 reg_list(srcs)
             )),
         }
+    }
+
+    /// An indirect load ([`Inst::Gather`](crate::kernels::ir::Inst::Gather)),
+    /// element by element: each element's position is widened to 64 bits
+    /// and compared unsigned with `bound` (a negative one is out of range
+    /// too); in-bounds elements in range load through the view's address
+    /// moved by `position * stride`, the others keep the padding, and an
+    /// in-bounds element out of range stores 1 to the flag.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gather(
+        &mut self,
+        dst: ValueId,
+        view: ViewId,
+        index: &PartitionExprs,
+        positions: ValueId,
+        stride: i64,
+        bound: u64,
+        flag: ParamId,
+    ) -> Result<()> {
+        let v = self.view(view)?;
+        let d = self.prog.params[v.param.index()].dtype;
+        let pad = immediate(Scalar::Float(v.padding.value(), d), d).map_err(|e| self.invalid(e))?;
+        let pos_dtype = self.prog.values[positions.index()].dtype;
+        let pos = self.val(positions)?;
+        let op = match self.prog.params[v.param.index()].access {
+            Access::Read => "ld.global.nc",
+            _ if self.in_last_point => "ld.global.cg",
+            _ => "ld.global",
+        };
+        self.note_mapping("gather", view, &format!("{op}{} scalar", mem_type(d)));
+        let esize = d.size_in_bytes() as i64;
+        let inner = *v.strides.last().unwrap_or(&0);
+        let l = self.layout(&v.tile);
+        let site = self.site(v, index)?;
+        let flag = self.params[flag.index()].clone();
+        let one = self.reg(Class::B32);
+        self.ins(format!("mov.u32 {one}, 1"));
+        let mut regs = Vec::with_capacity(l.slots());
+        for r in 0..l.repeats {
+            let addr = self.address(view, &site, r)?;
+            let masks = self.masks(v, &site, r, true, Check::Each);
+            for (a, inside) in masks.into_iter().enumerate() {
+                let p = &pos[r as usize * l.atom as usize + a];
+                let wide = match pos_dtype {
+                    DType::I64 => p.clone(),
+                    DType::I32 => {
+                        let w = self.reg(Class::B64);
+                        self.ins(format!("cvt.s64.s32 {w}, {p}"));
+                        w
+                    }
+                    DType::U32 | DType::U8 => {
+                        let w = self.reg(Class::B64);
+                        self.ins(format!("cvt.u64.u32 {w}, {p}"));
+                        w
+                    }
+                    other => return Err(self.invalid(format!("gather positions of {other}"))),
+                };
+                let ok = self.reg(Class::Pred);
+                self.ins(format!("setp.lt.u64 {ok}, {wide}, {bound}"));
+                let take = self.and(inside.clone(), ok.clone());
+                let bad = self.reg(Class::Pred);
+                match &inside {
+                    Some(m) => self.ins(format!("and.pred {bad}, {m}, !{ok}")),
+                    None => self.ins(format!("not.pred {bad}, {ok}")),
+                }
+                self.ins(format!("@{bad} st.global.b32 [{flag}], {one}"));
+                let moved = self.reg(Class::B64);
+                self.ins(format!("mad.lo.s64 {moved}, {wide}, {}, {addr}", stride * esize));
+                let out = self.reg(Class::of(d));
+                self.load_chunk(op, d, &take, &at(&moved, a as i64 * inner * esize), std::slice::from_ref(&out), Some(&pad));
+                regs.push(out);
+            }
+        }
+        self.vals.insert(dst, regs);
+        Ok(())
     }
 
     /// `dst = which elements of partition `index` of `view` are in bounds`.
