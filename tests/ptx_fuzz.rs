@@ -156,6 +156,16 @@ enum ModelRun {
 /// seeded by `seed`; panics where a parameter's bytes differ. Modules that
 /// do not generate or assemble are skipped (not counted in `Ran`).
 fn run_on_model(program: &tilefuse::kernels::ir::Program, seed: u64) -> ModelRun {
+    run_on_model_with(program, seed, &|_, _| {}).0
+}
+
+/// [`run_on_model`] with the random inputs then changed by `fill` (given
+/// each parameter's position and buffer).
+fn run_on_model_with(
+    program: &tilefuse::kernels::ir::Program,
+    seed: u64,
+    fill: &dyn Fn(usize, &mut tilefuse::storage::HostBuffer),
+) -> (ModelRun, Vec<tilefuse::storage::HostBuffer>) {
     use tilefuse::kernels::cpu::{execute_with_scalars, Arg};
     use tilefuse::kernels::ptx_gen::{generate, generate_quick};
     use tilefuse::kernels::ptx_vm::emulate::{self, Memory};
@@ -187,6 +197,7 @@ fn run_on_model(program: &tilefuse::kernels::ir::Program, seed: u64) -> ModelRun
                 x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 *b = (x >> 56) as u8 & if q.dtype == DType::Bool { 1 } else { 0xff };
             }
+            fill(k, &mut h);
             h
         })
         .collect();
@@ -247,11 +258,11 @@ fn run_on_model(program: &tilefuse::kernels::ir::Program, seed: u64) -> ModelRun
                 }
                 ran += 1;
             }
-            Err(e) if e.starts_with("form") || e.starts_with("operand") => return ModelRun::NotModelled(e),
+            Err(e) if e.starts_with("form") || e.starts_with("operand") => return (ModelRun::NotModelled(e), want),
             Err(e) => panic!("seed {seed}: {}: {e}", program.name),
         }
     }
-    ModelRun::Ran(ran)
+    (ModelRun::Ran(ran), want)
 }
 
 /// The fuzzer's integer programs (every parameter an integer or bool, so
@@ -736,4 +747,143 @@ fn odd_rows_narrow_their_atoms_only_with_one_row_a_tile() {
         assert!(load.contains(atom), "[{rows}, {width}]: {load}");
         assert!(matches!(run_on_model(&k.program, width as u64), ModelRun::Ran(n) if n > 0));
     }
+}
+
+/// Gathers planned for the GPU (along either axis of a matrix, by an index
+/// of its own shape or spread like `index_select`'s, by i64 and i32
+/// positions, alone, reduced after, or beside a row reduction as in a
+/// cross-entropy), one kernel each, run on the interpreter's model like the
+/// executor (f32 data only moved: the model lacks f16 conversions), flags
+/// included: some indices all in range, some with a few
+/// outside the axis (negative and past its end), which set the flag and
+/// read nothing.
+#[test]
+fn gathers_run_on_the_interpreter_model_like_the_executor() {
+    use common::G;
+    use tilefuse::graph::{BinaryOp, Op, ReduceOp};
+    use tilefuse::{DType, Scalar};
+    let (mut ran, mut flagged, mut clean) = (0, 0, 0);
+    for (rows, cols, k) in [(37, 61, 5), (9, 300, 130), (130, 3, 7), (4, 2049, 1)] {
+        for dtype in [DType::U8, DType::I32, DType::I64, DType::F32] {
+            for (axis, consumer, spread) in [
+                (1, 0, false),
+                (0, 0, false),
+                (1, 0, true),
+                (1, 1, false),
+                (1, 2, false),
+                (0, 1, true),
+            ] {
+                if dtype.is_float() && consumer != 0 {
+                    continue; // float sums may differ in their order of additions
+                }
+                // i64 and i32 positions by turns.
+                let index_dtype = if (rows + axis + consumer + spread as usize + dtype.size_in_bytes()) % 2 == 0 {
+                    DType::I64
+                } else {
+                    DType::I32
+                };
+                {
+                    let mut g = G::default();
+                    let x = g.data(dtype, &[rows, cols]);
+                    let len = if axis == 1 { cols } else { rows };
+                    let out = if axis == 1 { [rows, k] } else { [k, cols] };
+                    let idx = if spread {
+                        let lifted = if axis == 1 { [1, k] } else { [k, 1] };
+                        let i = g.data(index_dtype, &lifted);
+                        g.broadcast_to(i, &out)
+                    } else {
+                        g.data(index_dtype, &out)
+                    };
+                    let y = g.push(Op::Gather { axis, select: spread }, &out, dtype, &[x, idx]);
+                    let z = match consumer {
+                        0 => y,
+                        1 => g.reduce(ReduceOp::Sum, y, &[1]),
+                        _ => {
+                            // A row's maximum less the gathered element (k = 1 a row).
+                            let m = g.reduce(ReduceOp::Max, x, &[1]);
+                            let one = g.push(
+                                Op::Slice {
+                                    axis: 1,
+                                    start: 0,
+                                    step: 1,
+                                },
+                                &[rows, 1],
+                                dtype,
+                                &[y],
+                            );
+                            g.binary(BinaryOp::Sub, m, one)
+                        }
+                    };
+                    let graph = g.finish(&[z]);
+                    let plan = plan(&graph, &FusionOptions::gpu()).unwrap();
+                    let here = format!("{dtype} [{rows}, {cols}] along {axis} by {index_dtype} [{k}], consumer {consumer}, spread {spread}");
+                    if consumer != 2 {
+                        assert_eq!(plan.kernels.len(), 1, "{here}");
+                    }
+                    for kernel in &plan.kernels {
+                        for some_bad in [false, true] {
+                            // The index leaf (input 1) holds positions in range,
+                            // or every 16th outside it.
+                            let index_param = kernel
+                                .args
+                                .iter()
+                                .position(|a| *a == tilefuse::fusion::BufferRef::Input(1));
+                            let fill = |p: usize, h: &mut tilefuse::storage::HostBuffer| {
+                                if Some(p) != index_param {
+                                    return;
+                                }
+                                for i in 0..h.len() {
+                                    let mut v = (i * 7919 + 13) % len;
+                                    let v = if some_bad && i % 16 == 5 {
+                                        if i % 32 == 5 {
+                                            -1 - v as i64
+                                        } else {
+                                            (len + v) as i64
+                                        }
+                                    } else {
+                                        v = v.min(len - 1);
+                                        v as i64
+                                    };
+                                    h.set(i, Scalar::Int(v as i128, index_dtype));
+                                }
+                            };
+                            let (run, executed) = run_on_model_with(&kernel.program, (rows * cols) as u64, &fill);
+                            match run {
+                                ModelRun::Ran(n) => ran += n,
+                                ModelRun::NotModelled(e) => panic!("{here}: not modelled: {e}"),
+                            }
+                            // Whether the executor's flag was set.
+                            let flags: Vec<usize> = plan.index_checks().map(|(t, _)| t).collect();
+                            let flag_params: Vec<usize> = kernel
+                                .args
+                                .iter()
+                                .enumerate()
+                                .filter(|(_, a)| matches!(a, tilefuse::fusion::BufferRef::Temp(t) if flags.contains(t)))
+                                .map(|(p, _)| p)
+                                .collect();
+                            assert!(!flag_params.is_empty() || consumer == 2, "{here}: no flag");
+                            if let Some(p) = index_param {
+                                // Every position of the index is read, so the
+                                // flag is set exactly when one is bad.
+                                let bad = some_bad && executed[p].len() > 5;
+                                for &f in &flag_params {
+                                    assert_eq!(executed[f].as_slice::<u32>()[0], bad as u32, "{here}: the flag");
+                                }
+                                if some_bad {
+                                    flagged += 1;
+                                } else {
+                                    clean += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(ran >= 150, "only {ran} modules ran");
+    assert!(
+        flagged >= 40 && clean >= 40,
+        "{flagged} runs with bad indices, {clean} without"
+    );
 }

@@ -756,7 +756,7 @@ impl Emitter<'_> {
                 let take = self.and(inside.clone(), ok.clone());
                 let bad = self.reg(Class::Pred);
                 match &inside {
-                    Some(m) => self.ins(format!("and.pred {bad}, {m}, !{ok}")),
+                    Some(m) => self.ins(format!("and.pred {bad}, !{ok}, {m}")),
                     None => self.ins(format!("not.pred {bad}, {ok}")),
                 }
                 self.ins(format!("@{bad} st.global.b32 [{flag}], {one}"));
