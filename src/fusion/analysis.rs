@@ -112,13 +112,6 @@ impl Analysis {
                 .map(|n| n.op.is_elementwise() || matches!(n.op, Op::Reduce { .. } | Op::Gather { .. }))
                 .collect(),
         };
-        // A gather reads its data through memory: data that is a constant
-        // gets a buffer (concatenations are computed below).
-        for n in &g.nodes {
-            if matches!(n.op, Op::Gather { .. }) && matches!(a.source(g, n.inputs[0]), Source::Const(_)) {
-                a.computed[n.inputs[0]] = true;
-            }
-        }
         // A concatenation read as anything but an operand of elementwise
         // ops, reductions and concatenations is copied into a buffer.
         for n in &g.nodes {
@@ -129,6 +122,13 @@ impl Analysis {
                         a.computed[p] = true;
                     }
                 }
+            }
+        }
+        // A gather reads its data through memory: data that is a constant
+        // gets a buffer (a concatenation has one already, from above).
+        for n in &g.nodes {
+            if matches!(n.op, Op::Gather { .. }) && matches!(a.source(g, n.inputs[0]), Source::Const(_)) {
+                a.computed[n.inputs[0]] = true;
             }
         }
         a.copy_unstridable_reshape_inputs(g);

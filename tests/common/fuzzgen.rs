@@ -285,6 +285,10 @@ impl Gen {
         let shape = self.g.shape(x);
         let rank = shape.len();
         let leaf = self.leaf[x];
+        if rank > 0 && self.rng.chance(8) {
+            self.gather(x, &shape, leaf);
+            return;
+        }
         if rank > 0 && self.rng.chance(20) {
             // A concatenation with x itself, a fresh leaf, a slice of x or a
             // constant (a piece like a pad's border), in any order.
@@ -380,6 +384,53 @@ impl Gen {
             }
         };
         self.push_leaf(v, leaf);
+    }
+}
+
+impl Gen {
+    /// A gather from `x` along a random axis by an index leaf of positions
+    /// in range (i64 or i32): of the index's own shape (narrower than `x`
+    /// off the axis at times), or one row of positions spread over the
+    /// result like `index_select`'s.
+    fn gather(&mut self, x: usize, shape: &[usize], leaf: bool) {
+        let axis = self.rng.below(shape.len());
+        let len = shape[axis];
+        let mut out: Vec<usize> = shape
+            .iter()
+            .map(|&d| if self.rng.chance(25) { self.rng.below(d + 1) } else { d })
+            .collect();
+        out[axis] = self.rng.pick(&[0, 1, 2, 5, 17]);
+        if len == 0 && out.iter().product::<usize>() > 0 {
+            out[axis] = 0;
+        }
+        if out.iter().product::<usize>() > 4000 {
+            return;
+        }
+        let index_dtype = self.rng.pick(&[DType::I64, DType::I32]);
+        let spread = self.rng.chance(30);
+        let lifted: Vec<usize> = if spread {
+            (0..out.len()).map(|k| if k == axis { out[k] } else { 1 }).collect()
+        } else {
+            out.clone()
+        };
+        let n: usize = lifted.iter().product();
+        let mut buf = HostBuffer::zeros(index_dtype, n);
+        for i in 0..n {
+            let at = self.rng.below(len.max(1));
+            buf.set(i, Scalar::Int(at as i128, index_dtype));
+        }
+        let mut index = self.g.data_buf(buf, &lifted);
+        if spread && lifted != out {
+            index = self.g.broadcast_to(index, &out);
+        }
+        let dtype = self.g.dtype(x);
+        let y = self.g.push(
+            tilefuse::graph::Op::Gather { axis, select: spread },
+            &out,
+            dtype,
+            &[x, index],
+        );
+        self.push_leaf(y, leaf);
     }
 }
 
