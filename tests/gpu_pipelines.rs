@@ -371,6 +371,74 @@ fn joins_fused_into_their_consumers_compute_as_on_the_cpu() {
     }
 }
 
+/// Gathers and index selects in every dtype, alone and fused (a
+/// cross-entropy's logsumexp beside its label logit, one kernel; a row sum
+/// of gathered elements), over odd widths: the GPU's values are the CPU
+/// executor's; an index outside its axis fails the GPU realization with
+/// the same error as on the CPU, through the kernel's flag.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gathers_compute_as_on_the_cpu_and_report_bad_indices() {
+    let _g = gpu();
+    let (rows, cols) = (1031, 517);
+    let positions = |n: usize, len: usize, salt: usize| -> Vec<i64> {
+        (0..n).map(|i| ((i * 7919 + salt * 104729) % len) as i64).collect()
+    };
+    for dtype in DType::ALL {
+        let raw: Vec<f32> = (0..rows * cols).map(|i| ((i * 37) % 201) as f32 - 100.0).collect();
+        let x = Tensor::from_vec(raw, &[rows, cols]).cast(dtype);
+        x.realize().unwrap();
+        let labels = Tensor::from_vec(positions(rows, cols, 1), &[rows, 1]);
+        let picks = Tensor::from_vec(positions(rows * 9, cols, 2), &[rows, 9]).cast(DType::I32);
+        let cols_of = Tensor::from_vec(positions(33, cols, 3), &[33]);
+        let rows_of = Tensor::from_vec(positions(65, rows, 4), &[65]).cast(DType::I32);
+        let build = |x: &Tensor, labels: &Tensor, picks: &Tensor, cols_of: &Tensor, rows_of: &Tensor| {
+            let mut outs = vec![
+                (x.gather(1, labels), 1),
+                (x.gather(1, picks), 1),
+                (x.index_select(1, cols_of), 1),
+                (x.index_select(0, rows_of), 1),
+                (x.transpose(0, 1).gather(0, &picks.transpose(0, 1)), 1),
+            ];
+            if dtype.is_float() {
+                let f = x.cast(DType::F32);
+                outs.push((&f.logsumexp(&[1], true) - &f.gather(1, labels), 1));
+                outs.push((f.gather(1, picks).sum(&[1], true), 1));
+            }
+            outs
+        };
+        let on_cpu = build(&x, &labels, &picks, &cols_of, &rows_of);
+        let on_gpu = build(
+            &x.to(GPU),
+            &labels.to(GPU),
+            &picks.to(GPU),
+            &cols_of.to(GPU),
+            &rows_of.to(GPU),
+        );
+        for (k, ((c, _), (g, kernels))) in on_cpu.iter().zip(&on_gpu).enumerate() {
+            let stats = g.realize_with_stats().unwrap();
+            assert_eq!(stats.kernels_launched, *kernels, "{dtype}, output {k}");
+            compare(&host_of(g), &host_of(c)).unwrap_or_else(|e| panic!("{dtype}, output {k}: {e}"));
+        }
+        let mut bad = positions(rows, cols, 5);
+        bad[rows / 2] = cols as i64;
+        bad[rows - 1] = -3;
+        let bad = Tensor::from_vec(bad, &[rows, 1]).to(GPU);
+        let err = x.to(GPU).gather(1, &bad).realize().unwrap_err();
+        assert_eq!(
+            err,
+            tilefuse::Error::IndexOutOfRange {
+                op: "gather",
+                axis: 1,
+                len: cols,
+                input: vec![rows, cols],
+                index: vec![rows, 1],
+            },
+            "{dtype}"
+        );
+    }
+}
+
 // ---- the throughput suite's pipelines ----
 
 /// A pipeline of the throughput suite on the GPU: builds the output

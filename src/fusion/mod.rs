@@ -22,6 +22,16 @@
 //!   under a further view, or requested as an output, is copied into a
 //!   buffer the same way. Column splits are not taken for kernels with
 //!   windows.
+//! - **Gathers are indirect loads.** A `Gather` is computed like an
+//!   elementwise op over its index's shape: its data is loaded through a
+//!   view with no stride along the gathered axis, each element moved by its
+//!   position times that axis's stride
+//!   ([`Inst::Gather`](crate::kernels::ir::Inst::Gather)), so it joins the
+//!   kernel of the work around it (beside a row reduction it lives in the
+//!   reduced space). Its data comes from memory: a computed input is stored
+//!   by an earlier kernel. Each gather has a [`BufferKind::Flag`] buffer
+//!   that it sets on a position outside the axis; the runtimes turn a set
+//!   flag into [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange).
 //! - **Elementwise chains** with broadcasts and views become one kernel over
 //!   the output's iteration space; axes that every operand addresses as one
 //!   contiguous run are coalesced, so a contiguous chain is a 1-D kernel;
