@@ -109,13 +109,13 @@ impl Analysis {
             computed: g
                 .nodes
                 .iter()
-                .map(|n| n.op.is_elementwise() || matches!(n.op, Op::Reduce { .. } | Op::Gather { .. }))
+                .map(|n| n.op.is_elementwise() || matches!(n.op, Op::Reduce { .. } | Op::Gather { .. } | Op::Scan { .. }))
                 .collect(),
         };
         // A concatenation read as anything but an operand of elementwise
         // ops, reductions and concatenations is copied into a buffer.
         for n in &g.nodes {
-            let addressing = n.op.is_elementwise() || matches!(n.op, Op::Reduce { .. } | Op::Cat { .. });
+            let addressing = n.op.is_elementwise() || matches!(n.op, Op::Reduce { .. } | Op::Scan { .. } | Op::Cat { .. });
             if !addressing {
                 for &p in &n.inputs {
                     if matches!(g.nodes[p].op, Op::Cat { .. }) {

@@ -105,7 +105,7 @@ pub(crate) struct ColumnSplit {
 /// one's first `rows % parts` rows without counting them.
 pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &[Axis]) -> Option<ColumnSplit> {
     let gpu = cx.opts.target == TileTarget::Gpu;
-    if group.shape.broadcast {
+    if group.shape.broadcast || group.shape.scan {
         return None;
     }
     let (few_points, wanted_points) = if gpu {

@@ -229,6 +229,10 @@ impl<'a> Lowerer<'a> {
                             self.finish_reduce(b, n, r)
                         }
                     }
+                    Op::Scan { op, .. } => {
+                        let x = self.operand(b, n, 0)?;
+                        self.scan_tile(b, n, *op, x).0
+                    }
                     _ if !self.partials.is_empty() && self.space(n) == Space::Reduced => continue,
                     _ => self.node(b, n)?,
                 };
@@ -251,10 +255,30 @@ impl<'a> Lowerer<'a> {
                 accs.insert(n, b.acc(ty, identity(effective(*op, g.nodes[n].dtype), dt)));
             }
         }
+        // A scan carries the combination of the tiles before along its
+        // axis, one element per line of the tile, into each tile's scan.
+        let mut carries: HashMap<usize, AccId> = HashMap::new();
+        for &n in &nodes {
+            if let Op::Scan { op, .. } = &g.nodes[n].op {
+                let dt = g.nodes[n].dtype.compute_type();
+                let ty = ValueType::new(dt, &self.tile(Space::Reduced));
+                carries.insert(n, b.acc(ty, identity(*op, dt)));
+            }
+        }
         let mut failure = Ok(());
         self.looped(b, 0, &mut |lw, b| {
             for &n in &nodes {
                 let r = match &g.nodes[n].op {
+                    Op::Scan { op, .. } => lw.operand(b, n, 0).map(|x| {
+                        let (s, x) = lw.scan_tile(b, n, *op, x);
+                        let carry = carries[&n];
+                        let before = b.acc_read(carry);
+                        let before = b.broadcast(before, &lw.tile(Space::Full));
+                        let v = b.binary(acc_op(*op), s, before);
+                        let total = lw.reduce_tile(b, x, *op, g.nodes[n].dtype);
+                        b.acc_update(carry, acc_op(*op), total);
+                        lw.define(b, n, v);
+                    }),
                     Op::Reduce { op, .. } => lw.operand(b, n, 0).map(|x| {
                         let dtype = g.nodes[n].dtype;
                         let r = if wide {
@@ -673,6 +697,18 @@ impl<'a> Lowerer<'a> {
     fn reduce_tile(&mut self, b: &mut Builder, x: ValueId, op: ReduceOp, dtype: DType) -> ValueId {
         let v = self.reducible(b, x, op, dtype);
         self.reduce_over(b, v, effective(op, dtype))
+    }
+
+    /// The in-tile scan of scan node `n` (by `op`) over operand tile `x`,
+    /// and `x` in the node's compute dtype. A scan axis of extent 1 is no
+    /// axis of the coalesced space: the scan is `x` itself.
+    fn scan_tile(&mut self, b: &mut Builder, n: usize, op: ReduceOp, x: ValueId) -> (ValueId, ValueId) {
+        let x = self.coerce(b, x, self.cx.g.nodes[n].dtype.compute_type());
+        let s = match self.reduced_axes().first() {
+            Some(&k) => b.scan(tile_op(op), x, k as u8),
+            None => x,
+        };
+        (s, x)
     }
 
     /// Full tile `x` of a node of `dtype` ready to be reduced by `op`: in the

@@ -35,6 +35,9 @@ pub(crate) struct GroupShape {
     pub space: HashMap<usize, Space>,
     /// Whether reduced values are broadcast back, so rows must fit one tile.
     pub broadcast: bool,
+    /// Whether the group scans along its reduced axis (one axis, walked in
+    /// order by each grid point, so never split across points).
+    pub scan: bool,
 }
 
 impl GroupShape {
@@ -49,21 +52,24 @@ impl GroupShape {
             .copied()
             .filter(|&n| matches!(g.nodes[n].op, Op::Reduce { .. }))
             .collect();
-        let (full, axes) = match reduces.first() {
-            Some(&r) => {
-                let Op::Reduce { axes, .. } = &g.nodes[r].op else {
-                    unreachable!()
-                };
-                let input = g.nodes[g.nodes[r].inputs[0]].shape.dims().to_vec();
-                (input, axes.to_vec())
-            }
+        // A scan shapes the group like a reduction over its axis whose
+        // result keeps the full space.
+        let scans: Vec<usize> = nodes
+            .iter()
+            .copied()
+            .filter(|&n| matches!(g.nodes[n].op, Op::Scan { .. }))
+            .collect();
+        let axes_of = |n: usize| match &g.nodes[n].op {
+            Op::Reduce { axes, .. } => axes.to_vec(),
+            Op::Scan { axis, .. } => vec![*axis],
+            _ => unreachable!("only reductions and scans have axes"),
+        };
+        let (full, axes) = match reduces.first().or(scans.first()) {
+            Some(&r) => (g.nodes[g.nodes[r].inputs[0]].shape.dims().to_vec(), axes_of(r)),
             None => (g.nodes[*nodes.last()?].shape.dims().to_vec(), vec![]),
         };
-        for &r in &reduces {
-            let Op::Reduce { axes: a, .. } = &g.nodes[r].op else {
-                unreachable!()
-            };
-            if g.nodes[g.nodes[r].inputs[0]].shape.dims() != full.as_slice() || a.as_slice() != axes.as_slice() {
+        for &r in reduces.iter().chain(&scans) {
+            if g.nodes[g.nodes[r].inputs[0]].shape.dims() != full.as_slice() || axes_of(r) != axes {
                 return None;
             }
         }
@@ -85,7 +91,7 @@ impl GroupShape {
                 !matches!(g.nodes[n].op, Op::Reduce { .. })
                     && an.sources(g, n).iter().any(|s| matches!(s, Source::Chain { base, .. } if reduces.contains(base)))
             });
-            if !siblings || consumers {
+            if !siblings || consumers || !scans.is_empty() {
                 return None;
             }
         }
@@ -100,6 +106,7 @@ impl GroupShape {
             axes,
             space: HashMap::new(),
             broadcast: false,
+            scan: !scans.is_empty(),
         };
         let set: BTreeSet<usize> = nodes.iter().copied().collect();
         for &n in nodes {
@@ -137,6 +144,11 @@ impl GroupShape {
                     return None;
                 }
                 Space::Reduced
+            } else if matches!(node.op, Op::Scan { .. }) {
+                if wanted.iter().any(|&s| s != Space::Full) && !same_tiles {
+                    return None;
+                }
+                Space::Full
             } else if wanted.is_empty() {
                 if sq == sq_full {
                     Space::Full

@@ -63,6 +63,9 @@ pub(crate) type Window = (Vec<u64>, Vec<u64>);
 /// the piece's position for a piece of a concatenation.
 pub(crate) type LoadKey = (usize, usize, usize);
 
+/// The most bytes of a GPU scan's tile, exchanged through shared memory.
+const SCAN_TILE_BYTES: u64 = 32 * 1024;
+
 /// The fewest tiles a full reduction needs before it is split.
 const MIN_SPLIT_TILES: u64 = 4;
 
@@ -255,6 +258,18 @@ pub(crate) fn lower(
         }
         _ => cx.opts.tile_elements as u64,
     };
+    // A GPU scan goes through shared memory whole: its tile stays within
+    // 32 KiB of the scanned dtype.
+    let scanned = group
+        .nodes
+        .iter()
+        .filter(|&&n| matches!(cx.g.nodes[n].op, Op::Scan { .. }))
+        .map(|&n| cx.g.nodes[n].dtype.compute_type().size_in_bytes() as u64)
+        .max();
+    let budget = match (cx.opts.target, scanned) {
+        (super::TileTarget::Gpu, Some(bytes)) => budget.min(SCAN_TILE_BYTES / bytes.max(1)).max(1),
+        _ => budget,
+    };
     choose_tiles(&mut axes, budget, gs.broadcast);
     if cx.opts.target == super::TileTarget::Gpu {
         spread_kept(&mut axes, budget, gs.broadcast, super::column_split::FEW_POINTS);
@@ -360,7 +375,7 @@ pub(crate) fn lower(
         [row] => row.reduced && group.nodes.iter().any(|&n| is_arg_reduce(&cx.g.nodes[n].op)),
         _ => false,
     };
-    if cx.opts.target == super::TileTarget::Gpu && few_rows && !windowed {
+    if cx.opts.target == super::TileTarget::Gpu && few_rows && !windowed && !group.shape.scan {
         let mut unit = axes.clone();
         unit.push(Axis {
             extent: 1,
@@ -647,7 +662,7 @@ fn axis_order(cx: &Ctx, full: &[usize], accesses: &[MemAccess], strides: &[(Vec<
 fn split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &[Axis]) -> Option<(u64, u64, bool)> {
     let g = cx.g;
     let (r, op) = single_reduce(g, group)?;
-    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) || group.shape.broadcast {
+    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) || group.shape.broadcast || group.shape.scan {
         return None;
     }
     let [axis] = axes else { return None };
@@ -687,7 +702,7 @@ fn reduce_identity(g: &Subgraph, n: usize) -> Scalar {
 
 /// The space in which node `n` (of space `own`) uses its operands.
 pub(crate) fn use_space(g: &Subgraph, n: usize, own: Space) -> Space {
-    if matches!(g.nodes[n].op, Op::Reduce { .. }) {
+    if matches!(g.nodes[n].op, Op::Reduce { .. } | Op::Scan { .. }) {
         Space::Full
     } else {
         own

@@ -55,6 +55,17 @@ pub enum Op {
         /// The distance between taken indices (at least 1).
         step: usize,
     },
+    /// The inclusive scan of the input along `axis` by `op` (sum, product,
+    /// maximum or minimum): element `i` along the axis combines the input's
+    /// elements `0..=i` in order. The node has the input's shape; its dtype
+    /// is the input's for floats and what the tensor front end chose
+    /// otherwise (i64 for sums and products), the input cast to it first.
+    Scan {
+        /// The combination (`Sum`, `Prod`, `Max` or `Min`).
+        op: ReduceOp,
+        /// The axis scanned along.
+        axis: usize,
+    },
     /// `gather(input, index)`: the node's element at `p` is the input's at
     /// `p` with coordinate `axis` replaced by the index's element at `p`.
     /// Two inputs, the data and an integer index of the node's shape (at
@@ -92,6 +103,7 @@ impl Op {
             Op::Slice { axis, start, step } => format!("slice(axis {axis}, start {start}, step {step})"),
             Op::Cat { axis } => format!("cat(axis {axis})"),
             Op::Gather { axis, .. } => format!("gather(axis {axis})"),
+            Op::Scan { op, axis } => format!("scan.{}(axis {axis})", format!("{op:?}").to_lowercase()),
         }
     }
 
@@ -134,6 +146,7 @@ impl PartialEq for Op {
             ) => a == b && s == u && t == v,
             (Op::Cat { axis: a }, Op::Cat { axis: b }) => a == b,
             (Op::Gather { axis: a, select: s }, Op::Gather { axis: b, select: t }) => a == b && s == t,
+            (Op::Scan { op: a, axis: x }, Op::Scan { op: b, axis: y }) => a == b && x == y,
             _ => false,
         }
     }
@@ -154,6 +167,7 @@ impl Hash for Op {
             Op::Slice { axis, start, step } => (axis, start, step).hash(state),
             Op::Cat { axis } => axis.hash(state),
             Op::Gather { axis, select } => (axis, select).hash(state),
+            Op::Scan { op, axis } => (op, axis).hash(state),
             Op::Where | Op::Cast | Op::Reshape | Op::Expand => {}
         }
     }

@@ -300,6 +300,7 @@ fn evaluate_node(node: &SubNode, inputs: &[Input]) -> Result<Values> {
         Op::Reshape | Op::Permute(_) | Op::Expand | Op::Slice { .. } => view(node, &inputs[0]),
         &Op::Cat { axis } => cat(node, axis, inputs),
         &Op::Gather { axis, select } => gather(node, axis, select, &inputs[0], &inputs[1]),
+        &Op::Scan { op, axis } => reduce::scan(node, op, axis, &inputs[0]),
     }
 }
 
@@ -524,6 +525,10 @@ fn op_name(op: &Op) -> &'static str {
         Op::Slice { .. } => "slice",
         Op::Cat { .. } => "cat",
         Op::Gather { select: true, .. } => "index_select",
+        Op::Scan { op: ReduceOp::Sum, .. } => "cumsum",
+        Op::Scan { op: ReduceOp::Prod, .. } => "cumprod",
+        Op::Scan { op: ReduceOp::Max, .. } => "cummax",
+        Op::Scan { .. } => "cummin",
         Op::Gather { .. } => "gather",
     }
 }

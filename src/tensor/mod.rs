@@ -49,6 +49,7 @@ mod ops;
 mod print;
 mod random;
 mod reduce;
+mod scan;
 mod view;
 
 pub use view::ReshapeShape;

@@ -100,6 +100,62 @@ pub(super) fn reduce(node: &SubNode, op: ReduceOp, axes: &[usize], input: &Input
     })
 }
 
+/// The inclusive scan along `axis`: in the node's dtype (the input cast to
+/// it), floats combined in f64 and each prefix rounded once, integers
+/// exactly then wrapped.
+pub(super) fn scan(node: &SubNode, op: ReduceOp, axis: usize, input: &Input) -> Result<Values> {
+    let d = input.dims;
+    if axis >= d.len() || node.shape.dims() != d || matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+        return Err(Error::InvalidShape {
+            op: reduce_name(op),
+            shape: dims(d),
+            arg: vec![axis as isize],
+            reason: "a scan keeps its input's shape and scans one axis by sum, product, max or min".into(),
+        });
+    }
+    let dtype = node.dtype;
+    let (inner, len) = (d[axis + 1..].iter().product::<usize>(), d[axis]);
+    let outer = d[..axis].iter().product::<usize>();
+    // Each line along the axis: its first element and the stride between.
+    fn lines<T: Copy>(xs: &mut [T], outer: usize, len: usize, inner: usize, f: impl Fn(T, T) -> T) {
+        for o in 0..outer {
+            for i in 0..inner {
+                let base = o * len * inner + i;
+                for k in 1..len {
+                    xs[base + k * inner] = f(xs[base + (k - 1) * inner], xs[base + k * inner]);
+                }
+            }
+        }
+    }
+    Ok(match kind(dtype) {
+        Kind::Float => {
+            let mut xs = input.floats(dtype);
+            let f: fn(f64, f64) -> f64 = match op {
+                ReduceOp::Sum => |a, b| a + b,
+                ReduceOp::Prod => |a, b| a * b,
+                ReduceOp::Max => nan_max,
+                _ => nan_min,
+            };
+            lines(&mut xs, outer, len, inner, f);
+            Values::F(xs.into_iter().map(|v| round_to(v, dtype)).collect())
+        }
+        Kind::Int | Kind::Bool => {
+            let mut xs = input.ints(dtype);
+            let f: fn(i128, i128) -> i128 = match op {
+                ReduceOp::Sum => |a, b| wrap_int(a.wrapping_add(b), DType::I64),
+                ReduceOp::Prod => |a, b| wrap_int(a.wrapping_mul(b), DType::I64),
+                ReduceOp::Max => i128::max,
+                _ => i128::min,
+            };
+            lines(&mut xs, outer, len, inner, f);
+            match kind(dtype) {
+                Kind::Bool => Values::B(xs.into_iter().map(|v| v != 0).collect()),
+                _ => Values::I(xs.into_iter().map(|v| wrap_int(v, dtype)).collect()),
+            }
+        }
+    })
+}
+
 /// Combines each element into the accumulator of its slot, in order.
 fn fold<T: Copy>(xs: &[T], slots: &[usize], n_out: usize, identity: T, f: fn(T, T) -> T) -> Vec<T> {
     let mut acc = vec![identity; n_out];

@@ -509,6 +509,9 @@ impl<'p> Context<'p> {
                 Inst::Reduce { dst, op, src, axis } => frame.with_dst(dst.index(), |d, v| {
                     shape_ops::reduce(*op, dtype(src), shape(src), *axis as usize, d, &v[src.index()])
                 })?,
+                Inst::Scan { dst, op, src, axis } => frame.with_dst(dst.index(), |d, v| {
+                    shape_ops::scan(*op, dtype(src), shape(src), *axis as usize, d, &v[src.index()])
+                })?,
                 Inst::AccUpdate { acc, op, src } => {
                     use crate::ops::BinaryOp::{Add, Maximum, Minimum, Mul};
                     if !matches!(op, Add | Mul | Maximum | Minimum) {
@@ -590,6 +593,7 @@ fn work(program: &Program, body: &[Inst]) -> u64 {
             | Inst::Cast { dst, .. }
             | Inst::Broadcast { dst, .. }
             | Inst::Reduce { dst, .. }
+            | Inst::Scan { dst, .. }
             | Inst::AccRead { dst, .. } => program.values[dst.index()].numel(),
         })
         .fold(0u64, u64::saturating_add)

@@ -100,6 +100,55 @@ fn reduce_typed<T: Num>(op: TileReduce, split: (usize, usize, usize), d: &mut [T
     Ok(())
 }
 
+/// Lowers `Inst::Scan`: each line along `axis` of `src` scanned in order
+/// into `dst` (same shape).
+pub(crate) fn scan(op: TileReduce, dtype: DType, shape: &[u32], axis: usize, dst: &mut Buf, src: &Buf) -> Result<()> {
+    if axis >= shape.len() {
+        return Err(malformed(format!(
+            "scan along axis {axis} of a rank-{} tile",
+            shape.len()
+        )));
+    }
+    let split = split_at_axis(shape, axis);
+    macro_rules! run {
+        ($($d:ident => $t:ty),*) => {
+            match dtype {
+                $(DType::$d => scan_typed::<$t>(op, split, typed_mut(dst)?, typed(src)?),)*
+                _ => Err(unsupported("tile scan", dtype, "scans take integers, f32 and f64")),
+            }
+        };
+    }
+    run!(U8 => u8, I32 => i32, I64 => i64, U32 => u32, F32 => f32, F64 => f64)
+}
+
+fn scan_typed<T: Num>(op: TileReduce, (outer, n, inner): (usize, usize, usize), d: &mut [T], s: &[T]) -> Result<()> {
+    if d.len() != s.len() || s.len() != outer * n * inner {
+        return Err(malformed(format!(
+            "scan of {} elements into {} (expected {})",
+            s.len(),
+            d.len(),
+            outer * n * inner
+        )));
+    }
+    let f: fn(T, T) -> T = match op {
+        TileReduce::Sum => T::add,
+        TileReduce::Prod => T::mul,
+        TileReduce::Max => T::maximum,
+        TileReduce::Min => T::minimum,
+    };
+    d.copy_from_slice(s);
+    for block in d.chunks_exact_mut((n * inner).max(1)).take(outer) {
+        for k in 1..n {
+            let (done, rest) = block.split_at_mut(k * inner);
+            let prev = &done[(k - 1) * inner..];
+            for (x, &p) in rest[..inner].iter_mut().zip(prev) {
+                *x = f(p, *x);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Lanes of independent partial results when reducing a contiguous row:
 /// they let the loop vectorise and keep float sums accurate.
 const LANES: usize = 16;

@@ -344,6 +344,14 @@ impl Builder {
         dst
     }
 
+    /// The inclusive scan of `src` along `axis` by `op`.
+    pub fn scan(&mut self, op: TileReduce, src: ValueId, axis: u8) -> ValueId {
+        let ty = self.type_of(src);
+        let dst = self.value(ty);
+        self.push(Inst::Scan { dst, op, src, axis });
+        dst
+    }
+
     /// Declares an accumulator of type `ty` starting at `init` (rounded to
     /// its dtype) at each grid point.
     pub fn acc(&mut self, ty: ValueType, init: Scalar) -> AccId {

@@ -472,6 +472,20 @@ pub enum Inst {
         /// The reduced axis.
         axis: u8,
     },
+    /// The inclusive scan of `src` along `axis` by `op`: element `j` along
+    /// the axis combines elements `0..=j` (`dst` has `src`'s type). The
+    /// order of the combination is the back end's (sums of floats may
+    /// round differently from a sequential sum).
+    Scan {
+        /// The result.
+        dst: ValueId,
+        /// The combination.
+        op: TileReduce,
+        /// The operand.
+        src: ValueId,
+        /// The scanned axis.
+        axis: u8,
+    },
     /// `acc = op(acc, src)` elementwise; `src` has the accumulator's type.
     AccUpdate {
         /// The accumulator.
@@ -554,6 +568,7 @@ macro_rules! operands_of {
             | Inst::Cast { src, .. }
             | Inst::Broadcast { src, .. }
             | Inst::Reduce { src, .. }
+            | Inst::Scan { src, .. }
             | Inst::AccUpdate { src, .. } => smallvec::smallvec![src],
             Inst::Gather { at, .. } => smallvec::smallvec![at],
             Inst::Binary { lhs, rhs, .. } => smallvec::smallvec![lhs, rhs],

@@ -130,6 +130,15 @@ fn term(name: &str, coeff: u64) -> String {
     }
 }
 
+fn reduce_name(op: TileReduce) -> &'static str {
+    match op {
+        TileReduce::Sum => "sum",
+        TileReduce::Max => "max",
+        TileReduce::Min => "min",
+        TileReduce::Prod => "prod",
+    }
+}
+
 /// One line of text for `inst` (a loop's header without its body), with
 /// its result's type taken from `program`. Never panics, even on programs
 /// that reference values or views that do not exist.
@@ -181,15 +190,8 @@ pub(crate) fn inst_line(program: &Program, inst: &Inst) -> String {
         } => format!("{}select {cond}, {on_true}, {on_false}", def(dst)),
         Inst::Cast { dst, src } => format!("{}cast {src}", def(dst)),
         Inst::Broadcast { dst, src } => format!("{}broadcast {src}", def(dst)),
-        Inst::Reduce { dst, op, src, axis } => {
-            let op = match op {
-                TileReduce::Sum => "sum",
-                TileReduce::Max => "max",
-                TileReduce::Min => "min",
-                TileReduce::Prod => "prod",
-            };
-            format!("{}reduce.{op} {src} axis {axis}", def(dst))
-        }
+        Inst::Reduce { dst, op, src, axis } => format!("{}reduce.{} {src} axis {axis}", def(dst), reduce_name(*op)),
+        Inst::Scan { dst, op, src, axis } => format!("{}scan.{} {src} axis {axis}", def(dst), reduce_name(*op)),
         Inst::AccUpdate { acc, op, src } => format!("{acc} = {} {acc}, {src}", snake_case(&format!("{op:?}"))),
         Inst::AccRead { dst, acc } => format!("{}read {acc}", def(dst)),
         Inst::Loop { var, count, .. } => format!("loop {var} in 0..{count}"),

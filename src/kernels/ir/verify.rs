@@ -530,6 +530,17 @@ impl<'a> Verifier<'a> {
                 }
                 self.define(*dst, ty)
             }
+            Inst::Scan { dst, src, axis, .. } => {
+                let s = self.use_value(*src)?;
+                no_half(s)?;
+                if !(s.dtype.is_int() || s.dtype.is_float()) {
+                    return Err(format!("scans take numbers, not {src}: {s}"));
+                }
+                if *axis as usize >= s.shape.len() {
+                    return Err(format!("axis {axis} is out of range for {src}: {s}"));
+                }
+                self.define(*dst, s.clone())
+            }
             Inst::AccUpdate { acc, op, src } => {
                 let s = self.use_value(*src)?;
                 let Some(a) = p.accs.get(acc.index()) else {

@@ -544,6 +544,7 @@ impl<'a> Emitter<'a> {
             Inst::Cast { dst, src } => self.cast_inst(*dst, *src),
             Inst::Broadcast { dst, src } => self.broadcast(*dst, *src),
             Inst::Reduce { dst, op, src, axis } => self.reduce(*dst, *op, *src, *axis),
+            Inst::Scan { dst, op, src, axis } => self.scan(*dst, *op, *src, *axis),
             Inst::AccUpdate { acc, op, src } => self.acc_update(*acc, *op, *src),
             Inst::AccRead { dst, acc } => {
                 let regs = self

@@ -209,14 +209,7 @@ impl Emitter<'_> {
             self.vals.insert(dst, regs);
             return Ok(());
         }
-        let (bin, identity) = match op {
-            TileReduce::Sum => (BinaryOp::Add, Scalar::Int(0, d)),
-            TileReduce::Prod => (BinaryOp::Mul, Scalar::Int(1, d)),
-            TileReduce::Max if d.is_float() => (BinaryOp::Maximum, Scalar::Float(f64::NEG_INFINITY, d)),
-            TileReduce::Min if d.is_float() => (BinaryOp::Minimum, Scalar::Float(f64::INFINITY, d)),
-            TileReduce::Max => (BinaryOp::Maximum, Scalar::Int(int_bound(d, false), d)),
-            TileReduce::Min => (BinaryOp::Minimum, Scalar::Int(int_bound(d, true), d)),
-        };
+        let (bin, identity) = combination(op, d);
         let id = immediate(identity, d).map_err(|e| self.invalid(e))?;
         let threads = self.block.threads;
         let numel = st.numel() as u32;
@@ -314,6 +307,79 @@ impl Emitter<'_> {
         }
         self.ins("bar.sync 0");
         self.gather_partials(dst, bin, d, &id, warps, partials_at)
+    }
+
+    /// Lowers `Inst::Scan` through shared memory: the tile is published,
+    /// then in round `r` every element combines the element `2^r` before
+    /// it along the axis (read from the previous round's values) and
+    /// publishes the result, `ceil(log2(len))` rounds in all, so each
+    /// element is combined in a fixed tree order. Two barriers a round.
+    pub fn scan(&mut self, dst: ValueId, op: TileReduce, src: ValueId, axis: u8) -> Result<()> {
+        let st = self.ty(src)?.clone();
+        let d = st.dtype;
+        if matches!(d, DType::Bool | DType::F16 | DType::BF16) {
+            return Err(self.invalid(format!("scans take integers, f32 or f64, not {d}")));
+        }
+        let axis = axis as usize;
+        let Some(&len) = st.shape.get(axis) else {
+            return Err(self.invalid(format!("scan axis {axis} is out of range for {:?}", st.shape.as_slice())));
+        };
+        let regs = self.val(src)?;
+        if len == 1 {
+            self.vals.insert(dst, regs);
+            return Ok(());
+        }
+        let (bin, identity) = combination(op, d);
+        let id = immediate(identity, d).map_err(|e| self.invalid(e))?;
+        let (size, _) = shared_slot(d);
+        self.reserve_shared(st.numel() as u32 * size)?;
+        self.comment(format!("scan {op:?} axis {axis} of {:?}", st.shape.as_slice()));
+        self.publish(d, &st.shape, &regs);
+        let l = self.layout(&st.shape);
+        let last = axis + 1 == st.shape.len();
+        let step: u32 = st.shape[axis + 1..].iter().product();
+        // Each slot's shared address, validity and coordinate along the axis.
+        let mut slots = Vec::with_capacity(l.slots());
+        for r in 0..l.repeats {
+            let valid = self.slot_valid(&st.shape, r);
+            let (el, cs) = self.coords(&st.shape, r);
+            let at = self.shared_addr(&el, size, 0);
+            for a in 0..l.atom {
+                let c = if last && a > 0 {
+                    let c = self.reg(Class::B32);
+                    self.ins(format!("add.u32 {c}, {}, {a}", cs[axis]));
+                    c
+                } else {
+                    cs[axis].clone()
+                };
+                slots.push((at.clone(), a * size, valid.clone(), c));
+            }
+        }
+        let mut cur = regs;
+        let mut dist = 1u32;
+        while dist < len {
+            let mut next = Vec::with_capacity(cur.len());
+            for ((at, byte, valid, c), x) in slots.iter().zip(&cur) {
+                let p = self.reg(Class::Pred);
+                self.ins(format!("setp.ge.u32 {p}, {c}, {dist}"));
+                let p = self.and(valid.clone(), p);
+                let back = *byte as i64 - (dist * step * size) as i64;
+                let y = self.ld_shared(d, &p, &shared_at(at, back), Some(&id));
+                next.push(self.binary(bin, d, x, &y)?);
+            }
+            dist *= 2;
+            if dist < len {
+                self.ins("bar.sync 0");
+                for ((at, byte, valid, _), x) in slots.iter().zip(&next) {
+                    self.st_shared(d, valid, &format!("[{at}+{byte}]"), x);
+                }
+                self.ins("bar.sync 0");
+            }
+            cur = next;
+        }
+        self.exchange_reads = Some((0, u32::MAX));
+        self.vals.insert(dst, cur);
+        Ok(())
     }
 
     /// The reduction of the last axis when every block-wide run of atoms
@@ -659,6 +725,27 @@ impl Emitter<'_> {
 
 /// The smallest (`max = false`) or largest value of an integer dtype, the
 /// identity of max (respectively min).
+/// The binary op and identity of a reduction or scan of `d`.
+fn combination(op: TileReduce, d: DType) -> (BinaryOp, Scalar) {
+    match op {
+        TileReduce::Sum => (BinaryOp::Add, Scalar::Int(0, d)),
+        TileReduce::Prod => (BinaryOp::Mul, Scalar::Int(1, d)),
+        TileReduce::Max if d.is_float() => (BinaryOp::Maximum, Scalar::Float(f64::NEG_INFINITY, d)),
+        TileReduce::Min if d.is_float() => (BinaryOp::Minimum, Scalar::Float(f64::INFINITY, d)),
+        TileReduce::Max => (BinaryOp::Maximum, Scalar::Int(int_bound(d, false), d)),
+        TileReduce::Min => (BinaryOp::Minimum, Scalar::Int(int_bound(d, true), d)),
+    }
+}
+
+/// The shared-memory operand `[at+byte]` (`[at-|byte|]` below it).
+fn shared_at(at: &str, byte: i64) -> String {
+    if byte < 0 {
+        format!("[{at}-{}]", byte.unsigned_abs())
+    } else {
+        format!("[{at}+{byte}]")
+    }
+}
+
 fn int_bound(d: DType, max: bool) -> i128 {
     match (d, max) {
         (DType::I32, false) => i32::MIN as i128,

@@ -109,7 +109,7 @@ pub(super) fn elementwise_only(body: &[Inst]) -> bool {
 /// sections, so each grid point reads its tile once.
 fn in_tile_only(body: &[Inst]) -> bool {
     body.iter()
-        .all(|inst| matches!(inst, Inst::Reduce { .. }) || elementwise_only(std::slice::from_ref(inst)))
+        .all(|inst| matches!(inst, Inst::Reduce { .. } | Inst::Scan { .. }) || elementwise_only(std::slice::from_ref(inst)))
 }
 
 /// The largest atom (in elements, a power of two, at most 16) at which

@@ -231,7 +231,7 @@ impl Emitter<'_> {
     }
 
     /// `a and b` for optional predicates.
-    fn and(&mut self, a: Option<String>, b: String) -> Option<String> {
+    pub(super) fn and(&mut self, a: Option<String>, b: String) -> Option<String> {
         Some(match a {
             None => b,
             Some(a) => {
