@@ -905,3 +905,62 @@ fn gathers_run_on_the_interpreter_model_like_the_executor() {
         "{flagged} runs with bad indices, {clean} without"
     );
 }
+
+/// Scans planned for the GPU (sum, max and min along the last and the
+/// first axis of a matrix, lines shorter than a tile, a tile long, and many
+/// tiles long, carried from tile to tile; alone and with the work before
+/// and after them), in i64, i32 and u8 (sums of integers are i64), one
+/// kernel each, run on the interpreter's model like the executor.
+#[test]
+fn scans_run_on_the_interpreter_model_like_the_executor() {
+    use common::G;
+    use tilefuse::graph::{BinaryOp, Op, ReduceOp};
+    use tilefuse::DType;
+    let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
+    let (mut ran, mut looped, mut tree) = (0, 0, 0);
+    for (rows, cols) in [(37, 61), (3, 4096), (2, 9000), (300, 5), (1, 1)] {
+        for dtype in [DType::I64, DType::I32, DType::U8] {
+            for (axis, op, consumer) in [
+                (1, ReduceOp::Sum, 0),
+                (1, ReduceOp::Max, 1),
+                (0, ReduceOp::Sum, 1),
+                (0, ReduceOp::Min, 0),
+                (1, ReduceOp::Sum, 2),
+            ] {
+                let mut g = G::default();
+                let x = g.data(dtype, &[rows, cols]);
+                let out = if op == ReduceOp::Sum { DType::I64 } else { dtype };
+                let x = if out != dtype { g.cast(x, out) } else { x };
+                let y = g.push(Op::Scan { op, axis }, &[rows, cols], out, &[x]);
+                let z = match consumer {
+                    0 => y,
+                    1 => {
+                        let two = g.scalar(3.0, y);
+                        g.binary(BinaryOp::Mul, y, two)
+                    }
+                    _ => g.reduce(ReduceOp::Max, y, &[1]),
+                };
+                let graph = g.finish(&[z]);
+                let plan = plan(&graph, &FusionOptions::gpu()).unwrap();
+                let here = format!("{op:?} of {dtype} [{rows}, {cols}] along {axis}, consumer {consumer}");
+                assert_eq!(plan.kernels.len(), 1, "{here}");
+                for k in &plan.kernels {
+                    let text = k.program.to_string();
+                    looped += text.contains("loop") as usize;
+                    let module = tilefuse::kernels::ptx_gen::generate(&k.program, &target)
+                        .unwrap_or_else(|e| panic!("{here}: {e}\n{}", k.program));
+                    tree += module.text.contains("bar.sync") as usize;
+                    match run_on_model(&k.program, (rows * cols) as u64 + consumer as u64) {
+                        ModelRun::Ran(n) => ran += n,
+                        ModelRun::NotModelled(e) => panic!("{here}: not modelled: {e}"),
+                    }
+                }
+            }
+        }
+    }
+    assert!(ran >= 100, "only {ran} modules ran");
+    assert!(
+        looped >= 6 && tree >= 30,
+        "{looped} carried, {tree} scanned through shared memory"
+    );
+}

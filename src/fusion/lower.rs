@@ -264,7 +264,8 @@ pub(crate) fn lower(
         .nodes
         .iter()
         .filter(|&&n| matches!(cx.g.nodes[n].op, Op::Scan { .. }))
-        .map(|&n| cx.g.nodes[n].dtype.compute_type().size_in_bytes() as u64)
+        // Shared memory holds 4 bytes for each element narrower than that.
+        .map(|&n| cx.g.nodes[n].dtype.compute_type().size_in_bytes().max(4) as u64)
         .max();
     let budget = match (cx.opts.target, scanned) {
         (super::TileTarget::Gpu, Some(bytes)) => budget.min(SCAN_TILE_BYTES / bytes.max(1)).max(1),
