@@ -265,6 +265,19 @@ impl Gen {
                 } else {
                     &axes[..]
                 };
+                // At times a scan along the first axis instead, in the
+                // dtypes the front end gives scans.
+                if !matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) && self.rng.chance(25) {
+                    let out = match (op, dtype) {
+                        (ReduceOp::Sum | ReduceOp::Prod, d) if !d.is_float() => DType::I64,
+                        (_, DType::Bool) => DType::U8,
+                        (_, d) => d,
+                    };
+                    let x = if out != dtype { self.g.cast(x, out) } else { x };
+                    self.g
+                        .push(tilefuse::graph::Op::Scan { op, axis: axes[0] }, &shape, out, &[x]);
+                    return;
+                }
                 let r = self.g.reduce(op, x, axes);
                 // Often broadcast the keepdim result back, as row patterns do.
                 if self.rng.chance(50) && !matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {

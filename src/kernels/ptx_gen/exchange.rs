@@ -363,8 +363,16 @@ impl Emitter<'_> {
                 let p = self.reg(Class::Pred);
                 self.ins(format!("setp.ge.u32 {p}, {c}, {dist}"));
                 let p = self.and(valid.clone(), p);
-                let back = *byte as i64 - (dist * step * size) as i64;
-                let y = self.ld_shared(d, &p, &shared_at(at, back), Some(&id));
+                // The partner's address, in a register: ptxas takes no
+                // negative offset in an address.
+                let shift = *byte as i64 - (dist * step * size) as i64;
+                let back = self.reg(Class::B32);
+                if shift < 0 {
+                    self.ins(format!("sub.u32 {back}, {at}, {}", -shift));
+                } else {
+                    self.ins(format!("add.u32 {back}, {at}, {shift}"));
+                }
+                let y = self.ld_shared(d, &p, &format!("[{back}]"), Some(&id));
                 next.push(self.binary(bin, d, x, &y)?);
             }
             dist *= 2;
@@ -734,15 +742,6 @@ fn combination(op: TileReduce, d: DType) -> (BinaryOp, Scalar) {
         TileReduce::Min if d.is_float() => (BinaryOp::Minimum, Scalar::Float(f64::INFINITY, d)),
         TileReduce::Max => (BinaryOp::Maximum, Scalar::Int(int_bound(d, false), d)),
         TileReduce::Min => (BinaryOp::Minimum, Scalar::Int(int_bound(d, true), d)),
-    }
-}
-
-/// The shared-memory operand `[at+byte]` (`[at-|byte|]` below it).
-fn shared_at(at: &str, byte: i64) -> String {
-    if byte < 0 {
-        format!("[{at}-{}]", byte.unsigned_abs())
-    } else {
-        format!("[{at}+{byte}]")
     }
 }
 
