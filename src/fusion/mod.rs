@@ -22,6 +22,14 @@
 //!   under a further view, or requested as an output, is copied into a
 //!   buffer the same way. Column splits are not taken for kernels with
 //!   windows.
+//! - **Scans are reductions that keep the full space.** A `Scan` shapes
+//!   its group like a reduction over its axis (`GroupShape::scan`), but
+//!   its value and its consumers live in the full space. Each grid point
+//!   walks the axis tile by tile in order: an in-tile
+//!   [`Inst::Scan`](crate::kernels::ir::Inst::Scan), plus an accumulator
+//!   carrying the combination of the tiles before it, broadcast over the
+//!   tile. Groups with scans are never split across grid points (no split
+//!   reduction, no column split), so the combination order is fixed.
 //! - **Gathers are indirect loads.** A `Gather` is computed like an
 //!   elementwise op over its index's shape: its data is loaded through a
 //!   view with no stride along the gathered axis, each element moved by its
