@@ -439,6 +439,37 @@ fn gathers_compute_as_on_the_cpu_and_report_bad_indices() {
     }
 }
 
+/// Scans in every dtype along either axis, lines shorter than a tile and
+/// many tiles long, alone and with the work before and after them (one
+/// kernel each): the GPU's values are the CPU executor's (float sums to
+/// the comparison's tolerance: the GPU adds in a tree within a tile).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn scans_compute_as_on_the_cpu() {
+    let _g = gpu();
+    for dtype in DType::ALL {
+        for (rows, cols) in [(301, 61), (3, 20_000), (5_000, 7)] {
+            let raw: Vec<f32> = (0..rows * cols).map(|i| ((i * 37) % 7) as f32 - 3.0).collect();
+            let x = Tensor::from_vec(raw, &[rows, cols]).cast(dtype);
+            x.realize().unwrap();
+            let build = |x: &Tensor| -> Vec<Tensor> {
+                let mut outs = vec![x.cumsum(1), x.cumsum(0), x.cummax(1), x.cummin(0)];
+                if dtype.is_float() {
+                    outs.push((x * 0.5).cumsum(1).relu());
+                }
+                outs
+            };
+            let (on_cpu, on_gpu) = (build(&x), build(&x.to(GPU)));
+            for (k, (c, g)) in on_cpu.iter().zip(&on_gpu).enumerate() {
+                let stats = g.realize_with_stats().unwrap();
+                assert_eq!(stats.kernels_launched, 1, "{dtype} [{rows}, {cols}], output {k}");
+                compare(&host_of(g), &host_of(c))
+                    .unwrap_or_else(|e| panic!("{dtype} [{rows}, {cols}], output {k}: {e}"));
+            }
+        }
+    }
+}
+
 // ---- the throughput suite's pipelines ----
 
 /// A pipeline of the throughput suite on the GPU: builds the output
