@@ -178,6 +178,36 @@ pub enum ReduceOp {
     ArgMin,
 }
 
+/// How a scan combines each element with the ones before it along its axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScanOp {
+    /// Running sums (`cumsum`).
+    Sum,
+    /// Running products (`cumprod`).
+    Prod,
+    /// Running maxima, NaN-propagating (`cummax`'s values).
+    Max,
+    /// Running minima, NaN-propagating (`cummin`'s values).
+    Min,
+    /// `log(sum(exp))` of the elements so far (`logcumsumexp`), floats only,
+    /// combined pairwise as `max + log(1 + exp(-|a - b|))`, so no term
+    /// overflows or underflows the others.
+    LogSumExp,
+}
+
+impl ScanOp {
+    /// The reduction of the same combination, if there is one.
+    pub fn reduce(self) -> Option<ReduceOp> {
+        match self {
+            ScanOp::Sum => Some(ReduceOp::Sum),
+            ScanOp::Prod => Some(ReduceOp::Prod),
+            ScanOp::Max => Some(ReduceOp::Max),
+            ScanOp::Min => Some(ReduceOp::Min),
+            ScanOp::LogSumExp => None,
+        }
+    }
+}
+
 /// The value a masked load yields for elements outside the tensor span.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Padding {

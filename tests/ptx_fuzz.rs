@@ -914,22 +914,22 @@ fn gathers_run_on_the_interpreter_model_like_the_executor() {
 #[test]
 fn scans_run_on_the_interpreter_model_like_the_executor() {
     use common::G;
-    use tilefuse::graph::{BinaryOp, Op, ReduceOp};
+    use tilefuse::graph::{BinaryOp, Op, ReduceOp, ScanOp};
     use tilefuse::DType;
     let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
     let (mut ran, mut looped, mut tree) = (0, 0, 0);
     for (rows, cols) in [(37, 61), (3, 4096), (2, 9000), (300, 5), (1, 1)] {
         for dtype in [DType::I64, DType::I32, DType::U8] {
             for (axis, op, consumer) in [
-                (1, ReduceOp::Sum, 0),
-                (1, ReduceOp::Max, 1),
-                (0, ReduceOp::Sum, 1),
-                (0, ReduceOp::Min, 0),
-                (1, ReduceOp::Sum, 2),
+                (1, ScanOp::Sum, 0),
+                (1, ScanOp::Max, 1),
+                (0, ScanOp::Sum, 1),
+                (0, ScanOp::Min, 0),
+                (1, ScanOp::Sum, 2),
             ] {
                 let mut g = G::default();
                 let x = g.data(dtype, &[rows, cols]);
-                let out = if op == ReduceOp::Sum { DType::I64 } else { dtype };
+                let out = if op == ScanOp::Sum { DType::I64 } else { dtype };
                 let x = if out != dtype { g.cast(x, out) } else { x };
                 let y = g.push(Op::Scan { op, axis }, &[rows, cols], out, &[x]);
                 let z = match consumer {

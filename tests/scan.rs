@@ -7,7 +7,7 @@
 mod common;
 
 use tilefuse::fusion::FusionOptions;
-use tilefuse::graph::{Op, ReduceOp};
+use tilefuse::graph::{Op, ScanOp};
 use tilefuse::{DType, Error, Tensor};
 
 /// A deterministic tensor of `shape` whose values are exact in every dtype.
@@ -137,7 +137,7 @@ fn long_lines_carry_from_tile_to_tile() {
             max_row_tile: 16,
             ..target
         };
-        for op in [ReduceOp::Sum, ReduceOp::Max] {
+        for op in [ScanOp::Sum, ScanOp::Max, ScanOp::LogSumExp] {
             let mut g = common::G::default();
             let x = g.data_f32(&[7, 301], |i| ((i * 37) % 19) as f32 - 9.0);
             let y = g.push(Op::Scan { op, axis: 1 }, &[7, 301], DType::F32, &[x]);
@@ -146,11 +146,9 @@ fn long_lines_carry_from_tile_to_tile() {
             assert!(plan.kernels[0].program.to_string().contains("loop"), "{op:?}: carried");
             let got = common::run_plan(&graph, &plan).unwrap();
             let want = tilefuse::graph::reference::evaluate(&graph).unwrap();
-            assert_eq!(
-                got[0].as_slice::<f32>(),
-                want[0].as_slice::<f32>(),
-                "{op:?} in tiles of 64"
-            );
+            let as_f64 = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+            let (got, want) = (as_f64(got[0].as_slice::<f32>()), as_f64(want[0].as_slice::<f32>()));
+            close(&got, &want, 1e-6, &format!("{op:?} in tiles of 64"));
         }
     }
 }
@@ -226,4 +224,68 @@ fn scan_misuse_is_an_error_naming_the_op() {
     let e = data(&[3, 0], DType::F32, 7);
     assert_eq!(e.cumsum(1).dims(), &[3, 0]);
     assert!(e.cumsum(1).to_vec::<f32>().unwrap().is_empty());
+}
+
+/// `log(exp(a) + exp(b))` in f64, infinities as they are.
+fn log_add_exp(a: f64, b: f64) -> f64 {
+    let m = a.max(b);
+    if !m.is_finite() {
+        return m;
+    }
+    m + (-(a - b).abs()).exp().ln_1p()
+}
+
+#[test]
+fn logcumsumexp_neither_overflows_nor_underflows() {
+    // Lines that would overflow exp (1000) and underflow it (-1000), with
+    // -inf and +inf: the pairwise combination keeps every prefix exact to
+    // a few ulp.
+    let v = vec![
+        0.0f64,
+        0.0,
+        -1000.0,
+        1000.0,
+        f64::NEG_INFINITY,
+        999.0,
+        1.0,
+        f64::INFINITY,
+    ];
+    let want = scanned(&v, &[8], 0, log_add_exp);
+    let got = Tensor::from_vec(v.clone(), &[8])
+        .logcumsumexp(0)
+        .to_vec::<f64>()
+        .unwrap();
+    close(&got, &want, 1e-14, "f64 extremes");
+    let lead = Tensor::from_vec(vec![f64::NEG_INFINITY, f64::NEG_INFINITY, -5.0], &[3]);
+    let got = lead.logcumsumexp(0).to_vec::<f64>().unwrap();
+    assert!(
+        got[0] == f64::NEG_INFINITY && got[1] == f64::NEG_INFINITY && got[2] == -5.0,
+        "{got:?}"
+    );
+    // Every float dtype, both axes, lines short and carried over tiles.
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        for (dims, axis) in [(vec![5, 33], 1usize), (vec![40, 3], 0), (vec![2, 30_000], 1)] {
+            let x = data(&dims, dtype, 8);
+            let want = scanned(&f64s(&x), &dims, axis, log_add_exp);
+            // f32 rounds each of thousands of steps: errors add up as in
+            // any sequential f32 accumulation.
+            let rel = match dtype {
+                DType::F16 => 2e-3,
+                DType::BF16 => 1e-2,
+                DType::F32 => 1e-4,
+                _ => 1e-11,
+            };
+            let y = x.logcumsumexp(axis as isize);
+            assert_eq!(y.dtype(), dtype);
+            close(&f64s(&y), &want, rel, &format!("{dtype} {dims:?} along {axis}"));
+        }
+    }
+    // Fused: a log-softmax-like cumulative form, one kernel.
+    let x = data(&[6, 50], DType::F32, 9);
+    let y = &x - &x.logcumsumexp(1);
+    assert_eq!(y.realize_with_stats().unwrap().kernels_launched, 1);
+    assert!(matches!(
+        Tensor::from_vec(vec![1i32, 2], &[2]).try_logcumsumexp(0),
+        Err(Error::UnsupportedDType { op: "logcumsumexp", .. })
+    ));
 }

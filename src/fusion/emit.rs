@@ -15,8 +15,34 @@ use super::plan::IndexCheck;
 use crate::kernels::ir::{
     AccId, Access, AtomicOp, ParamId, Builder, IndexExpr, LoopId, ScalarId, ScalarKey, TileReduce, ValueId, ValueType, ViewId,
 };
-use crate::ops::{BinaryOp, ReduceOp, ThreadScope, UnaryOp};
+use crate::ops::{BinaryOp, ReduceOp, ScanOp, ThreadScope, UnaryOp};
 use std::collections::HashMap;
+
+/// `log(exp(a) + exp(b))` of float tiles, elementwise: the larger plus
+/// `log(1 + exp(-|a - b|))`, an infinite larger one as it is (NaN
+/// propagates through the maximum).
+fn log_add_exp(b: &mut Builder, x: ValueId, y: ValueId) -> ValueId {
+    let ty = b.value_type(x).cloned().expect("operands have types");
+    let m = b.binary(BinaryOp::Maximum, x, y);
+    let diff = b.binary(BinaryOp::Sub, x, y);
+    let far = b.unary(UnaryOp::Abs, diff);
+    let far = b.unary(UnaryOp::Neg, far);
+    let e = b.unary(UnaryOp::Exp, far);
+    let one = b.constant(Scalar::Float(1.0, ty.dtype), ty.dtype, &ty.shape);
+    let e = b.binary(BinaryOp::Add, e, one);
+    let l = b.unary(UnaryOp::Log, e);
+    let r = b.binary(BinaryOp::Add, m, l);
+    let mut infinite = None;
+    for inf in [f64::INFINITY, f64::NEG_INFINITY] {
+        let c = b.constant(Scalar::Float(inf, ty.dtype), ty.dtype, &ty.shape);
+        let t = b.binary(BinaryOp::Eq, m, c);
+        infinite = Some(match infinite {
+            Some(i) => b.binary(BinaryOp::BitOr, i, t),
+            None => t,
+        });
+    }
+    b.select(infinite.expect("two tests"), m, r)
+}
 
 /// The values visible in the current scope.
 #[derive(Debug, Clone, Default)]
@@ -262,7 +288,11 @@ impl<'a> Lowerer<'a> {
             if let Op::Scan { op, .. } = &g.nodes[n].op {
                 let dt = g.nodes[n].dtype.compute_type();
                 let ty = ValueType::new(dt, &self.tile(Space::Reduced));
-                carries.insert(n, b.acc(ty, identity(*op, dt)));
+                let init = match op.reduce() {
+                    Some(r) => identity(r, dt),
+                    None => Scalar::Float(f64::NEG_INFINITY, dt),
+                };
+                carries.insert(n, b.acc(ty, init));
             }
         }
         let mut failure = Ok(());
@@ -274,9 +304,23 @@ impl<'a> Lowerer<'a> {
                         let carry = carries[&n];
                         let before = b.acc_read(carry);
                         let before = b.broadcast(before, &lw.tile(Space::Full));
-                        let v = b.binary(acc_op(*op), s, before);
-                        let total = lw.reduce_tile(b, x, *op, g.nodes[n].dtype);
-                        b.acc_update(carry, acc_op(*op), total);
+                        let dtype = g.nodes[n].dtype;
+                        let v = match op.reduce() {
+                            Some(r) => {
+                                let v = b.binary(acc_op(r), s, before);
+                                let total = lw.reduce_tile(b, x, r, dtype);
+                                b.acc_update(carry, acc_op(r), total);
+                                v
+                            }
+                            None => {
+                                // A running log-sum-exp only grows: the
+                                // tile's largest valid value is its last.
+                                let v = log_add_exp(b, s, before);
+                                let last = lw.reduce_tile(b, v, ReduceOp::Max, dtype);
+                                b.acc_update(carry, BinaryOp::Maximum, last);
+                                v
+                            }
+                        };
                         lw.define(b, n, v);
                     }),
                     Op::Reduce { op, .. } => lw.operand(b, n, 0).map(|x| {
@@ -702,10 +746,14 @@ impl<'a> Lowerer<'a> {
     /// The in-tile scan of scan node `n` (by `op`) over operand tile `x`,
     /// and `x` in the node's compute dtype. A scan axis of extent 1 is no
     /// axis of the coalesced space: the scan is `x` itself.
-    fn scan_tile(&mut self, b: &mut Builder, n: usize, op: ReduceOp, x: ValueId) -> (ValueId, ValueId) {
+    fn scan_tile(&mut self, b: &mut Builder, n: usize, op: ScanOp, x: ValueId) -> (ValueId, ValueId) {
         let x = self.coerce(b, x, self.cx.g.nodes[n].dtype.compute_type());
+        let tile = match op.reduce() {
+            Some(r) => tile_op(r),
+            None => TileReduce::LogAddExp,
+        };
         let s = match self.reduced_axes().first() {
-            Some(&k) => b.scan(tile_op(op), x, k as u8),
+            Some(&k) => b.scan(tile, x, k as u8),
             None => x,
         };
         (s, x)

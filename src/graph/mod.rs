@@ -9,7 +9,7 @@ pub mod reference;
 pub mod store;
 pub mod subgraph;
 
-pub use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
+pub use crate::ops::{BinaryOp, ReduceOp, ScanOp, UnaryOp};
 pub use op::{Axes, Op};
 pub use petgraph::stable_graph::NodeIndex;
 pub(crate) use store::with_graph;

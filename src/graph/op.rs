@@ -8,7 +8,7 @@
 //! full) read them from the node rather than repeating them here.
 
 use crate::dtype::Scalar;
-use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
+use crate::ops::{BinaryOp, ReduceOp, ScanOp, UnaryOp};
 use crate::storage::Storage;
 use smallvec::SmallVec;
 use std::hash::{Hash, Hasher};
@@ -55,14 +55,13 @@ pub enum Op {
         /// The distance between taken indices (at least 1).
         step: usize,
     },
-    /// The inclusive scan of the input along `axis` by `op` (sum, product,
-    /// maximum or minimum): element `i` along the axis combines the input's
-    /// elements `0..=i` in order. The node has the input's shape; its dtype
+    /// The inclusive scan of the input along `axis` by `op`: element `i`
+    /// along the axis combines the input's elements `0..=i` in order. The node has the input's shape; its dtype
     /// is the input's for floats and what the tensor front end chose
     /// otherwise (i64 for sums and products), the input cast to it first.
     Scan {
-        /// The combination (`Sum`, `Prod`, `Max` or `Min`).
-        op: ReduceOp,
+        /// The combination.
+        op: ScanOp,
         /// The axis scanned along.
         axis: usize,
     },

@@ -78,7 +78,7 @@ use super::op::Op;
 use super::subgraph::{SubNode, Subgraph};
 use crate::dtype::{DType, Scalar};
 use crate::error::{dims, Error, Result};
-use crate::ops::ReduceOp;
+use crate::ops::{ReduceOp, ScanOp};
 use crate::shape::Shape;
 use crate::storage::{HostBuffer, Storage};
 use elementwise::{binary, select, unary};
@@ -525,10 +525,11 @@ fn op_name(op: &Op) -> &'static str {
         Op::Slice { .. } => "slice",
         Op::Cat { .. } => "cat",
         Op::Gather { select: true, .. } => "index_select",
-        Op::Scan { op: ReduceOp::Sum, .. } => "cumsum",
-        Op::Scan { op: ReduceOp::Prod, .. } => "cumprod",
-        Op::Scan { op: ReduceOp::Max, .. } => "cummax",
-        Op::Scan { .. } => "cummin",
+        Op::Scan { op: ScanOp::Sum, .. } => "cumsum",
+        Op::Scan { op: ScanOp::Prod, .. } => "cumprod",
+        Op::Scan { op: ScanOp::Max, .. } => "cummax",
+        Op::Scan { op: ScanOp::Min, .. } => "cummin",
+        Op::Scan { .. } => "logcumsumexp",
         Op::Gather { .. } => "gather",
     }
 }

@@ -1,4 +1,5 @@
-//! Scans: `cumsum`, `cumprod`, `cummax` and `cummin` along one axis.
+//! Scans: `cumsum`, `cumprod`, `cummax`, `cummin` and `logcumsumexp`
+//! along one axis.
 //!
 //! A scan is a node of its own (`Op::Scan`). Fusion treats it like a
 //! reduction over its axis whose result keeps the full shape: the work
@@ -14,10 +15,10 @@ use super::Tensor;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::graph::Op;
-use crate::ops::ReduceOp;
+use crate::ops::ScanOp;
 
 impl Tensor {
-    fn scan_as(&self, name: &'static str, op: ReduceOp, axis: isize) -> Result<Tensor> {
+    fn scan_as(&self, name: &'static str, op: ScanOp, axis: isize) -> Result<Tensor> {
         if self.rank() == 0 {
             return Err(Error::AxisOutOfRange {
                 op: name,
@@ -26,10 +27,17 @@ impl Tensor {
             });
         }
         let ax = self.shape().axis(name, axis)?;
+        if op == ScanOp::LogSumExp && !self.dtype().is_float() {
+            return Err(Error::UnsupportedDType {
+                op: name,
+                dtype: self.dtype(),
+                reason: "logcumsumexp takes floats",
+            });
+        }
         // Sums and products of integers and bools are i64, as in PyTorch;
         // a maximum or minimum keeps the dtype (bools as u8, back to bool).
         let dtype = match (op, self.dtype()) {
-            (ReduceOp::Sum | ReduceOp::Prod, d) if !d.is_float() => DType::I64,
+            (ScanOp::Sum | ScanOp::Prod, d) if !d.is_float() => DType::I64,
             (_, DType::Bool) => DType::U8,
             (_, d) => d,
         };
@@ -62,7 +70,7 @@ impl Tensor {
         /// # Ok::<(), tilefuse::Error>(())
         /// ```
         pub fn cumsum / try_cumsum(&self, axis: isize) -> Tensor {
-            self.scan_as("cumsum", ReduceOp::Sum, axis)
+            self.scan_as("cumsum", ScanOp::Sum, axis)
         }
 
         /// Cumulative products along `axis`, with [`Tensor::cumsum`]'s dtypes.
@@ -74,7 +82,7 @@ impl Tensor {
         /// # Ok::<(), tilefuse::Error>(())
         /// ```
         pub fn cumprod / try_cumprod(&self, axis: isize) -> Tensor {
-            self.scan_as("cumprod", ReduceOp::Prod, axis)
+            self.scan_as("cumprod", ScanOp::Prod, axis)
         }
 
         /// Running maxima along `axis` (NaN propagates), in `self`'s dtype:
@@ -87,12 +95,27 @@ impl Tensor {
         /// # Ok::<(), tilefuse::Error>(())
         /// ```
         pub fn cummax / try_cummax(&self, axis: isize) -> Tensor {
-            self.scan_as("cummax", ReduceOp::Max, axis)
+            self.scan_as("cummax", ScanOp::Max, axis)
         }
 
         /// Running minima along `axis` (NaN propagates), in `self`'s dtype.
         pub fn cummin / try_cummin(&self, axis: isize) -> Tensor {
-            self.scan_as("cummin", ReduceOp::Min, axis)
+            self.scan_as("cummin", ScanOp::Min, axis)
+        }
+
+        /// `log(cumsum(exp(x)))` along `axis` without overflow or
+        /// underflow (elements combined pairwise as `max + log(1 +
+        /// exp(-|a - b|))`), for float dtypes; f16 and bf16 in f32.
+        ///
+        /// ```
+        /// use tilefuse::Tensor;
+        /// let x = Tensor::from_vec(vec![0.0f64, 0.0, -1000.0, 1000.0], &[4]);
+        /// let y = x.logcumsumexp(0).to_vec::<f64>()?;
+        /// assert!((y[1] - 2f64.ln()).abs() < 1e-12 && y[3] == 1000.0);
+        /// # Ok::<(), tilefuse::Error>(())
+        /// ```
+        pub fn logcumsumexp / try_logcumsumexp(&self, axis: isize) -> Tensor {
+            self.scan_as("logcumsumexp", ScanOp::LogSumExp, axis)
         }
     }
 }

@@ -268,8 +268,16 @@ impl Gen {
                 // At times a scan along the first axis instead, in the
                 // dtypes the front end gives scans.
                 if !matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) && self.rng.chance(25) {
+                    use tilefuse::graph::ScanOp;
+                    let op = match op {
+                        _ if float && self.rng.chance(30) => ScanOp::LogSumExp,
+                        ReduceOp::Sum => ScanOp::Sum,
+                        ReduceOp::Prod => ScanOp::Prod,
+                        ReduceOp::Max => ScanOp::Max,
+                        _ => ScanOp::Min,
+                    };
                     let out = match (op, dtype) {
-                        (ReduceOp::Sum | ReduceOp::Prod, d) if !d.is_float() => DType::I64,
+                        (ScanOp::Sum | ScanOp::Prod, d) if !d.is_float() => DType::I64,
                         (_, DType::Bool) => DType::U8,
                         (_, d) => d,
                     };

@@ -101,6 +101,7 @@ fn identity(op: TileReduce, d: DType) -> (Scalar, BinaryOp) {
         TileReduce::Prod => (Scalar::Int(1, DType::I64).cast(d), BinaryOp::Mul),
         TileReduce::Max => (big(-1.0), BinaryOp::Maximum),
         TileReduce::Min => (big(1.0), BinaryOp::Minimum),
+        TileReduce::LogAddExp => unreachable!("logaddexp combines scans only"),
     }
 }
 

@@ -6,7 +6,7 @@ use super::{kind, reduce_name, row_major_strides, strided_offsets, Input, Kind, 
 use crate::dtype::{round_to, wrap_int, DType};
 use crate::error::{dims, Error, Result};
 use crate::graph::subgraph::SubNode;
-use crate::ops::ReduceOp;
+use crate::ops::{ReduceOp, ScanOp};
 
 pub(super) fn reduce(node: &SubNode, op: ReduceOp, axes: &[usize], input: &Input) -> Result<Values> {
     let name = reduce_name(op);
@@ -103,17 +103,25 @@ pub(super) fn reduce(node: &SubNode, op: ReduceOp, axes: &[usize], input: &Input
 /// The inclusive scan along `axis`: in the node's dtype (the input cast to
 /// it), floats combined in f64 and each prefix rounded once, integers
 /// exactly then wrapped.
-pub(super) fn scan(node: &SubNode, op: ReduceOp, axis: usize, input: &Input) -> Result<Values> {
+pub(super) fn scan(node: &SubNode, op: ScanOp, axis: usize, input: &Input) -> Result<Values> {
     let d = input.dims;
-    if axis >= d.len() || node.shape.dims() != d || matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+    let dtype = node.dtype;
+    let name = super::op_name(&node.op);
+    if axis >= d.len() || node.shape.dims() != d {
         return Err(Error::InvalidShape {
-            op: reduce_name(op),
+            op: name,
             shape: dims(d),
             arg: vec![axis as isize],
-            reason: "a scan keeps its input's shape and scans one axis by sum, product, max or min".into(),
+            reason: "a scan keeps its input's shape and scans one of its axes".into(),
         });
     }
-    let dtype = node.dtype;
+    if op == ScanOp::LogSumExp && !dtype.is_float() {
+        return Err(Error::UnsupportedDType {
+            op: name,
+            dtype,
+            reason: "logcumsumexp takes floats",
+        });
+    }
     let (inner, len) = (d[axis + 1..].iter().product::<usize>(), d[axis]);
     let outer = d[..axis].iter().product::<usize>();
     // Each line along the axis: its first element and the stride between.
@@ -131,10 +139,11 @@ pub(super) fn scan(node: &SubNode, op: ReduceOp, axis: usize, input: &Input) -> 
         Kind::Float => {
             let mut xs = input.floats(dtype);
             let f: fn(f64, f64) -> f64 = match op {
-                ReduceOp::Sum => |a, b| a + b,
-                ReduceOp::Prod => |a, b| a * b,
-                ReduceOp::Max => nan_max,
-                _ => nan_min,
+                ScanOp::Sum => |a, b| a + b,
+                ScanOp::Prod => |a, b| a * b,
+                ScanOp::Max => nan_max,
+                ScanOp::Min => nan_min,
+                ScanOp::LogSumExp => log_add_exp,
             };
             lines(&mut xs, outer, len, inner, f);
             Values::F(xs.into_iter().map(|v| round_to(v, dtype)).collect())
@@ -142,9 +151,9 @@ pub(super) fn scan(node: &SubNode, op: ReduceOp, axis: usize, input: &Input) -> 
         Kind::Int | Kind::Bool => {
             let mut xs = input.ints(dtype);
             let f: fn(i128, i128) -> i128 = match op {
-                ReduceOp::Sum => |a, b| wrap_int(a.wrapping_add(b), DType::I64),
-                ReduceOp::Prod => |a, b| wrap_int(a.wrapping_mul(b), DType::I64),
-                ReduceOp::Max => i128::max,
+                ScanOp::Sum => |a, b| wrap_int(a.wrapping_add(b), DType::I64),
+                ScanOp::Prod => |a, b| wrap_int(a.wrapping_mul(b), DType::I64),
+                ScanOp::Max => i128::max,
                 _ => i128::min,
             };
             lines(&mut xs, outer, len, inner, f);
@@ -154,6 +163,16 @@ pub(super) fn scan(node: &SubNode, op: ReduceOp, axis: usize, input: &Input) -> 
             }
         }
     })
+}
+
+/// `log(exp(a) + exp(b))` without overflow: the larger plus
+/// `ln(1 + exp(-|a - b|))`; infinities of one sign (and NaN) as they are.
+fn log_add_exp(a: f64, b: f64) -> f64 {
+    let m = nan_max(a, b);
+    if m.is_infinite() || m.is_nan() {
+        return m;
+    }
+    m + (-(a - b).abs()).exp().ln_1p()
 }
 
 /// Combines each element into the accumulator of its slot, in order.

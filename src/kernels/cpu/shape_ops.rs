@@ -72,6 +72,7 @@ pub(crate) fn reduce(op: TileReduce, dtype: DType, shape: &[u32], axis: usize, d
         TileReduce::Sum | TileReduce::Prod if dtype != DType::Bool => {
             run!(U8 => u8, I32 => i32, I64 => i64, U32 => u32, F32 => f32, F64 => f64)
         }
+        TileReduce::LogAddExp => Err(unsupported("tile reduce", dtype, "logaddexp combines scans only")),
         _ => Err(unsupported(
             "tile reduce",
             dtype,
@@ -96,6 +97,7 @@ fn reduce_typed<T: Num>(op: TileReduce, split: (usize, usize, usize), d: &mut [T
         TileReduce::Prod => reduce_with(split, d, s, T::ONE, T::mul),
         TileReduce::Max => reduce_with(split, d, s, T::LOWEST, T::maximum),
         TileReduce::Min => reduce_with(split, d, s, T::HIGHEST, T::minimum),
+        TileReduce::LogAddExp => return Err(malformed("a logaddexp reduction".into())),
     }
     Ok(())
 }
@@ -118,7 +120,24 @@ pub(crate) fn scan(op: TileReduce, dtype: DType, shape: &[u32], axis: usize, dst
             }
         };
     }
-    run!(U8 => u8, I32 => i32, I64 => i64, U32 => u32, F32 => f32, F64 => f64)
+    match (op, dtype) {
+        (TileReduce::LogAddExp, DType::F32) => scan_lines(split, typed_mut(dst)?, typed::<f32>(src)?, |a, b| {
+            log_add_exp(a as f64, b as f64) as f32
+        }),
+        (TileReduce::LogAddExp, DType::F64) => scan_lines(split, typed_mut(dst)?, typed::<f64>(src)?, log_add_exp),
+        (TileReduce::LogAddExp, _) => Err(unsupported("tile scan", dtype, "logaddexp takes f32 and f64")),
+        _ => run!(U8 => u8, I32 => i32, I64 => i64, U32 => u32, F32 => f32, F64 => f64),
+    }
+}
+
+/// `log(exp(a) + exp(b))` as `max + ln(1 + exp(-|a - b|))`; an infinite
+/// or NaN maximum as it is.
+fn log_add_exp(a: f64, b: f64) -> f64 {
+    let m = if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
+    if !m.is_finite() {
+        return m;
+    }
+    m + (-(a - b).abs()).exp().ln_1p()
 }
 
 fn scan_typed<T: Num>(op: TileReduce, (outer, n, inner): (usize, usize, usize), d: &mut [T], s: &[T]) -> Result<()> {
@@ -135,7 +154,21 @@ fn scan_typed<T: Num>(op: TileReduce, (outer, n, inner): (usize, usize, usize), 
         TileReduce::Prod => T::mul,
         TileReduce::Max => T::maximum,
         TileReduce::Min => T::minimum,
+        TileReduce::LogAddExp => return Err(malformed("logaddexp of integers".into())),
     };
+    scan_lines((outer, n, inner), d, s, f)
+}
+
+/// Each line along the middle axis of `(outer, n, inner)` combined in order by `f`.
+fn scan_lines<T: Copy>(
+    (outer, n, inner): (usize, usize, usize),
+    d: &mut [T],
+    s: &[T],
+    f: impl Fn(T, T) -> T,
+) -> Result<()> {
+    if d.len() != s.len() || s.len() != outer * n * inner {
+        return Err(malformed(format!("scan of {} elements into {}", s.len(), d.len())));
+    }
     d.copy_from_slice(s);
     for block in d.chunks_exact_mut((n * inner).max(1)).take(outer) {
         for k in 1..n {

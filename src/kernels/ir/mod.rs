@@ -321,6 +321,9 @@ pub enum TileReduce {
     Min,
     /// Product.
     Prod,
+    /// `log(exp(a) + exp(b))`, as `max + log(1 + exp(-|a - b|))` (an
+    /// infinite or NaN maximum as it is): floats, and scans only.
+    LogAddExp,
 }
 
 /// One instruction. `dst` values are defined exactly once; their types are

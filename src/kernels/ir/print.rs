@@ -136,6 +136,7 @@ fn reduce_name(op: TileReduce) -> &'static str {
         TileReduce::Max => "max",
         TileReduce::Min => "min",
         TileReduce::Prod => "prod",
+        TileReduce::LogAddExp => "logaddexp",
     }
 }
 

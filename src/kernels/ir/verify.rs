@@ -87,7 +87,7 @@
 //!   that grid coordinate give one partition. Each store is checked on its
 //!   own; two store instructions are trusted to write disjoint partitions.
 
-use super::{print, AccId, Access, Inst, LoopId, ParamId, Program, ScalarKey, ValueId, ValueType, View};
+use super::{print, AccId, Access, Inst, LoopId, ParamId, Program, ScalarKey, TileReduce, ValueId, ValueType, View};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::ops::{BinaryOp, ThreadScope, UnaryOp};
@@ -517,9 +517,12 @@ impl<'a> Verifier<'a> {
                 }
                 self.define(*dst, d.clone())
             }
-            Inst::Reduce { dst, src, axis, .. } => {
+            Inst::Reduce { dst, src, axis, op } => {
                 let s = self.use_value(*src)?;
                 no_half(s)?;
+                if *op == TileReduce::LogAddExp {
+                    return Err("logaddexp combines scans, not reductions".into());
+                }
                 if !(s.dtype.is_int() || s.dtype.is_float()) {
                     return Err(format!("reductions take numbers, not {src}: {s}"));
                 }
@@ -530,11 +533,11 @@ impl<'a> Verifier<'a> {
                 }
                 self.define(*dst, ty)
             }
-            Inst::Scan { dst, src, axis, .. } => {
+            Inst::Scan { dst, src, axis, op } => {
                 let s = self.use_value(*src)?;
                 no_half(s)?;
-                if !(s.dtype.is_int() || s.dtype.is_float()) {
-                    return Err(format!("scans take numbers, not {src}: {s}"));
+                if !(s.dtype.is_int() || s.dtype.is_float()) || (*op == TileReduce::LogAddExp && !s.dtype.is_float()) {
+                    return Err(format!("scans take numbers (logaddexp floats), not {src}: {s}"));
                 }
                 if *axis as usize >= s.shape.len() {
                     return Err(format!("axis {axis} is out of range for {src}: {s}"));

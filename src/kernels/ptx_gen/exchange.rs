@@ -35,7 +35,7 @@ use super::ops::{immediate, mov_imm};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::kernels::ir::{TileReduce, ValueId};
-use crate::ops::BinaryOp;
+use crate::ops::{BinaryOp, UnaryOp};
 
 /// Static shared memory a block may use without opting in.
 pub(super) const SHARED_LIMIT: u32 = 48 * 1024;
@@ -209,7 +209,9 @@ impl Emitter<'_> {
             self.vals.insert(dst, regs);
             return Ok(());
         }
-        let (bin, identity) = combination(op, d);
+        let Some((bin, identity)) = combination(op, d) else {
+            return Err(self.invalid("logaddexp combines scans, not reductions"));
+        };
         let id = immediate(identity, d).map_err(|e| self.invalid(e))?;
         let threads = self.block.threads;
         let numel = st.numel() as u32;
@@ -329,7 +331,10 @@ impl Emitter<'_> {
             self.vals.insert(dst, regs);
             return Ok(());
         }
-        let (bin, identity) = combination(op, d);
+        if op == TileReduce::LogAddExp && !d.is_float() {
+            return Err(self.invalid(format!("logaddexp scans take f32 or f64, not {d}")));
+        }
+        let (bin, identity) = combination(op, d).unwrap_or((BinaryOp::Maximum, Scalar::Float(f64::NEG_INFINITY, d)));
         let id = immediate(identity, d).map_err(|e| self.invalid(e))?;
         let (size, _) = shared_slot(d);
         self.reserve_shared(st.numel() as u32 * size)?;
@@ -373,7 +378,11 @@ impl Emitter<'_> {
                     self.ins(format!("add.u32 {back}, {at}, {shift}"));
                 }
                 let y = self.ld_shared(d, &p, &format!("[{back}]"), Some(&id));
-                next.push(self.binary(bin, d, x, &y)?);
+                next.push(if op == TileReduce::LogAddExp {
+                    self.log_add_exp(d, x, &y)?
+                } else {
+                    self.binary(bin, d, x, &y)?
+                });
             }
             dist *= 2;
             if dist < len {
@@ -388,6 +397,30 @@ impl Emitter<'_> {
         self.exchange_reads = Some((0, u32::MAX));
         self.vals.insert(dst, cur);
         Ok(())
+    }
+
+    /// `log(exp(a) + exp(b))` of float registers: the larger plus
+    /// `log(1 + exp(-|a - b|))`, an infinite larger one as it is.
+    fn log_add_exp(&mut self, d: DType, a: &str, b: &str) -> Result<String> {
+        let m = self.binary(BinaryOp::Maximum, d, a, b)?;
+        let diff = self.binary(BinaryOp::Sub, d, a, b)?;
+        let far = self.unary(UnaryOp::Abs, d, &diff)?;
+        let far = self.unary(UnaryOp::Neg, d, &far)?;
+        let e = self.unary(UnaryOp::Exp, d, &far)?;
+        let one = self.reg(Class::of(d));
+        self.ins(mov_imm(d, &one, &immediate(Scalar::Float(1.0, d), d).map_err(|e| self.invalid(e))?));
+        let e = self.binary(BinaryOp::Add, d, &e, &one)?;
+        let l = self.unary(UnaryOp::Log, d, &e)?;
+        let r = self.binary(BinaryOp::Add, d, &m, &l)?;
+        let size = self.unary(UnaryOp::Abs, d, &m)?;
+        let inf = self.reg(Class::of(d));
+        self.ins(mov_imm(d, &inf, &immediate(Scalar::Float(f64::INFINITY, d), d).map_err(|e| self.invalid(e))?));
+        let infinite = self.reg(Class::Pred);
+        let ty = if d == DType::F64 { "f64" } else { "f32" };
+        self.ins(format!("setp.eq.{ty} {infinite}, {size}, {inf}"));
+        let out = self.reg(Class::of(d));
+        self.ins(format!("selp.{ty} {out}, {m}, {r}, {infinite}"));
+        Ok(out)
     }
 
     /// The reduction of the last axis when every block-wide run of atoms
@@ -731,20 +764,22 @@ impl Emitter<'_> {
     }
 }
 
-/// The smallest (`max = false`) or largest value of an integer dtype, the
-/// identity of max (respectively min).
-/// The binary op and identity of a reduction or scan of `d`.
-fn combination(op: TileReduce, d: DType) -> (BinaryOp, Scalar) {
-    match op {
+/// The binary op and identity of a reduction or scan of `d` (`None` for
+/// logaddexp, which is no binary op).
+fn combination(op: TileReduce, d: DType) -> Option<(BinaryOp, Scalar)> {
+    Some(match op {
         TileReduce::Sum => (BinaryOp::Add, Scalar::Int(0, d)),
         TileReduce::Prod => (BinaryOp::Mul, Scalar::Int(1, d)),
         TileReduce::Max if d.is_float() => (BinaryOp::Maximum, Scalar::Float(f64::NEG_INFINITY, d)),
         TileReduce::Min if d.is_float() => (BinaryOp::Minimum, Scalar::Float(f64::INFINITY, d)),
         TileReduce::Max => (BinaryOp::Maximum, Scalar::Int(int_bound(d, false), d)),
         TileReduce::Min => (BinaryOp::Minimum, Scalar::Int(int_bound(d, true), d)),
-    }
+        TileReduce::LogAddExp => return None,
+    })
 }
 
+/// The smallest (`max = false`) or largest value of an integer dtype, the
+/// identity of max (respectively min).
 fn int_bound(d: DType, max: bool) -> i128 {
     match (d, max) {
         (DType::I32, false) => i32::MIN as i128,
