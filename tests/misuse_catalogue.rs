@@ -99,6 +99,7 @@ enum Kind {
     RankTooLarge,
     ShapeTooLarge,
     HostOutOfMemory,
+    IndexOutOfRange,
     /// Any other variant: never what a case here expects.
     Other,
 }
@@ -117,6 +118,7 @@ fn kind_and_op(e: &Error) -> (Kind, Option<&'static str>) {
         Error::RankTooLarge { op, .. } => (RankTooLarge, Some(*op)),
         Error::ShapeTooLarge { op, .. } => (ShapeTooLarge, Some(*op)),
         Error::HostOutOfMemory { op, .. } => (HostOutOfMemory, Some(*op)),
+        Error::IndexOutOfRange { op, .. } => (IndexOutOfRange, Some(*op)),
         _ => (Other, None),
     }
 }
@@ -3058,5 +3060,109 @@ fn names(c: &mut Catalogue) {
         "log_softmax: of +inf and 0 is NaN everywhere",
         op!(f32s(&[f32::INFINITY, 0.0], &[2]), log_softmax / try_log_softmax(0)),
         floats(F32, &[2], &[f64::NAN, f64::NAN]),
+    );
+    // ---- indexing and scans ----
+    c.check(
+        "gather: a float index",
+        op!(x23(), gather / try_gather(1, &f32s(&[0.0, 1.0], &[2, 1]))),
+        error(UnsupportedDType, &["gather", "indices are i64 or i32"]),
+    );
+    c.check(
+        "gather: an index of another rank",
+        op!(x23(), gather / try_gather(1, &i64s(&[0, 1], &[2]))),
+        error(InvalidShape, &["gather", "[2, 3]", "[2]"]),
+    );
+    c.check(
+        "gather: an index wider than the input off the axis",
+        op!(x23(), gather / try_gather(1, &i64s(&[0; 6], &[3, 2]))),
+        error(InvalidShape, &["gather", "[2, 3]", "[3, 2]"]),
+    );
+    c.check(
+        "gather: axis 2 of a matrix",
+        op!(x23(), gather / try_gather(2, &i64s(&[0, 1], &[2, 1]))),
+        error(AxisOutOfRange, &["gather", "[2, 3]"]),
+    );
+    c.check(
+        "gather: a non-empty index into an empty axis",
+        op!(zeros(&[2, 0]), gather / try_gather(1, &i64s(&[0, 0], &[2, 1]))),
+        error(IndexOutOfRange, &["gather", "0..0", "[2, 0]", "[2, 1]"]),
+    );
+    c.check(
+        "gather: an index past the axis fails the realization",
+        read(|| x23().gather(1, &i64s(&[3, 0], &[2, 1])).to_vec::<f32>()),
+        error(IndexOutOfRange, &["gather", "axis 1", "0..3", "[2, 3]", "[2, 1]"]),
+    );
+    c.check(
+        "gather: a negative index fails the realization",
+        read(|| x23().gather(0, &i32s(&[0, -1, 0], &[1, 3])).to_vec::<f32>()),
+        error(IndexOutOfRange, &["gather", "axis 0", "0..2"]),
+    );
+    c.check(
+        "gather: the last index of the axis, by i32",
+        op!(x23(), gather / try_gather(1, &i32s(&[2, 0], &[2, 1]))),
+        floats(F32, &[2, 1], &[3.0, 4.0]),
+    );
+    c.check(
+        "gather: an empty index",
+        op!(x23(), gather / try_gather(1, &i64s(&[], &[2, 0]))),
+        empty(F32, &[2, 0]),
+    );
+    c.check(
+        "index_select: a matrix index",
+        op!(x23(), index_select / try_index_select(0, &i64s(&[0, 1], &[1, 2]))),
+        error(InvalidShape, &["index_select", "[2, 3]", "[1, 2]"]),
+    );
+    c.check(
+        "index_select: a row past the end fails the realization",
+        read(|| x23().index_select(0, &i64s(&[1, 2], &[2])).to_vec::<f32>()),
+        error(IndexOutOfRange, &["index_select", "axis 0", "0..2", "[2, 3]", "[2, 3]"]),
+    );
+    c.check(
+        "index_select: repeated columns in any order",
+        op!(x23(), index_select / try_index_select(-1, &i64s(&[2, 2, 0], &[3]))),
+        floats(F32, &[2, 3], &[3.0, 3.0, 1.0, 6.0, 6.0, 4.0]),
+    );
+    c.check(
+        "cumsum: axis 2 of a matrix",
+        op!(x23(), cumsum / try_cumsum(2)),
+        error(AxisOutOfRange, &["cumsum", "[2, 3]"]),
+    );
+    c.check(
+        "cumsum: of a scalar",
+        op!(f32s(&[1.0], &[]), cumsum / try_cumsum(0)),
+        error(AxisOutOfRange, &["cumsum"]),
+    );
+    c.check(
+        "cumsum: of u8 past 255 sums in i64",
+        op!(u8s(&[200, 100, 1], &[3]), cumsum / try_cumsum(0)),
+        ints(I64, &[3], &[200, 300, 301]),
+    );
+    c.check(
+        "cumprod: of bools is i64",
+        op!(bools_of(&[true, true, false], &[3]), cumprod / try_cumprod(0)),
+        ints(I64, &[3], &[1, 1, 0]),
+    );
+    c.check(
+        "cummin: NaN propagates",
+        op!(f32s(&[2.0, f32::NAN, 1.0], &[3]), cummin / try_cummin(0)),
+        floats(F32, &[3], &[2.0, f64::NAN, f64::NAN]),
+    );
+    c.check(
+        "cumsum: an empty axis",
+        op!(zeros(&[2, 0]), cumsum / try_cumsum(1)),
+        empty(F32, &[2, 0]),
+    );
+    c.check(
+        "logcumsumexp: of integers",
+        op!(i32s(&[1, 2], &[2]), logcumsumexp / try_logcumsumexp(0)),
+        error(UnsupportedDType, &["logcumsumexp", "floats"]),
+    );
+    c.check(
+        "logcumsumexp: -inf then a finite value",
+        op!(
+            f32s(&[f32::NEG_INFINITY, 0.0], &[2]),
+            logcumsumexp / try_logcumsumexp(0)
+        ),
+        floats(F32, &[2], &[f64::NEG_INFINITY, 0.0]),
     );
 }
