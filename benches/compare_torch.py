@@ -73,7 +73,8 @@ The sweep's ``spec`` of a case::
            | "argmax" | "argmin"                          # over axis
            | "softmax" | "log_softmax" | "rms_norm" | "layer_norm"   # over the last axis
            | "chain"                                      # steps applied to x in order
-           | "cat",                                       # x and the other inputs joined along axis
+           | "cat"                                        # x and the other inputs joined along axis
+           | "cumsum" | "logcumsumexp",                   # along axis
      "dtype": "f32" | "f16" | "bf16" | "f64",
      "shape": [int],                # x as stored, row-major
      "perm": [int] | null,          # reductions: x.permute(perm) first
@@ -391,6 +392,10 @@ def sweep_function(torch, spec):
         return lambda x: (x.argmin(axis),)
     if op == "chain":
         return chain_function(torch, spec["steps"])
+    if op == "cumsum":
+        return lambda x: (torch.cumsum(x, axis),)
+    if op == "logcumsumexp":
+        return lambda x: (torch.logcumsumexp(x, axis),)
     if op == "cat":
         then = spec.get("then")
         after = chain_function(torch, [{"op": then}]) if then else (lambda v: (v,))

@@ -53,6 +53,7 @@ fn every_class_op_and_dtype_is_drawn() {
                 seen.insert(format!("{} weight {weight} bias {bias}", op.name()));
             }
             Op::Join { .. } => panic!("{}: a join in the default cycle", c.id()),
+            Op::Scan { .. } => panic!("{}: a scan in the default cycle", c.id()),
             Op::Chain { steps } => {
                 for s in steps {
                     let name = match s {
@@ -249,6 +250,33 @@ fn join_cases_are_asked_for_by_name_and_agree_with_their_f64_value() {
         let (got, want) = run(c);
         compare(&got[0], &want[0], c.output_dtype()).unwrap_or_else(|e| panic!("{} ({}): {e}", c.id(), c.describe()));
     }
+}
+
+#[test]
+fn scan_cases_are_asked_for_by_name_and_agree_with_their_f64_value() {
+    let scans = cases(4, 0, 12, &[Class::Scan], SMALL);
+    assert_eq!(scans.len(), 12);
+    assert!(Class::parse("scan") == Some(Class::Scan));
+    let (mut logs, mut columns) = (0, 0);
+    for c in &scans {
+        assert_eq!(c.class, Class::Scan);
+        let Op::Scan { log, axis } = c.op else {
+            panic!("{}: not a scan", c.id())
+        };
+        logs += log as usize;
+        columns += (axis == 0) as usize;
+        assert!(
+            (SMALL.min_bytes..=SMALL.max_bytes).contains(&c.bytes()),
+            "{}",
+            c.describe()
+        );
+        let (got, want) = run(c);
+        compare(&got[0], &want[0], c.output_dtype()).unwrap_or_else(|e| panic!("{} ({}): {e}", c.id(), c.describe()));
+    }
+    assert!(
+        logs > 0 && columns > 0 && logs < 12 && columns < 12,
+        "{logs} log-sum-exps, {columns} columns"
+    );
 }
 
 /// An f32 case of `class` over `x` of `dims`, for the checks below.

@@ -55,6 +55,9 @@ pub enum Class {
     /// op: not in the default cycle ([`Class::EXTRA`]), asked for with
     /// `--only join`.
     Join,
+    /// `cumsum` or `logcumsumexp` along the last axis or axis 0: an extra
+    /// ([`Class::EXTRA`]), asked for with `--only scan`.
+    Scan,
 }
 
 impl Class {
@@ -72,7 +75,7 @@ impl Class {
     /// The classes drawn only when asked for by name: their cases have
     /// indices from [`EXTRA_BASE`], so the default cycle and its case ids
     /// stay as they were.
-    pub const EXTRA: [Class; 1] = [Class::Join];
+    pub const EXTRA: [Class; 2] = [Class::Join, Class::Scan];
 
     /// Every class the report labels: the cycle, then the extras.
     pub fn every() -> impl Iterator<Item = Class> {
@@ -90,6 +93,7 @@ impl Class {
             Class::Argmax => "argmax",
             Class::Elementwise => "elementwise",
             Class::Join => "join",
+            Class::Scan => "scan",
         }
     }
 
@@ -239,6 +243,8 @@ pub enum Op {
     /// `x` and pieces of the given last-axis widths (inputs `p1`, ...)
     /// joined along the last axis, then `then` where given.
     Join { widths: Vec<usize>, then: Option<Unary> },
+    /// Running sums (`log`: running log-sum-exps) of `x` along `axis`.
+    Scan { log: bool, axis: usize },
 }
 
 /// One input of a case.
@@ -320,10 +326,11 @@ pub fn case(seed: u64, index: usize, scale: Scale) -> Case {
         Class::Argmax => argmax(&mut rng, cap),
         Class::Elementwise => elementwise(&mut rng, cap),
         Class::Join => join(&mut rng, cap),
+        Class::Scan => scan(&mut rng, cap),
     };
     let sums = matches!(
         op,
-        Op::Reduce { op: Reduction::Sum, .. } | Op::Stats { pair: Pair::SumMax, .. }
+        Op::Reduce { op: Reduction::Sum, .. } | Op::Stats { pair: Pair::SumMax, .. } | Op::Scan { log: false, .. }
     );
     let x_range = match &op {
         Op::Chain { .. } if rng.chance(0.25) => POSITIVE,
@@ -544,6 +551,19 @@ fn join(rng: &mut Rng, cap: usize) -> (Vec<usize>, Op, Free) {
         .chance(0.5)
         .then(|| rng.pick(&[Unary::Relu, Unary::Sigmoid, Unary::Gelu, Unary::Tanh]));
     (vec![1, first], Op::Join { widths, then }, (0, 1))
+}
+
+fn scan(rng: &mut Rng, cap: usize) -> (Vec<usize>, Op, Free) {
+    let log = rng.chance(0.3);
+    if rng.chance(0.7) {
+        // Rows of any width, as many as the bytes ask for.
+        let width = elementwise_width(rng, cap.min(1 << 16));
+        (vec![1, width], Op::Scan { log, axis: 1 }, (0, 1))
+    } else {
+        // Columns of a length drawn here, as many as the bytes ask for.
+        let len = rng.log_uniform(2, 4096);
+        (vec![len, 1], Op::Scan { log, axis: 0 }, (1, 1))
+    }
 }
 
 /// A last-axis width of an elementwise case, 1 to `cap`.
@@ -777,7 +797,7 @@ impl Case {
             Op::Reduce { perm, axis, .. } => vec![without(&self.view_dims(perm.as_deref()), *axis)],
             Op::Stats { axis, .. } => vec![without(&self.dims, *axis); 2],
             Op::Arg { axis, .. } => vec![without(&self.dims, *axis)],
-            Op::Row { .. } | Op::Chain { .. } => vec![self.dims.clone()],
+            Op::Row { .. } | Op::Chain { .. } | Op::Scan { .. } => vec![self.dims.clone()],
             Op::Join { widths, .. } => {
                 let mut d = self.dims.clone();
                 *d.last_mut().expect("joins have rows") += widths.iter().sum::<usize>();
@@ -850,6 +870,8 @@ impl Case {
                 let b = bias.then(|| &inputs[1 + usize::from(*weight)]);
                 vec![row(x, *op, *form, w, b)?]
             }
+            Op::Scan { log: false, axis } => vec![x.try_cumsum(*axis as isize)?],
+            Op::Scan { log: true, axis } => vec![x.try_logcumsumexp(*axis as isize)?],
             Op::Join { then, .. } => {
                 let pieces: Vec<&Tensor> = inputs.iter().collect();
                 let v = Tensor::try_cat(&pieces, -1)?;
@@ -901,6 +923,7 @@ impl Case {
             }
             Op::Stats { pair, axis } => format!("{}({x}, axis {axis})", pair.name()),
             Op::Arg { max, axis } => format!("{}({x}, axis {axis})", if *max { "argmax" } else { "argmin" }),
+            Op::Scan { log, axis } => format!("{}({x}, axis {axis})", if *log { "logcumsumexp" } else { "cumsum" }),
             Op::Row { op, form, weight, bias } => format!(
                 "{}({x}{}{}), {}",
                 op.name(),
@@ -957,6 +980,8 @@ impl Case {
             Op::Row { op, .. } => op.name(),
             Op::Chain { .. } => "chain",
             Op::Join { .. } => "cat",
+            Op::Scan { log: false, .. } => "cumsum",
+            Op::Scan { log: true, .. } => "logcumsumexp",
         };
         field("op", format!("\"{op}\""));
         field("dtype", format!("\"{}\"", self.dtype));
@@ -966,7 +991,7 @@ impl Case {
                 field("perm", perm.as_deref().map_or("null".into(), json_list));
                 field("axis", axis.to_string());
             }
-            Op::Stats { axis, .. } | Op::Arg { axis, .. } => field("axis", axis.to_string()),
+            Op::Stats { axis, .. } | Op::Arg { axis, .. } | Op::Scan { axis, .. } => field("axis", axis.to_string()),
             Op::Row { op, form, weight, bias } => {
                 field("axis", (self.dims.len() - 1).to_string());
                 field("form", format!("\"{}\"", form.name()));

@@ -186,6 +186,19 @@ pub fn evaluate(case: &Case, inputs: &[Vec<f64>]) -> Vec<Vec<f64>> {
             vec![out]
         }
         Op::Chain { steps } => vec![chain(case, steps, inputs)],
+        Op::Scan { log, axis } => {
+            // Each line along the axis in order, in f64.
+            let inner: usize = dims[axis + 1..].iter().product();
+            let len = dims[*axis];
+            let mut out = x.clone();
+            for base in (0..x.len()).filter(|b| (b / inner.max(1)) % len.max(1) == 0) {
+                for k in 1..len {
+                    let (p, v) = (out[base + (k - 1) * inner], out[base + k * inner]);
+                    out[base + k * inner] = if *log { log_add_exp(p, v) } else { p + v };
+                }
+            }
+            vec![out]
+        }
         Op::Join { then, .. } => {
             // Row by row, each input's row in turn.
             let shapes = case.inputs();
@@ -342,6 +355,12 @@ fn chain(case: &Case, steps: &[Step], inputs: &[Vec<f64>]) -> Vec<f64> {
             v
         })
         .collect()
+}
+
+/// `log(exp(a) + exp(b))` in f64.
+fn log_add_exp(a: f64, b: f64) -> f64 {
+    let m = a.max(b);
+    m + (-(a - b).abs()).exp().ln_1p()
 }
 
 fn unary(op: Unary, v: f64) -> f64 {
