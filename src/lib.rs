@@ -63,6 +63,7 @@ internal_mod!(fusion);
 internal_mod!(graph);
 pub mod kernels;
 pub mod ops;
+pub mod philox;
 mod place;
 internal_mod!(runtime);
 pub mod shape;

@@ -470,6 +470,26 @@ fn scans_compute_as_on_the_cpu() {
     }
 }
 
+/// Random tensors on the GPU are the CPU's bit for bit (every float
+/// dtype, alone and fused), and a dropout draws its mask in its kernel.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn random_tensors_are_the_same_bits_as_on_the_cpu() {
+    let _g = gpu();
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        for dims in [vec![1031, 517], vec![3, 20_000], vec![1]] {
+            let r = Tensor::rand(&dims, dtype, 77);
+            let on_gpu = r.to(GPU);
+            compare(&host_of(&on_gpu), &host_of(&r)).unwrap_or_else(|e| panic!("{dtype} {dims:?}: {e}"));
+            assert_eq!(host_of(&on_gpu), host_of(&r), "{dtype} {dims:?}: not the same bits");
+            let x = Tensor::full(&dims, 3.0f32).cast(dtype);
+            let (c, g) = (x.dropout(0.3, 5), x.to(GPU).dropout(0.3, 5));
+            assert_eq!(g.realize_with_stats().unwrap().kernels_launched, 1, "{dtype} {dims:?}");
+            assert_eq!(host_of(&g), host_of(&c), "{dtype} {dims:?}: dropout");
+        }
+    }
+}
+
 // ---- the throughput suite's pipelines ----
 
 /// A pipeline of the throughput suite on the GPU: builds the output

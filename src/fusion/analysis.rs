@@ -109,7 +109,9 @@ impl Analysis {
             computed: g
                 .nodes
                 .iter()
-                .map(|n| n.op.is_elementwise() || matches!(n.op, Op::Reduce { .. } | Op::Gather { .. } | Op::Scan { .. }))
+                .map(|n| {
+                    n.op.is_elementwise() || matches!(n.op, Op::Reduce { .. } | Op::Gather { .. } | Op::Scan { .. } | Op::Random)
+                })
                 .collect(),
         };
         // A concatenation read as anything but an operand of elementwise
@@ -124,6 +126,7 @@ impl Analysis {
                 }
             }
         }
+        a.copy_unstridable_reshape_inputs(g);
         // A gather reads its data through memory: data that is a constant
         // gets a buffer (a concatenation has one already, from above).
         for n in &g.nodes {
@@ -131,7 +134,6 @@ impl Analysis {
                 a.computed[n.inputs[0]] = true;
             }
         }
-        a.copy_unstridable_reshape_inputs(g);
         // Outputs that are views or constants get a buffer of their own, except
         // an order-preserving view of a computed node, which shares its buffer.
         for &o in &g.outputs {
@@ -268,7 +270,7 @@ impl Analysis {
     /// Whether `n` is cheap enough to recompute in every kernel that uses it:
     /// an elementwise op whose operands are all constants or data.
     pub fn is_cheap(&self, g: &Subgraph, n: usize) -> bool {
-        g.nodes[n].op.is_elementwise()
+        (g.nodes[n].op.is_elementwise() || matches!(g.nodes[n].op, Op::Random))
             && self.sources(g, n).iter().all(|s| s.bases().iter().all(|&b| !self.computed[b]))
     }
 }

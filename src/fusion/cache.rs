@@ -117,6 +117,7 @@ mod tag {
     pub const CAT: u64 = 11;
     pub const GATHER: u64 = 12;
     pub const SCAN: u64 = 13;
+    pub const RANDOM: u64 = 14;
 }
 
 /// `list`'s length, then its elements.
@@ -152,6 +153,7 @@ fn push_op(words: &mut Vec<u64>, op: &Op) {
         Op::Cat { axis } => words.extend([tag::CAT, *axis as u64]),
         Op::Gather { axis, select } => words.extend([tag::GATHER, *axis as u64, *select as u64]),
         Op::Scan { op, axis } => words.extend([tag::SCAN, *op as u64, *axis as u64]),
+        Op::Random => words.push(tag::RANDOM),
     }
 }
 

@@ -128,6 +128,8 @@ pub(crate) struct Lowerer<'a> {
     /// The flag parameter declared for each gather emitted, with what it
     /// reports ([`super::lower::bind_flags`] binds them).
     pub flags: Vec<(ParamId, IndexCheck)>,
+    /// Each random node's row-major stride along each coalesced axis.
+    pub random_strides: HashMap<usize, Vec<i64>>,
     loop_of: Vec<Option<LoopId>>,
     scope: Scope,
 }
@@ -162,6 +164,7 @@ impl<'a> Lowerer<'a> {
             scalars: HashMap::new(),
             piece_windows: HashMap::new(),
             flags: vec![],
+            random_strides: HashMap::new(),
             loop_of,
             scope: Scope::default(),
         }
@@ -505,6 +508,13 @@ impl<'a> Lowerer<'a> {
                 b.select(c, x, y)
             }
             Op::Cast => self.cast_node(b, ops[0], node.dtype),
+            Op::Random => {
+                let key = self.coerce(b, ops[0], DType::I64);
+                let at = self.position(b, n)?;
+                let dt = if node.dtype == DType::F64 { DType::F64 } else { DType::F32 };
+                let v = b.uniform(at, key, dt, crate::philox::significand_bits(node.dtype) as u8);
+                self.coerce(b, v, compute)
+            }
             op => return Err(internal("fusion", format!("{} is not computed elementwise", op.name()))),
         })
     }
@@ -534,6 +544,34 @@ impl<'a> Lowerer<'a> {
         let v = b.gather(self.views[&i], &index, at, layout.strides[axis], layout.dims[axis] as u64, flag);
         let dt = self.dtype_of(b, v);
         Ok(self.coerce(b, v, dt.compute_type()))
+    }
+
+    /// The row-major position in random node `n` of each element of its
+    /// tile (an i64 tile).
+    fn position(&mut self, b: &mut Builder, n: usize) -> Result<ValueId> {
+        let space = self.space(n);
+        let strides = self
+            .random_strides
+            .get(&n)
+            .cloned()
+            .ok_or_else(|| internal("fusion", format!("random node {n} has no strides")))?;
+        let shape = self.tile(space);
+        let mut at: Option<ValueId> = None;
+        for (k, &s) in strides.iter().enumerate().take(self.axes.len()) {
+            if s == 0 {
+                continue;
+            }
+            let mut term = b.iota_of(&shape, k as u8, self.index(k, space), DType::I64);
+            if s != 1 {
+                let c = b.constant(Scalar::Int(s as i128, DType::I64), DType::I64, &shape);
+                term = b.binary(BinaryOp::Mul, term, c);
+            }
+            at = Some(match at {
+                Some(a) => b.binary(BinaryOp::Add, a, term),
+                None => term,
+            });
+        }
+        Ok(at.unwrap_or_else(|| b.constant(Scalar::Int(0, DType::I64), DType::I64, &shape)))
     }
 
     /// `v` converted to node dtype `d`, rounded to `d` and held in its compute type.

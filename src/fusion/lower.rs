@@ -150,8 +150,16 @@ pub(crate) fn lower(
             if let Source::Chain { base, layout, kind } = src {
                 if !in_group(group, base, kind) {
                     let write = false;
+                    let dims = cx.g.nodes[n].shape.dims();
                     let layout = match cx.g.nodes[n].op {
-                        Op::Gather { axis, .. } if j == 0 => gathered(&layout, axis, cx.g.nodes[n].shape.dims()),
+                        Op::Gather { axis, .. } if j == 0 => gathered(&layout, axis, dims),
+                        // A random node's seed (one element, in a buffer
+                        // when it is an output too) is read by every element.
+                        Op::Random => Layout {
+                            dims: dims.to_vec(),
+                            strides: vec![0; dims.len()],
+                            offset: layout.offset,
+                        },
                         _ => layout,
                     };
                     load_of.insert(
@@ -194,9 +202,34 @@ pub(crate) fn lower(
         let s = map_onto(&a.layout, dims).ok_or_else(|| internal(name, format!("{a:?} does not fit {dims:?}")))?;
         strides.push((s, a.space == Space::Full));
     }
+    // Random nodes address their own row-major positions: strides that
+    // the coalescing must keep, after the accesses' (which `axis_order`
+    // pairs with the accesses).
+    let randoms: Vec<usize> = group
+        .nodes
+        .iter()
+        .copied()
+        .filter(|&n| matches!(cx.g.nodes[n].op, Op::Random))
+        .collect();
+    for &n in &randoms {
+        let full = gs.space[&n] == Space::Full;
+        let dims = if full { &gs.full } else { &reduced_dims };
+        let layout = Layout::contiguous(&cx.g.nodes[n].shape);
+        let s = map_onto(&layout, dims).ok_or_else(|| internal(name, format!("random node {n} does not fit {dims:?}")))?;
+        strides.push((s, full));
+    }
     let windows: Vec<Option<Window>> = accesses.iter().map(|a| a.window.clone()).collect();
     let order = axis_order(cx, &gs.full, &accesses, &strides);
     let runs = coalesce_in(&order, &gs.full, &gs.axes, &strides, &cut);
+    let random_strides: HashMap<usize, Vec<i64>> = randoms
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let s = &strides[accesses.len() + i].0;
+            let per_run: Vec<i64> = runs.iter().map(|run| s[*run.last().expect("runs are not empty")]).collect();
+            (n, if per_run.is_empty() { vec![0] } else { per_run })
+        })
+        .collect();
     let mut axes: Vec<Axis> = runs
         .iter()
         .map(|run| Axis {
@@ -361,6 +394,8 @@ pub(crate) fn lower(
             (key, (lo, hi))
         })
         .collect();
+    // So do random nodes' positions.
+    let windowed = windowed || !randoms.is_empty();
     if let Some(cs) = column_split_of(cx, group, stores, &axes).filter(|_| !windowed) {
         return column_split(cx, group, name, buffers, &accesses, &views, load_of, store_of, cs);
     }
@@ -407,6 +442,7 @@ pub(crate) fn lower(
         let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
         lw.scalars = scalars;
         lw.piece_windows = piece_windows.clone();
+        lw.random_strides = random_strides.clone();
         let strategy = Strategy::Tiled {
             axes: lw.axes.iter().map(|a| (a.extent, a.tile, a.reduced)).collect(),
         };
@@ -463,6 +499,7 @@ pub(crate) fn lower(
     lw.split = Some(Split { tiles, out: out_view });
     lw.scalars = scalars.clone();
     lw.piece_windows = piece_windows.clone();
+    lw.random_strides = random_strides.clone();
     lw.body(&mut b)?;
     bind_flags(&mut lw, buffers, &mut args);
     // ... then the last point to finish combines the partials in index
@@ -474,6 +511,7 @@ pub(crate) fn lower(
         let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of, store_of);
         lw.scalars = scalars;
         lw.piece_windows = piece_windows.clone();
+        lw.random_strides = random_strides.clone();
         let mut combined = Ok(());
         b.last_point(0, counter, |b| combined = lw.combine(b, pv, parts, tile));
         combined?;

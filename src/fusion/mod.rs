@@ -30,6 +30,13 @@
 //!   carrying the combination of the tiles before it, broadcast over the
 //!   tile. Groups with scans are never split across grid points (no split
 //!   reduction, no column split), so the combination order is fixed.
+//! - **Random tensors are computed, never loaded.** A `Random` node is
+//!   computed like an elementwise op (and is cheap: every kernel that
+//!   reads it computes it again) from its elements' row-major positions,
+//!   summed from iotas of the coalesced axes times the node's strides
+//!   (which take part in the coalescing like a view's), and its seed, a
+//!   scalar argument ([`Inst::Uniform`](crate::kernels::ir::Inst::Uniform)).
+//!   Column splits are not taken for kernels with random nodes.
 //! - **Gathers are indirect loads.** A `Gather` is computed like an
 //!   elementwise op over its index's shape: its data is loaded through a
 //!   view with no stride along the gathered axis, each element moved by its

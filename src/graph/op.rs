@@ -65,6 +65,11 @@ pub enum Op {
         /// The axis scanned along.
         axis: usize,
     },
+    /// Uniform values in `[0, 1)` of the node's float dtype, generated from
+    /// each element's row-major position and the seed, the one input (an
+    /// i64 of shape `[]`): [`crate::philox::uniform`] with the dtype's
+    /// significand bits.
+    Random,
     /// `gather(input, index)`: the node's element at `p` is the input's at
     /// `p` with coordinate `axis` replaced by the index's element at `p`.
     /// Two inputs, the data and an integer index of the node's shape (at
@@ -103,6 +108,7 @@ impl Op {
             Op::Cat { axis } => format!("cat(axis {axis})"),
             Op::Gather { axis, .. } => format!("gather(axis {axis})"),
             Op::Scan { op, axis } => format!("scan.{}(axis {axis})", format!("{op:?}").to_lowercase()),
+            Op::Random => "random".into(),
         }
     }
 
@@ -126,9 +132,11 @@ impl PartialEq for Op {
             (Op::Full(a), Op::Full(b)) => scalar_bits(*a) == scalar_bits(*b),
             (Op::Unary(a), Op::Unary(b)) => a == b,
             (Op::Binary(a), Op::Binary(b)) => a == b,
-            (Op::Where, Op::Where) | (Op::Cast, Op::Cast) | (Op::Reshape, Op::Reshape) | (Op::Expand, Op::Expand) => {
-                true
-            }
+            (Op::Where, Op::Where)
+            | (Op::Cast, Op::Cast)
+            | (Op::Reshape, Op::Reshape)
+            | (Op::Expand, Op::Expand)
+            | (Op::Random, Op::Random) => true,
             (Op::Reduce { op: a, axes: x }, Op::Reduce { op: b, axes: y }) => a == b && x == y,
             (Op::Permute(a), Op::Permute(b)) => a == b,
             (
@@ -167,7 +175,7 @@ impl Hash for Op {
             Op::Cat { axis } => axis.hash(state),
             Op::Gather { axis, select } => (axis, select).hash(state),
             Op::Scan { op, axis } => (op, axis).hash(state),
-            Op::Where | Op::Cast | Op::Reshape | Op::Expand => {}
+            Op::Where | Op::Cast | Op::Reshape | Op::Expand | Op::Random => {}
         }
     }
 }

@@ -301,7 +301,19 @@ fn evaluate_node(node: &SubNode, inputs: &[Input]) -> Result<Values> {
         &Op::Cat { axis } => cat(node, axis, inputs),
         &Op::Gather { axis, select } => gather(node, axis, select, &inputs[0], &inputs[1]),
         &Op::Scan { op, axis } => reduce::scan(node, op, axis, &inputs[0]),
+        Op::Random => random(node, &inputs[0]),
     }
+}
+
+/// The uniform values of the node's dtype for the seed `seed` (one i64).
+fn random(node: &SubNode, seed: &Input) -> Result<Values> {
+    let bits = crate::philox::significand_bits(node.dtype);
+    if seed.values.len() != 1 || !seed.dtype.is_int() || bits == 0 {
+        return Err(malformed(node, "a random tensor is of a float dtype, from one integer seed".into()));
+    }
+    let key = int_of(seed.values.get(0, seed.dtype)) as i64 as u64;
+    let n = node.shape.numel() as u64;
+    Ok(Values::F((0..n).map(|i| crate::philox::uniform(i, key, bits)).collect()))
 }
 
 /// `out[p] = input[p with p[axis] = index[p]]`; an index outside the axis
@@ -530,6 +542,7 @@ fn op_name(op: &Op) -> &'static str {
         Op::Scan { op: ScanOp::Max, .. } => "cummax",
         Op::Scan { op: ScanOp::Min, .. } => "cummin",
         Op::Scan { .. } => "logcumsumexp",
+        Op::Random => "rand",
         Op::Gather { .. } => "gather",
     }
 }

@@ -1,11 +1,18 @@
-//! Tensors made from generated values: `arange`, seeded `rand` and `randn`.
+//! Tensors made from generated values: `arange`, seeded `rand` and `randn`,
+//! and the random ops `bernoulli` and `dropout`.
 //!
-//! These are materialised when created (there is no generator op in the
-//! graph): they are data nodes like `from_vec`.
+//! `rand` is a node of the graph (`Op::Random`): each element is computed
+//! from its position and the seed by Philox-4x32-10 ([`crate::philox`])
+//! inside the kernels that consume it, so a dropout mask or a Monte Carlo
+//! draw is never materialised, and a seed gives the same bits on the CPU
+//! and on a GPU. The seed is a launch argument: a new seed compiles
+//! nothing. `randn` and `arange` are materialised when created (data
+//! nodes like `from_vec`).
 
 use super::{or_panic, Tensor};
 use crate::dtype::{DType, Element, Scalar};
 use crate::error::{Error, Result};
+use crate::graph::Op;
 use crate::shape::{Shape, MAX_NUMEL};
 use crate::storage::HostBuffer;
 
@@ -24,17 +31,6 @@ impl SplitMix64 {
     /// A uniform value in `[0, 1)` on a grid of `2^-bits`.
     fn uniform(&mut self, bits: u32) -> f64 {
         (self.next_u64() >> (64 - bits)) as f64 / (1u64 << bits) as f64
-    }
-}
-
-/// The significand bits of a float dtype, so uniform values on a grid that
-/// fine are exact in it and never round up to 1.
-fn significand_bits(dtype: DType) -> u32 {
-    match dtype {
-        DType::F16 => 11,
-        DType::BF16 => 8,
-        DType::F32 => 24,
-        _ => 53,
     }
 }
 
@@ -113,7 +109,23 @@ fn arange_len(start: Scalar, end: Scalar, step: Scalar) -> Result<usize> {
 }
 
 impl Tensor {
-    /// Values uniform in `[0, 1)`, the same for the same `seed`.
+    /// Values uniform in `[0, 1)` on the grid of `dtype`'s significand
+    /// (so never 1 after rounding), the same bits for the same `seed` on
+    /// every device: element `i` (row-major) is a function of `i` and
+    /// `seed` alone ([`crate::philox::uniform`]), generated inside the
+    /// kernels that read it.
+    ///
+    /// ```
+    /// use tilefuse::{DType, Tensor};
+    /// let u = Tensor::rand(&[1000], DType::F32, 7);
+    /// let v = u.to_vec::<f32>()?;
+    /// assert!(v.iter().all(|&x| (0.0..1.0).contains(&x)));
+    /// assert_eq!(v, Tensor::rand(&[1000], DType::F32, 7).to_vec::<f32>()?);
+    /// // The first 10 of 20 elements are the 10 elements of the smaller tensor.
+    /// let w = Tensor::rand(&[20], DType::F32, 7).to_vec::<f32>()?;
+    /// assert_eq!(&w[..10], &v[..10]);
+    /// # Ok::<(), tilefuse::Error>(())
+    /// ```
     ///
     /// # Panics
     /// On misuse, with the message of the error [`Tensor::try_rand`] returns.
@@ -125,13 +137,81 @@ impl Tensor {
     /// [`Tensor::rand`], returning misuse as an `Err` instead of panicking:
     /// [`Error::UnsupportedDType`] if `dtype` is not a float dtype,
     /// [`Error::RankTooLarge`] or [`Error::ShapeTooLarge`] for a shape no
-    /// tensor can have, [`Error::HostOutOfMemory`] if the values do not fit
-    /// in memory.
+    /// tensor can have. (Values that do not fit in memory are an error of
+    /// the realization that would store them.)
     pub fn try_rand(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
         require_float("rand", dtype)?;
-        let mut rng = SplitMix64(seed);
-        let bits = significand_bits(dtype);
-        generate("rand", shape, dtype, |_| Scalar::Float(rng.uniform(bits), DType::F64))
+        let shape = Shape::try_new("rand", shape)?;
+        // The seed's bits as an i64 argument.
+        let key = Tensor::constant(
+            Shape::scalar(),
+            Scalar::Int(seed as i64 as i128, DType::I64),
+            DType::I64,
+        );
+        Ok(Tensor::record(Op::Random, &[&key], shape, dtype, key.device()))
+    }
+
+    super::fallible! {
+        /// Ones where a uniform draw falls below this tensor's element (a
+        /// probability), zeros elsewhere, in this tensor's float dtype:
+        /// PyTorch's `bernoulli`, drawn from `Tensor::rand(self.dims(),
+        /// self.dtype(), seed)` inside the kernel that reads it.
+        ///
+        /// ```
+        /// use tilefuse::Tensor;
+        /// let p = Tensor::full(&[10_000], 0.25f32);
+        /// let hits: f32 = p.bernoulli(3).sum_all().to_scalar()?;
+        /// assert!((hits - 2500.0).abs() < 200.0);
+        /// # Ok::<(), tilefuse::Error>(())
+        /// ```
+        pub fn bernoulli / try_bernoulli(&self, seed: u64) -> Tensor {
+            if !self.dtype().is_float() {
+                return Err(Error::UnsupportedDType {
+                    op: "bernoulli",
+                    dtype: self.dtype(),
+                    reason: "probabilities are floats",
+                });
+            }
+            let u = Tensor::try_rand(self.dims(), self.dtype(), seed)?.to(self.device());
+            Ok(u.try_lt(self)?.cast_to(self.dtype()))
+        }
+
+        /// Inverted dropout: each element kept with probability `1 - p`
+        /// and scaled by `1 / (1 - p)`, zeroed otherwise, the mask drawn
+        /// from `Tensor::rand(self.dims(), self.dtype(), seed)` inside the
+        /// kernel (never stored). `p` must lie in `[0, 1]`; float dtypes.
+        ///
+        /// ```
+        /// use tilefuse::Tensor;
+        /// let x = Tensor::full(&[8], 2.0f32);
+        /// let y = x.dropout(0.5, 11).to_vec::<f32>()?;
+        /// assert!(y.iter().all(|&v| v == 0.0 || v == 4.0));
+        /// # Ok::<(), tilefuse::Error>(())
+        /// ```
+        pub fn dropout / try_dropout(&self, p: f64, seed: u64) -> Tensor {
+            if !self.dtype().is_float() {
+                return Err(Error::UnsupportedDType {
+                    op: "dropout",
+                    dtype: self.dtype(),
+                    reason: "dropout takes floats",
+                });
+            }
+            if !(0.0..=1.0).contains(&p) {
+                return Err(Error::InvalidShape {
+                    op: "dropout",
+                    shape: crate::error::dims(self.dims()),
+                    arg: vec![],
+                    reason: format!("the probability {p} is not in [0, 1]"),
+                });
+            }
+            if p == 1.0 {
+                return Ok(Tensor::try_zeros(self.dims(), self.dtype())?.to(self.device()));
+            }
+            let u = Tensor::try_rand(self.dims(), self.dtype(), seed)?.to(self.device());
+            let keep = u.try_ge(&u.scalar_like(p))?;
+            let scaled = self.try_mul(&self.scalar_like(1.0 / (1.0 - p)))?;
+            Tensor::try_where_scalar(&keep, &scaled, 0.0)
+        }
     }
 
     /// Standard normal values (Box-Muller), the same for the same `seed`.

@@ -77,6 +77,18 @@ impl Gen {
     }
 
     fn data(&mut self, dtype: DType, shape: &[usize]) -> usize {
+        // At times a random tensor instead, generated where it is read.
+        if dtype.is_float() && self.rng.chance(10) {
+            let seed = self.rng.next() as i64;
+            let key = self.g.push(
+                tilefuse::graph::Op::Full(Scalar::Int(seed as i128, DType::I64)),
+                &[],
+                DType::I64,
+                &[],
+            );
+            let r = self.g.push(tilefuse::graph::Op::Random, shape, dtype, &[key]);
+            return self.push_leaf(r, true);
+        }
         let n: usize = shape.iter().product();
         let mut buf = HostBuffer::zeros(dtype, n);
         for i in 0..n {

@@ -497,6 +497,17 @@ impl<'p> Context<'p> {
                         elementwise::select(d, &v[cond.index()], &v[on_true.index()], &v[on_false.index()])
                     })?
                 }
+                Inst::Uniform {
+                    dst,
+                    counter,
+                    key,
+                    bits,
+                } => {
+                    self.place(frame, *dst);
+                    frame.with_dst(dst.index(), |d, v| {
+                        shape_ops::uniform(d, &v[counter.index()], &v[key.index()], *bits)
+                    })?
+                }
                 Inst::Cast { dst, src } => {
                     self.place(frame, *dst);
                     frame.with_dst(dst.index(), |d, v| elementwise::cast(d, &v[src.index()]))?
@@ -591,6 +602,7 @@ fn work(program: &Program, body: &[Inst]) -> u64 {
             | Inst::Binary { dst, .. }
             | Inst::Select { dst, .. }
             | Inst::Cast { dst, .. }
+            | Inst::Uniform { dst, .. }
             | Inst::Broadcast { dst, .. }
             | Inst::Reduce { dst, .. }
             | Inst::Scan { dst, .. }

@@ -102,6 +102,34 @@ fn reduce_typed<T: Num>(op: TileReduce, split: (usize, usize, usize), d: &mut [T
     Ok(())
 }
 
+/// Lowers `Inst::Uniform`: each element from its counter and key.
+pub(crate) fn uniform(dst: &mut Buf, counter: &Buf, key: &Buf, bits: u8) -> Result<()> {
+    let (c, k) = (typed::<i64>(counter)?, typed::<i64>(key)?);
+    let value = |i: usize| crate::philox::uniform(c[i] as u64, k[i] as u64, bits as u32);
+    match dst {
+        Buf::F32(_) => {
+            let d = typed_mut::<f32>(dst)?;
+            if d.len() != c.len() || d.len() != k.len() {
+                return Err(malformed("uniform values of another shape than their counters".into()));
+            }
+            for (i, x) in d.iter_mut().enumerate() {
+                *x = value(i) as f32;
+            }
+        }
+        Buf::F64(_) => {
+            let d = typed_mut::<f64>(dst)?;
+            if d.len() != c.len() || d.len() != k.len() {
+                return Err(malformed("uniform values of another shape than their counters".into()));
+            }
+            for (i, x) in d.iter_mut().enumerate() {
+                *x = value(i);
+            }
+        }
+        other => return Err(unsupported("uniform", other.dtype(), "uniform values are f32 or f64")),
+    }
+    Ok(())
+}
+
 /// Lowers `Inst::Scan`: each line along `axis` of `src` scanned in order
 /// into `dst` (same shape).
 pub(crate) fn scan(op: TileReduce, dtype: DType, shape: &[u32], axis: usize, dst: &mut Buf, src: &Buf) -> Result<()> {

@@ -344,6 +344,21 @@ impl Builder {
         dst
     }
 
+    /// Uniform values of `dtype` (f32 or f64) on the grid `2^-bits` from
+    /// i64 tiles `counter` and `key` (see [`Inst::Uniform`]).
+    pub fn uniform(&mut self, counter: ValueId, key: ValueId, dtype: DType, bits: u8) -> ValueId {
+        let mut ty = self.type_of(counter);
+        ty.dtype = dtype;
+        let dst = self.value(ty);
+        self.push(Inst::Uniform {
+            dst,
+            counter,
+            key,
+            bits,
+        });
+        dst
+    }
+
     /// The inclusive scan of `src` along `axis` by `op`.
     pub fn scan(&mut self, op: TileReduce, src: ValueId, axis: u8) -> ValueId {
         let ty = self.type_of(src);

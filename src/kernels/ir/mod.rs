@@ -447,6 +447,20 @@ pub enum Inst {
         /// Taken where `cond` is false.
         on_false: ValueId,
     },
+    /// Uniform values in `[0, 1)`: element `j` is
+    /// [`crate::philox::uniform`]`(counter[j], key[j], bits)`, from i64
+    /// tiles of `dst`'s shape (their bits as unsigned), in `dst`'s dtype
+    /// (f32 with `bits` at most 24, f64 with at most 53).
+    Uniform {
+        /// The values.
+        dst: ValueId,
+        /// Each element's counter (its position in the random tensor).
+        counter: ValueId,
+        /// The key (the seed).
+        key: ValueId,
+        /// The bits of the grid `2^-bits`.
+        bits: u8,
+    },
     /// `src` converted to `dst`'s dtype: round to nearest even into floats;
     /// float to integer truncates toward zero into i64 (saturating, NaN to
     /// 0) and then wraps to the target width, as [`Scalar::cast`] does;
@@ -575,6 +589,7 @@ macro_rules! operands_of {
             | Inst::AccUpdate { src, .. } => smallvec::smallvec![src],
             Inst::Gather { at, .. } => smallvec::smallvec![at],
             Inst::Binary { lhs, rhs, .. } => smallvec::smallvec![lhs, rhs],
+            Inst::Uniform { counter, key, .. } => smallvec::smallvec![counter, key],
             Inst::Select {
                 cond,
                 on_true,

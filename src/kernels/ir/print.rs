@@ -190,6 +190,12 @@ pub(crate) fn inst_line(program: &Program, inst: &Inst) -> String {
             on_false,
         } => format!("{}select {cond}, {on_true}, {on_false}", def(dst)),
         Inst::Cast { dst, src } => format!("{}cast {src}", def(dst)),
+        Inst::Uniform {
+            dst,
+            counter,
+            key,
+            bits,
+        } => format!("{}uniform {counter}, {key} bits {bits}", def(dst)),
         Inst::Broadcast { dst, src } => format!("{}broadcast {src}", def(dst)),
         Inst::Reduce { dst, op, src, axis } => format!("{}reduce.{} {src} axis {axis}", def(dst), reduce_name(*op)),
         Inst::Scan { dst, op, src, axis } => format!("{}scan.{} {src} axis {axis}", def(dst), reduce_name(*op)),

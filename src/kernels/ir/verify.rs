@@ -533,6 +533,27 @@ impl<'a> Verifier<'a> {
                 }
                 self.define(*dst, ty)
             }
+            Inst::Uniform {
+                dst,
+                counter,
+                key,
+                bits,
+            } => {
+                let (c, k) = (self.use_value(*counter)?.clone(), self.use_value(*key)?.clone());
+                let ty = self.declared(*dst)?.clone();
+                let fits = match ty.dtype {
+                    DType::F32 => (1..=24).contains(bits),
+                    DType::F64 => (1..=53).contains(bits),
+                    _ => false,
+                };
+                if !fits || c.dtype != DType::I64 || k.dtype != DType::I64 || c.shape != ty.shape || k.shape != ty.shape
+                {
+                    return Err(format!(
+                        "uniform values are f32 (up to 24 bits) or f64 (up to 53) from i64 counters and keys of their shape, not {ty} with {bits} bits from {counter}: {c} and {key}: {k}"
+                    ));
+                }
+                self.define(*dst, ty)
+            }
             Inst::Scan { dst, src, axis, op } => {
                 let s = self.use_value(*src)?;
                 no_half(s)?;

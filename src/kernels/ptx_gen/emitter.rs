@@ -542,6 +542,7 @@ impl<'a> Emitter<'a> {
                 on_false,
             } => self.select_inst(*dst, *cond, *on_true, *on_false),
             Inst::Cast { dst, src } => self.cast_inst(*dst, *src),
+            Inst::Uniform { dst, counter, key, bits } => self.uniform_inst(*dst, *counter, *key, *bits),
             Inst::Broadcast { dst, src } => self.broadcast(*dst, *src),
             Inst::Reduce { dst, op, src, axis } => self.reduce(*dst, *op, *src, *axis),
             Inst::Scan { dst, op, src, axis } => self.scan(*dst, *op, *src, *axis),

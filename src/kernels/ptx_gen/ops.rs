@@ -921,6 +921,82 @@ impl Emitter<'_> {
         Ok(())
     }
 
+    /// Lowers `Inst::Uniform`: Philox-4x32-10 per element ([`crate::philox`]),
+    /// the keys of the ten rounds computed once per key register, then the
+    /// first word (f32) or two words (f64) scaled onto the grid `2^-bits`.
+    pub fn uniform_inst(&mut self, dst: ValueId, counter: ValueId, key: ValueId, bits: u8) -> Result<()> {
+        let [m0, m1, w0, w1] = crate::philox::CONSTANTS;
+        let d = self.ty(dst)?.dtype;
+        let (counters, keys) = (self.val(counter)?, self.val(key)?);
+        let mut round_keys: std::collections::HashMap<String, Vec<(String, String)>> = Default::default();
+        let mut out = Vec::with_capacity(counters.len());
+        for (c, k) in counters.iter().zip(&keys) {
+            if !round_keys.contains_key(k) {
+                let (k0, k1) = self.halves(k);
+                let mut rounds = vec![(k0.clone(), k1.clone())];
+                for r in 1..10u32 {
+                    let (a, b) = (self.reg(Class::B32), self.reg(Class::B32));
+                    self.ins(format!("add.u32 {a}, {k0}, {}", w0.wrapping_mul(r)));
+                    self.ins(format!("add.u32 {b}, {k1}, {}", w1.wrapping_mul(r)));
+                    rounds.push((a, b));
+                }
+                round_keys.insert(k.clone(), rounds);
+            }
+            let (c0, c1) = self.halves(c);
+            let zero = self.reg(Class::B32);
+            self.ins(format!("mov.u32 {zero}, 0"));
+            let mut x = [c0, c1, zero.clone(), zero];
+            for (k0, k1) in round_keys[k].clone() {
+                let (lo0, hi0, lo1, hi1) = (self.reg(Class::B32), self.reg(Class::B32), self.reg(Class::B32), self.reg(Class::B32));
+                self.ins(format!("mul.lo.u32 {lo0}, {}, {m0}", x[0]));
+                self.ins(format!("mul.hi.u32 {hi0}, {}, {m0}", x[0]));
+                self.ins(format!("mul.lo.u32 {lo1}, {}, {m1}", x[2]));
+                self.ins(format!("mul.hi.u32 {hi1}, {}, {m1}", x[2]));
+                let (n0, n2) = (self.reg(Class::B32), self.reg(Class::B32));
+                self.ins(format!("xor.b32 {n0}, {hi1}, {}", x[1]));
+                self.ins(format!("xor.b32 {n0}, {n0}, {k0}"));
+                self.ins(format!("xor.b32 {n2}, {hi0}, {}", x[3]));
+                self.ins(format!("xor.b32 {n2}, {n2}, {k1}"));
+                x = [n0, lo1, n2, lo0];
+            }
+            let v = self.reg(Class::of(d));
+            match d {
+                DType::F32 if (1..=24).contains(&bits) => {
+                    let t = self.reg(Class::B32);
+                    self.ins(format!("shr.u32 {t}, {}, {}", x[0], 32 - bits as u32));
+                    self.ins(format!("cvt.rn.f32.u32 {v}, {t}"));
+                    self.ins(format!("mul.rn.f32 {v}, {v}, 0f{:08X}", (-(bits as f32)).exp2().to_bits()));
+                }
+                DType::F64 if (1..=53).contains(&bits) => {
+                    let (a, b, b64) = (self.reg(Class::B64), self.reg(Class::B32), self.reg(Class::B64));
+                    self.ins(format!("cvt.u64.u32 {a}, {}", x[0]));
+                    self.ins(format!("shl.b64 {a}, {a}, 21"));
+                    self.ins(format!("shr.u32 {b}, {}, 11", x[1]));
+                    self.ins(format!("cvt.u64.u32 {b64}, {b}"));
+                    self.ins(format!("or.b64 {a}, {a}, {b64}"));
+                    if bits < 53 {
+                        self.ins(format!("shr.u64 {a}, {a}, {}", 53 - bits as u32));
+                    }
+                    self.ins(format!("cvt.rn.f64.u64 {v}, {a}"));
+                    self.ins(format!("mul.rn.f64 {v}, {v}, 0d{:016X}", (-(bits as f64)).exp2().to_bits()));
+                }
+                _ => return Err(self.invalid(format!("uniform values of {d} on 2^-{bits}"))),
+            }
+            out.push(v);
+        }
+        self.vals.insert(dst, out);
+        Ok(())
+    }
+
+    /// The low and high 32-bit halves of a 64-bit register.
+    fn halves(&mut self, r: &str) -> (String, String) {
+        let (lo, hi, t) = (self.reg(Class::B32), self.reg(Class::B32), self.reg(Class::B64));
+        self.ins(format!("cvt.u32.u64 {lo}, {r}"));
+        self.ins(format!("shr.u64 {t}, {r}, 32"));
+        self.ins(format!("cvt.u32.u64 {hi}, {t}"));
+        (lo, hi)
+    }
+
     /// Lowers `Inst::Const`: one register shared by every slot.
     pub fn constant(&mut self, dst: ValueId, value: Scalar) -> Result<()> {
         let ty = self.ty(dst)?;

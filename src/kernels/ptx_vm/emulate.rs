@@ -314,6 +314,14 @@ fn eval(op: &str, s: &[u64], ndst: usize, addrs: &[u64], smem: &mut [u8], mem: &
         "add" => one(s[0].wrapping_add(s[1]))?,
         "sub" => one(s[0].wrapping_sub(s[1]))?,
         "mul" if parts[1] == "lo" => one(s[0].wrapping_mul(s[1]))?,
+        "mul" if parts[1] == "hi" => {
+            let (a, b) = if signed {
+                (sext(s[0], bits) as i128, sext(s[1], bits) as i128)
+            } else {
+                ((s[0] & mask) as i128, (s[1] & mask) as i128)
+            };
+            one(((a * b) >> bits) as u64)?
+        }
         "mul" if parts[1] == "wide" => {
             let (a, b) = if signed {
                 (sext(s[0], 32) as u64, sext(s[1], 32) as u64)
@@ -408,6 +416,18 @@ fn eval(op: &str, s: &[u64], ndst: usize, addrs: &[u64], smem: &mut [u8], mem: &
                 _ => r,
             };
             vec![u64::from(r)]
+        }
+        // Integer to float, rounded to nearest even (as Rust's `as`).
+        "cvt" if parts.len() == 4 && parts[1] == "rn" && !parts[3].starts_with('f') && parts[2].starts_with('f') => {
+            let sb: u32 = parts[3][1..].parse().ok()?;
+            let v = s[0] & ((1u128 << sb) - 1) as u64;
+            let x = if parts[3].starts_with('s') { sext(v, sb) as f64 } else { v as f64 };
+            let exact = if parts[3].starts_with('s') { sext(v, sb) as f32 } else { v as f32 };
+            match parts[2] {
+                "f32" => vec![u64::from(exact.to_bits())],
+                "f64" => vec![x.to_bits()],
+                _ => return None,
+            }
         }
         "cvt" if parts.len() == 3 => {
             // Integer widening and narrowing: cvt.dst.src.
