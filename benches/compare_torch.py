@@ -74,7 +74,8 @@ The sweep's ``spec`` of a case::
            | "softmax" | "log_softmax" | "rms_norm" | "layer_norm"   # over the last axis
            | "chain"                                      # steps applied to x in order
            | "cat"                                        # x and the other inputs joined along axis
-           | "cumsum" | "logcumsumexp",                   # along axis
+           | "cumsum" | "logcumsumexp"                    # along axis
+           | "cross_entropy",                             # rows of x, labels (truncated) the 2nd input
      "dtype": "f32" | "f16" | "bf16" | "f64",
      "shape": [int],                # x as stored, row-major
      "perm": [int] | null,          # reductions: x.permute(perm) first
@@ -392,6 +393,9 @@ def sweep_function(torch, spec):
         return lambda x: (x.argmin(axis),)
     if op == "chain":
         return chain_function(torch, spec["steps"])
+    if op == "cross_entropy":
+        F = torch.nn.functional
+        return lambda x, labels: (F.cross_entropy(x, labels.long()[:, 0], reduction="none"),)
     if op == "cumsum":
         return lambda x: (torch.cumsum(x, axis),)
     if op == "logcumsumexp":

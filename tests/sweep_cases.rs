@@ -54,6 +54,7 @@ fn every_class_op_and_dtype_is_drawn() {
             }
             Op::Join { .. } => panic!("{}: a join in the default cycle", c.id()),
             Op::Scan { .. } => panic!("{}: a scan in the default cycle", c.id()),
+            Op::CrossEntropy => panic!("{}: a cross-entropy in the default cycle", c.id()),
             Op::Chain { steps } => {
                 for s in steps {
                     let name = match s {
@@ -277,6 +278,24 @@ fn scan_cases_are_asked_for_by_name_and_agree_with_their_f64_value() {
         logs > 0 && columns > 0 && logs < 12 && columns < 12,
         "{logs} log-sum-exps, {columns} columns"
     );
+}
+
+#[test]
+fn index_cases_are_asked_for_by_name_and_agree_with_their_f64_value() {
+    let ces = cases(5, 0, 8, &[Class::Index], SMALL);
+    assert_eq!(ces.len(), 8);
+    assert!(Class::parse("index") == Some(Class::Index));
+    for c in &ces {
+        assert_eq!(c.class, Class::Index);
+        assert_eq!(c.op, Op::CrossEntropy);
+        assert!(
+            (SMALL.min_bytes..=SMALL.max_bytes).contains(&c.bytes()),
+            "{}",
+            c.describe()
+        );
+        let (got, want) = run(c);
+        compare(&got[0], &want[0], c.output_dtype()).unwrap_or_else(|e| panic!("{} ({}): {e}", c.id(), c.describe()));
+    }
 }
 
 /// An f32 case of `class` over `x` of `dims`, for the checks below.

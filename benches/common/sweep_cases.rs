@@ -58,6 +58,10 @@ pub enum Class {
     /// `cumsum` or `logcumsumexp` along the last axis or axis 0: an extra
     /// ([`Class::EXTRA`]), asked for with `--only scan`.
     Scan,
+    /// Cross-entropy of rows of logits with integer labels (a row's
+    /// log-sum-exp less its label's logit): an extra asked for with
+    /// `--only index`.
+    Index,
 }
 
 impl Class {
@@ -75,7 +79,7 @@ impl Class {
     /// The classes drawn only when asked for by name: their cases have
     /// indices from [`EXTRA_BASE`], so the default cycle and its case ids
     /// stay as they were.
-    pub const EXTRA: [Class; 2] = [Class::Join, Class::Scan];
+    pub const EXTRA: [Class; 3] = [Class::Join, Class::Scan, Class::Index];
 
     /// Every class the report labels: the cycle, then the extras.
     pub fn every() -> impl Iterator<Item = Class> {
@@ -94,6 +98,7 @@ impl Class {
             Class::Elementwise => "elementwise",
             Class::Join => "join",
             Class::Scan => "scan",
+            Class::Index => "index",
         }
     }
 
@@ -245,6 +250,9 @@ pub enum Op {
     Join { widths: Vec<usize>, then: Option<Unary> },
     /// Running sums (`log`: running log-sum-exps) of `x` along `axis`.
     Scan { log: bool, axis: usize },
+    /// Per row of `x`: its log-sum-exp less the logit at the row's label
+    /// (input `labels` of shape `[rows, 1]`, truncated to i64).
+    CrossEntropy,
 }
 
 /// One input of a case.
@@ -327,6 +335,7 @@ pub fn case(seed: u64, index: usize, scale: Scale) -> Case {
         Class::Elementwise => elementwise(&mut rng, cap),
         Class::Join => join(&mut rng, cap),
         Class::Scan => scan(&mut rng, cap),
+        Class::Index => (vec![1, width(&mut rng, 2, cap)], Op::CrossEntropy, (0, 1)),
     };
     let sums = matches!(
         op,
@@ -750,6 +759,16 @@ impl Case {
                     inputs.push(input("bias".into(), vec![n], (-0.5, 0.5), vec![]));
                 }
             }
+            Op::CrossEntropy => {
+                // Labels as floats below the class count, truncated by the case.
+                let classes = *self.dims.last().expect("logits have rows") as f64;
+                inputs.push(input(
+                    "labels".into(),
+                    vec![self.dims[0], 1],
+                    (0.0, 0.99 * classes),
+                    vec![],
+                ));
+            }
             Op::Join { widths, .. } => {
                 let rows = self.dims[..self.dims.len() - 1].to_vec();
                 for (k, &w) in widths.iter().enumerate() {
@@ -798,6 +817,7 @@ impl Case {
             Op::Stats { axis, .. } => vec![without(&self.dims, *axis); 2],
             Op::Arg { axis, .. } => vec![without(&self.dims, *axis)],
             Op::Row { .. } | Op::Chain { .. } | Op::Scan { .. } => vec![self.dims.clone()],
+            Op::CrossEntropy => vec![vec![self.dims[0], 1]],
             Op::Join { widths, .. } => {
                 let mut d = self.dims.clone();
                 *d.last_mut().expect("joins have rows") += widths.iter().sum::<usize>();
@@ -870,6 +890,11 @@ impl Case {
                 let b = bias.then(|| &inputs[1 + usize::from(*weight)]);
                 vec![row(x, *op, *form, w, b)?]
             }
+            Op::CrossEntropy => {
+                let labels = inputs[1].try_cast(DType::I64)?;
+                let lse = x.try_logsumexp(&[1], true)?;
+                vec![lse.try_sub(&x.try_gather(1, &labels)?)?]
+            }
             Op::Scan { log: false, axis } => vec![x.try_cumsum(*axis as isize)?],
             Op::Scan { log: true, axis } => vec![x.try_logcumsumexp(*axis as isize)?],
             Op::Join { then, .. } => {
@@ -924,6 +949,7 @@ impl Case {
             Op::Stats { pair, axis } => format!("{}({x}, axis {axis})", pair.name()),
             Op::Arg { max, axis } => format!("{}({x}, axis {axis})", if *max { "argmax" } else { "argmin" }),
             Op::Scan { log, axis } => format!("{}({x}, axis {axis})", if *log { "logcumsumexp" } else { "cumsum" }),
+            Op::CrossEntropy => format!("cross_entropy({x}, labels[{}, 1])", self.dims[0]),
             Op::Row { op, form, weight, bias } => format!(
                 "{}({x}{}{}), {}",
                 op.name(),
@@ -982,6 +1008,7 @@ impl Case {
             Op::Join { .. } => "cat",
             Op::Scan { log: false, .. } => "cumsum",
             Op::Scan { log: true, .. } => "logcumsumexp",
+            Op::CrossEntropy => "cross_entropy",
         };
         field("op", format!("\"{op}\""));
         field("dtype", format!("\"{}\"", self.dtype));
@@ -992,6 +1019,7 @@ impl Case {
                 field("axis", axis.to_string());
             }
             Op::Stats { axis, .. } | Op::Arg { axis, .. } | Op::Scan { axis, .. } => field("axis", axis.to_string()),
+            Op::CrossEntropy => field("axis", "1".into()),
             Op::Row { op, form, weight, bias } => {
                 field("axis", (self.dims.len() - 1).to_string());
                 field("form", format!("\"{}\"", form.name()));

@@ -186,6 +186,20 @@ pub fn evaluate(case: &Case, inputs: &[Vec<f64>]) -> Vec<Vec<f64>> {
             vec![out]
         }
         Op::Chain { steps } => vec![chain(case, steps, inputs)],
+        Op::CrossEntropy => {
+            // Per row: the log-sum-exp less the label's logit.
+            let n = dims[1];
+            let out: Vec<f64> = x
+                .chunks(n.max(1))
+                .zip(&inputs[1])
+                .map(|(row, &label)| {
+                    let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let lse = m + row.iter().map(|v| (v - m).exp()).sum::<f64>().ln();
+                    lse - row[label.trunc() as usize]
+                })
+                .collect();
+            vec![out]
+        }
         Op::Scan { log, axis } => {
             // Each line along the axis in order, in f64.
             let inner: usize = dims[axis + 1..].iter().product();
