@@ -31,6 +31,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("config", &["ops", "error"]),
     ("error", &["ops", "dtype"]),
     ("shape", &["ops", "dtype", "error"]),
+    // The counter-based generator every back end computes alike.
+    ("philox", &["dtype"]),
     // The host tile API, and host and device storage.
     ("tile", &["bottom"]),
     ("storage", &["bottom"]),
@@ -95,7 +97,7 @@ const LAYERS: &[(&str, &[&str])] = &[
 ];
 
 /// The layers `"bottom"` stands for.
-const BOTTOM: &[&str] = &["ops", "dtype", "place", "config", "error", "shape"];
+const BOTTOM: &[&str] = &["ops", "dtype", "place", "config", "error", "shape", "philox"];
 
 /// The items of the crate root that re-export a layer's (`crate::DType`).
 const ROOT_ITEMS: &[(&str, &str)] = &[
