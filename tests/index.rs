@@ -4,19 +4,14 @@
 //! misuse as errors naming the op and the shapes, and the kernel counts
 //! that show a gather fused with the work around it.
 
+mod common;
+
+use common::f64s;
 use tilefuse::{DType, Error, Tensor};
 
 /// A deterministic tensor of `shape` whose values are exact in every dtype.
 fn data(shape: &[usize], dtype: DType, seed: i64) -> Tensor {
-    let n: usize = shape.iter().product();
-    let vals: Vec<f64> = (0..n as i64).map(|i| ((i * 7 + seed * 13) % 23 - 11) as f64).collect();
-    let t = Tensor::from_vec(vals, shape).cast(dtype);
-    t.realize().unwrap();
-    t
-}
-
-fn f64s(t: &Tensor) -> Vec<f64> {
-    t.cast(DType::F64).to_vec::<f64>().unwrap()
+    common::exact_tensor(shape, dtype, seed, 1.0)
 }
 
 /// Positions in `0..len` for an index of `shape`, repeats and all.

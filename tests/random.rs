@@ -122,6 +122,22 @@ fn bernoulli_and_dropout_draw_their_masks_in_the_kernel() {
 }
 
 #[test]
+fn a_new_seed_reuses_the_plan() {
+    let x = Tensor::from_vec((0..4096).map(|i| i as f32).collect::<Vec<_>>(), &[64, 64]);
+    let first = x.dropout(0.5, 1).sum(&[1], true).realize_with_stats().unwrap();
+    let again = x.dropout(0.5, 2).sum(&[1], true);
+    let stats = again.realize_with_stats().unwrap();
+    assert!(
+        stats.plan_cache_hit,
+        "seed 2 planned again (first: hit {})",
+        first.plan_cache_hit
+    );
+    // And the values are seed 2's, not seed 1's.
+    let one = f64s(&x.dropout(0.5, 1).sum(&[1], true));
+    assert_ne!(f64s(&again), one);
+}
+
+#[test]
 fn random_misuse_is_an_error_naming_the_op() {
     let x = Tensor::full(&[4], 1.0f32);
     assert!(matches!(

@@ -15,6 +15,23 @@ use tilefuse::{DType, Scalar, Shape};
 pub mod fuzzgen;
 pub mod thresholds;
 
+/// A realized tensor of `shape` whose values `((7i + 13 seed) % 23 - 11) /
+/// divisor` (a power-of-two `divisor`) are exact in every dtype.
+pub fn exact_tensor(shape: &[usize], dtype: DType, seed: i64, divisor: f64) -> tilefuse::Tensor {
+    let n: usize = shape.iter().product();
+    let vals: Vec<f64> = (0..n as i64)
+        .map(|i| ((i * 7 + seed * 13) % 23 - 11) as f64 / divisor)
+        .collect();
+    let t = tilefuse::Tensor::from_vec(vals, shape).cast(dtype);
+    t.realize().unwrap();
+    t
+}
+
+/// The elements of `t` as f64.
+pub fn f64s(t: &tilefuse::Tensor) -> Vec<f64> {
+    t.cast(DType::F64).to_vec::<f64>().unwrap()
+}
+
 /// A small deterministic generator (a 64-bit LCG, its high bits) for
 /// drawing test cases.
 pub struct Lcg(pub u64);

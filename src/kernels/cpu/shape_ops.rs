@@ -106,28 +106,19 @@ fn reduce_typed<T: Num>(op: TileReduce, split: (usize, usize, usize), d: &mut [T
 pub(crate) fn uniform(dst: &mut Buf, counter: &Buf, key: &Buf, bits: u8) -> Result<()> {
     let (c, k) = (typed::<i64>(counter)?, typed::<i64>(key)?);
     let value = |i: usize| crate::philox::uniform(c[i] as u64, k[i] as u64, bits as u32);
-    match dst {
-        Buf::F32(_) => {
-            let d = typed_mut::<f32>(dst)?;
-            if d.len() != c.len() || d.len() != k.len() {
-                return Err(malformed("uniform values of another shape than their counters".into()));
-            }
-            for (i, x) in d.iter_mut().enumerate() {
-                *x = value(i) as f32;
-            }
+    fn fill<T>(d: &mut [T], n: usize, value: impl Fn(usize) -> T) -> Result<()> {
+        if d.len() != n {
+            return Err(malformed("uniform values of another shape than their counters".into()));
         }
-        Buf::F64(_) => {
-            let d = typed_mut::<f64>(dst)?;
-            if d.len() != c.len() || d.len() != k.len() {
-                return Err(malformed("uniform values of another shape than their counters".into()));
-            }
-            for (i, x) in d.iter_mut().enumerate() {
-                *x = value(i);
-            }
-        }
-        other => return Err(unsupported("uniform", other.dtype(), "uniform values are f32 or f64")),
+        d.iter_mut().enumerate().for_each(|(i, x)| *x = value(i));
+        Ok(())
     }
-    Ok(())
+    let n = if c.len() == k.len() { c.len() } else { usize::MAX };
+    match dst {
+        Buf::F32(_) => fill(typed_mut::<f32>(dst)?, n, |i| value(i) as f32),
+        Buf::F64(_) => fill(typed_mut::<f64>(dst)?, n, value),
+        other => Err(unsupported("uniform", other.dtype(), "uniform values are f32 or f64")),
+    }
 }
 
 /// Lowers `Inst::Scan`: each line along `axis` of `src` scanned in order
@@ -168,15 +159,7 @@ fn log_add_exp(a: f64, b: f64) -> f64 {
     m + (-(a - b).abs()).exp().ln_1p()
 }
 
-fn scan_typed<T: Num>(op: TileReduce, (outer, n, inner): (usize, usize, usize), d: &mut [T], s: &[T]) -> Result<()> {
-    if d.len() != s.len() || s.len() != outer * n * inner {
-        return Err(malformed(format!(
-            "scan of {} elements into {} (expected {})",
-            s.len(),
-            d.len(),
-            outer * n * inner
-        )));
-    }
+fn scan_typed<T: Num>(op: TileReduce, split: (usize, usize, usize), d: &mut [T], s: &[T]) -> Result<()> {
     let f: fn(T, T) -> T = match op {
         TileReduce::Sum => T::add,
         TileReduce::Prod => T::mul,
@@ -184,7 +167,7 @@ fn scan_typed<T: Num>(op: TileReduce, (outer, n, inner): (usize, usize, usize), 
         TileReduce::Min => T::minimum,
         TileReduce::LogAddExp => return Err(malformed("logaddexp of integers".into())),
     };
-    scan_lines((outer, n, inner), d, s, f)
+    scan_lines(split, d, s, f)
 }
 
 /// Each line along the middle axis of `(outer, n, inner)` combined in order by `f`.
@@ -195,7 +178,12 @@ fn scan_lines<T: Copy>(
     f: impl Fn(T, T) -> T,
 ) -> Result<()> {
     if d.len() != s.len() || s.len() != outer * n * inner {
-        return Err(malformed(format!("scan of {} elements into {}", s.len(), d.len())));
+        return Err(malformed(format!(
+            "scan of {} elements into {} (expected {})",
+            s.len(),
+            d.len(),
+            outer * n * inner
+        )));
     }
     d.copy_from_slice(s);
     for block in d.chunks_exact_mut((n * inner).max(1)).take(outer) {

@@ -209,7 +209,7 @@ impl Emitter<'_> {
             self.vals.insert(dst, regs);
             return Ok(());
         }
-        let Some((bin, identity)) = combination(op, d) else {
+        let (Some(bin), identity) = combination(op, d) else {
             return Err(self.invalid("logaddexp combines scans, not reductions"));
         };
         let id = immediate(identity, d).map_err(|e| self.invalid(e))?;
@@ -334,7 +334,7 @@ impl Emitter<'_> {
         if op == TileReduce::LogAddExp && !d.is_float() {
             return Err(self.invalid(format!("logaddexp scans take f32 or f64, not {d}")));
         }
-        let (bin, identity) = combination(op, d).unwrap_or((BinaryOp::Maximum, Scalar::Float(f64::NEG_INFINITY, d)));
+        let (bin, identity) = combination(op, d);
         let id = immediate(identity, d).map_err(|e| self.invalid(e))?;
         let (size, _) = shared_slot(d);
         self.reserve_shared(st.numel() as u32 * size)?;
@@ -378,10 +378,9 @@ impl Emitter<'_> {
                     self.ins(format!("add.u32 {back}, {at}, {shift}"));
                 }
                 let y = self.ld_shared(d, &p, &format!("[{back}]"), Some(&id));
-                next.push(if op == TileReduce::LogAddExp {
-                    self.log_add_exp(d, x, &y)?
-                } else {
-                    self.binary(bin, d, x, &y)?
+                next.push(match bin {
+                    Some(bin) => self.binary(bin, d, x, &y)?,
+                    None => self.log_add_exp(d, x, &y)?,
                 });
             }
             dist *= 2;
@@ -764,18 +763,19 @@ impl Emitter<'_> {
     }
 }
 
-/// The binary op and identity of a reduction or scan of `d` (`None` for
-/// logaddexp, which is no binary op).
-fn combination(op: TileReduce, d: DType) -> Option<(BinaryOp, Scalar)> {
-    Some(match op {
+/// The binary op and identity of a reduction or scan of `d` (no binary op
+/// for logaddexp, whose identity is -inf).
+fn combination(op: TileReduce, d: DType) -> (Option<BinaryOp>, Scalar) {
+    let (bin, identity) = match op {
         TileReduce::Sum => (BinaryOp::Add, Scalar::Int(0, d)),
         TileReduce::Prod => (BinaryOp::Mul, Scalar::Int(1, d)),
         TileReduce::Max if d.is_float() => (BinaryOp::Maximum, Scalar::Float(f64::NEG_INFINITY, d)),
         TileReduce::Min if d.is_float() => (BinaryOp::Minimum, Scalar::Float(f64::INFINITY, d)),
         TileReduce::Max => (BinaryOp::Maximum, Scalar::Int(int_bound(d, false), d)),
         TileReduce::Min => (BinaryOp::Minimum, Scalar::Int(int_bound(d, true), d)),
-        TileReduce::LogAddExp => return None,
-    })
+        TileReduce::LogAddExp => return (None, Scalar::Float(f64::NEG_INFINITY, d)),
+    };
+    (Some(bin), identity)
 }
 
 /// The smallest (`max = false`) or largest value of an integer dtype, the
