@@ -84,7 +84,8 @@ The sweep's ``spec`` of a case::
      "steps": [{"op": unary} | {"op": "affine", "scale": float, "shift": float}
                | {"op": "add" | "sub" | "mul" | "maximum", "input": int}],   # chains
      "then": unary | null,          # cat: applied to the joined tensor
-     "inputs": [{"name": str, "shape": [int], "range": [lo, hi], "broadcast_axes": [int]}],
+     "inputs": [{"name": str, "shape": [int], "range": [lo, hi], "broadcast_axes": [int],
+                 "dtype": str}],                            # dtype only where not the case's
      "outputs": [{"shape": [int], "dtype": str}]}
 
 Unary steps: relu, tanh, sigmoid, silu, gelu_tanh, exp, exp_neg_sq (exp(-v*v)),
@@ -354,10 +355,11 @@ def load_sweep(path):
 
 def sweep_inputs(torch, spec):
     """Random inputs of the spec's shapes and dtype: the mean of two uniforms on each input's range."""
-    dtype = getattr(torch, SWEEP_DTYPES[spec["dtype"]])
-    draw = torch.float64 if dtype == torch.float64 else torch.float32
     out = []
     for inp in spec["inputs"]:
+        # An input's own dtype (cross-entropy's f32 labels), else the case's.
+        dtype = getattr(torch, SWEEP_DTYPES[inp.get("dtype", spec["dtype"])])
+        draw = torch.float64 if dtype == torch.float64 else torch.float32
         lo, hi = inp["range"]
         u = torch.rand(inp["shape"], device="cuda", dtype=draw)
         u += torch.rand(inp["shape"], device="cuda", dtype=draw)

@@ -284,6 +284,16 @@ fn index_cases_are_asked_for_by_name_and_agree_with_their_f64_value() {
     for c in extra_cases(Class::Index, 5, 8) {
         assert_eq!(c.op, Op::CrossEntropy);
     }
+    // Labels are made in f32 whatever the logits' dtype: f16 holds no
+    // integer past 65504, so f16 labels of 100000 classes would lie
+    // outside the axis.
+    let wide = Case {
+        dtype: DType::F16,
+        ..f32_case(Class::Index, &[3, 100_000], Op::CrossEntropy)
+    };
+    assert_eq!(wide.inputs()[1].dtype_in(DType::F16), DType::F32);
+    let (got, want) = run(&wide);
+    compare(&got[0], &want[0], wide.output_dtype()).unwrap_or_else(|e| panic!("{}: {e}", wide.describe()));
 }
 
 /// An f32 case of `class` over `x` of `dims`, for the checks below.

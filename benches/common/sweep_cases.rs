@@ -264,6 +264,17 @@ pub struct Input {
     pub range: (f64, f64),
     /// The axes of `x` this input is broadcast along (chain operands).
     pub broadcast: Vec<usize>,
+    /// The input's dtype where it is not the case's (cross-entropy's
+    /// labels are f32 whatever the logits are, so that every label below
+    /// the class count is representable).
+    pub dtype: Option<DType>,
+}
+
+impl Input {
+    /// The dtype the input is made in for a case of `case` dtype.
+    pub fn dtype_in(&self, case: DType) -> DType {
+        self.dtype.unwrap_or(case)
+    }
 }
 
 /// One case of the sweep.
@@ -747,6 +758,7 @@ impl Case {
             shape,
             range,
             broadcast,
+            dtype: None,
         };
         let mut inputs = vec![input("x".into(), self.dims.clone(), self.x_range, vec![])];
         let n = *self.dims.last().unwrap_or(&1);
@@ -762,12 +774,10 @@ impl Case {
             Op::CrossEntropy => {
                 // Labels as floats below the class count, truncated by the case.
                 let classes = *self.dims.last().expect("logits have rows") as f64;
-                inputs.push(input(
-                    "labels".into(),
-                    vec![self.dims[0], 1],
-                    (0.0, 0.99 * classes),
-                    vec![],
-                ));
+                inputs.push(Input {
+                    dtype: Some(DType::F32),
+                    ..input("labels".into(), vec![self.dims[0], 1], (0.0, 0.99 * classes), vec![])
+                });
             }
             Op::Join { widths, .. } => {
                 let rows = self.dims[..self.dims.len() - 1].to_vec();
@@ -837,9 +847,13 @@ impl Case {
     /// Minimal bytes: every input read once, every output written once.
     pub fn bytes(&self) -> u64 {
         let numel = |s: &[usize]| s.iter().product::<usize>() as u64;
-        let inputs: u64 = self.inputs().iter().map(|i| numel(&i.shape)).sum();
+        let inputs: u64 = self
+            .inputs()
+            .iter()
+            .map(|i| numel(&i.shape) * i.dtype_in(self.dtype).size_in_bytes() as u64)
+            .sum();
         let outputs: u64 = self.output_shapes().iter().map(|s| numel(s)).sum();
-        inputs * self.dtype.size_in_bytes() as u64 + outputs * self.output_dtype().size_in_bytes() as u64
+        inputs + outputs * self.output_dtype().size_in_bytes() as u64
     }
 
     /// Sets the free extent `dims[free.0]` (at least `free.1`) so that the
@@ -1058,8 +1072,9 @@ impl Case {
             .inputs()
             .iter()
             .map(|i| {
+                let dtype = i.dtype.map(|d| format!(", \"dtype\": \"{d}\"")).unwrap_or_default();
                 format!(
-                    "{{\"name\": \"{}\", \"shape\": {}, \"range\": [{:?}, {:?}], \"broadcast_axes\": {}}}",
+                    "{{\"name\": \"{}\", \"shape\": {}, \"range\": [{:?}, {:?}], \"broadcast_axes\": {}{dtype}}}",
                     i.name,
                     json_list(&i.shape),
                     i.range.0,

@@ -56,7 +56,7 @@ pub fn host_inputs(case: &Case) -> Vec<HostData> {
             let n: usize = input.shape.iter().product();
             let seed = super::Rng::new(case.seed, ((case.index as u64) << 8) | k as u64).next_u64();
             let (lo, hi) = input.range;
-            match case.dtype {
+            match input.dtype_in(case.dtype) {
                 DType::F16 => HostData::F16(random(n, lo, hi, seed, f16::from_f64)),
                 DType::BF16 => HostData::BF16(random(n, lo, hi, seed, bf16::from_f64)),
                 DType::F64 => HostData::F64(random(n, lo, hi, seed, |x| x)),

@@ -33,7 +33,7 @@ pub fn write(cases: &[Case], dir: &str) -> Result<(), String> {
     let assembler = ptxas::find_ptxas();
     let mut table = String::new();
     for case in cases {
-        let inputs: Vec<Tensor> = case.inputs().iter().map(|i| zeros(i, case.dtype)).collect();
+        let inputs: Vec<Tensor> = case.inputs().iter().map(|i| zeros(i, i.dtype_in(case.dtype))).collect();
         let outputs = case.build(&inputs).map_err(tf)?;
         let nodes: Vec<_> = outputs.iter().map(Tensor::node).collect();
         let plan = tilefuse::fusion::plan(&tilefuse::graph::extract(&nodes), &options).map_err(tf)?;
