@@ -632,3 +632,44 @@ fn reductions_through_permuted_views_walk_memory_in_order_and_match_the_referenc
         p.kernels[0].program.grid
     );
 }
+
+/// A view of a short elementwise chain of data is moved below the chain,
+/// so the chain is recomputed in its consumer's kernel: a transposed cast,
+/// a broadcast `exp` and a gather through a cast index are one kernel
+/// each, on both targets, with the reference's values.
+#[test]
+fn views_of_leaf_chains_are_recomputed_in_their_consumer() {
+    let mut graphs = vec![];
+    let mut g = G::default();
+    let x = g.data_f32(&[100, 200], |i| (i % 17) as f32 * 0.25 - 2.0);
+    let x = g.cast(x, DType::F16);
+    let c = g.cast(x, DType::F32);
+    let t = g.permute(c, &[1, 0]);
+    let b = g.data_f32(&[200, 100], |i| (i % 5) as f32);
+    let y = g.add(t, b);
+    graphs.push(("transposed cast", g.finish(&[y])));
+    let mut g = G::default();
+    let x = g.data_f32(&[100], |i| (i % 7) as f32 * 0.5 - 1.0);
+    let e = g.unary(UnaryOp::Exp, x);
+    let e = g.unary(UnaryOp::Neg, e);
+    let e = g.broadcast_to(e, &[200, 100]);
+    let b = g.data_f32(&[200, 100], |i| (i % 3) as f32);
+    let y = g.mul(e, b);
+    graphs.push(("broadcast exp", g.finish(&[y])));
+    let mut g = G::default();
+    let x = g.data_f32(&[40, 30], |i| i as f32);
+    let at: Vec<i64> = (0..9).map(|i| (i * 13 % 40) as i64).collect();
+    let i = g.data_buf(tilefuse::storage::HostBuffer::from_elements(&at), &[9]);
+    let i = g.cast(i, DType::I32);
+    let i = g.reshape(i, &[9, 1]);
+    let i = g.broadcast_to(i, &[9, 30]);
+    let y = g.push(tilefuse::graph::Op::Gather { axis: 0, select: true }, &[9, 30], DType::F32, &[x, i]);
+    graphs.push(("gather", g.finish(&[y])));
+    for (name, g) in &graphs {
+        check_kernels(g, 1);
+        let want = tilefuse::graph::reference::evaluate(g).unwrap();
+        for opts in [FusionOptions::cpu(), FusionOptions::gpu()] {
+            common::compare(&run(g, &opts)[0], &want[0]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+}

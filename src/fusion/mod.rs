@@ -11,7 +11,10 @@
 //!   into the strides and offset of the partition view through which a
 //!   kernel reads the buffer below them; they are never materialised. A
 //!   reshape that strides cannot express (flattening a transposed span)
-//!   copies its input into a row-major buffer first.
+//!   copies its input into a row-major buffer first. A view of a short
+//!   elementwise chain of data and constants (`labels.cast(I32)` reshaped
+//!   and expanded, `a.exp().t()`) is moved below the chain first, so the
+//!   chain is recomputed in its consumer's kernel over views of the leaves.
 //! - **Concatenations are addressing.** An operand that is a `Cat` (or
 //!   nested `Cat`s, or a `pad`, whose borders are constant pieces) is read
 //!   piece by piece through windows of its index space (partition views
@@ -107,6 +110,7 @@ mod layout;
 mod lower;
 mod plan;
 mod reduction;
+mod sink;
 mod tiling;
 
 pub use cache::{cache_stats, CacheStats};
@@ -228,9 +232,17 @@ pub(crate) fn plan_traced(graph: &Subgraph, options: &FusionOptions) -> Result<(
     cache::get_or_insert(graph, options, || build(graph, options).map(Arc::new))
 }
 
+/// The graph a plan of `g` is made of, and its node positions refer to:
+/// `g` with views moved below short elementwise chains of leaves
+/// ([`sink`]).
+pub(crate) fn prepared(g: &Subgraph) -> std::borrow::Cow<'_, Subgraph> {
+    sink::sink_views(g)
+}
+
 /// Plans `g` without the cache.
 fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
     check(g)?;
+    let g = &*prepared(g);
     let an = Analysis::new(g);
     let groups = group::group(g, &an, opts.max_row_tile);
     let mut buffer: HashMap<usize, BufferRef> = HashMap::new();

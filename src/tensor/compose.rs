@@ -107,10 +107,8 @@ impl Tensor {
 
     /// A weight or bias `t` broadcast to this tensor's shape and then cast
     /// to the promotion of the two dtypes, so that a half weight is used in
-    /// the f32 of a half input's norm. Broadcasting first puts the cast
-    /// after the broadcast, where fusion folds it into the norm's kernel (a
-    /// cast before a broadcast is a kernel of its own); for operands of one
-    /// dtype this is the graph `mul` and `add` record.
+    /// the f32 of a half input's norm; for operands of one dtype this is
+    /// the graph `mul` and `add` record.
     fn affine_operand(&self, t: &Tensor) -> Result<Tensor> {
         let common = self.dtype().promote(t.dtype());
         Ok(t.broadcast_as("affine", self.shape())?.cast_to(common))
