@@ -135,9 +135,7 @@ fn live(nodes: Vec<SubNode>, outputs: Vec<usize>) -> Subgraph {
 mod tests {
     use super::*;
     use crate::graph::UnaryOp;
-    use crate::storage::{HostBuffer, Storage};
-    use crate::{DType, Shape};
-    use std::sync::Arc;
+    use crate::{DType, Scalar, Shape};
 
     fn node(op: Op, shape: &[usize], dtype: DType, inputs: &[usize]) -> SubNode {
         SubNode {
@@ -148,16 +146,17 @@ mod tests {
         }
     }
 
-    fn data(shape: &[usize], dtype: DType) -> SubNode {
-        let n = shape.iter().product();
-        node(Op::Data(Arc::new(Storage::Host(HostBuffer::zeros(dtype, n)))), shape, dtype, &[])
+    /// A leaf (a constant: the rewrite treats data and constants alike).
+    fn leaf(shape: &[usize], dtype: DType) -> SubNode {
+        let value = if dtype.is_float() { Scalar::Float(1.5, dtype) } else { Scalar::Int(3, dtype) };
+        node(Op::Full(value), shape, dtype, &[])
     }
 
     #[test]
     fn a_view_of_a_leaf_chain_moves_below_it_and_the_chain_above_is_dropped() {
         let g = Subgraph {
             nodes: vec![
-                data(&[5], DType::I64),
+                leaf(&[5], DType::I64),
                 node(Op::Cast, &[5], DType::I32, &[0]),
                 node(Op::Reshape, &[5, 1], DType::I32, &[1]),
                 node(Op::Expand, &[5, 3], DType::I32, &[2]),
@@ -166,7 +165,7 @@ mod tests {
         };
         let s = sink_views(&g);
         let ops: Vec<String> = s.nodes.iter().map(|n| n.op.name()).collect();
-        assert_eq!(ops, ["data", "reshape", "expand", "cast"], "{s:?}");
+        assert_eq!(ops, ["full(3:i64)", "reshape", "expand", "cast"], "{s:?}");
         assert_eq!(s.nodes[3].shape, Shape::new(&[5, 3]));
         assert_eq!(s.nodes[3].dtype, DType::I32);
         assert_eq!(s.outputs, [3]);
@@ -175,7 +174,7 @@ mod tests {
     #[test]
     fn chains_over_computed_values_long_chains_and_random_nodes_stay() {
         let exp = Op::Unary(UnaryOp::Exp);
-        let mut nodes = vec![data(&[4, 6], DType::F32)];
+        let mut nodes = vec![leaf(&[4, 6], DType::F32)];
         for k in 0..=MAX_SUNK {
             nodes.push(node(exp.clone(), &[4, 6], DType::F32, &[k]));
         }
@@ -186,7 +185,7 @@ mod tests {
             nodes,
         };
         assert!(matches!(sink_views(&g), Cow::Borrowed(_)), "{} ops are too many", MAX_SUNK + 1);
-        let seed = node(Op::Full(crate::Scalar::Int(3, DType::I64)), &[], DType::I64, &[]);
+        let seed = node(Op::Full(Scalar::Int(3, DType::I64)), &[], DType::I64, &[]);
         let g = Subgraph {
             nodes: vec![
                 seed,
@@ -202,7 +201,7 @@ mod tests {
         };
         let g = Subgraph {
             nodes: vec![
-                data(&[4, 6], DType::F32),
+                leaf(&[4, 6], DType::F32),
                 node(sum, &[4, 1], DType::F32, &[0]),
                 node(exp, &[4, 1], DType::F32, &[1]),
                 node(Op::Expand, &[4, 6], DType::F32, &[2]),
