@@ -663,7 +663,12 @@ fn views_of_leaf_chains_are_recomputed_in_their_consumer() {
     let i = g.cast(i, DType::I32);
     let i = g.reshape(i, &[9, 1]);
     let i = g.broadcast_to(i, &[9, 30]);
-    let y = g.push(tilefuse::graph::Op::Gather { axis: 0, select: true }, &[9, 30], DType::F32, &[x, i]);
+    let y = g.push(
+        tilefuse::graph::Op::Gather { axis: 0, select: true },
+        &[9, 30],
+        DType::F32,
+        &[x, i],
+    );
     graphs.push(("gather", g.finish(&[y])));
     for (name, g) in &graphs {
         check_kernels(g, 1);
