@@ -176,6 +176,22 @@ pub enum ReduceOp {
     ArgMax,
     /// Index (i64) of the first minimum along a single axis; NaN counts as the minimum.
     ArgMin,
+    /// `sum(exp(x - shift))` of two inputs: `x`, and `shift` of the
+    /// node's (kept) shape, broadcast along the reduced axes. Fusion
+    /// rewrites `(x - shift).exp().sum(axes)` into it where `shift` is a
+    /// reduced value, so the sum can be taken in one pass with the shift
+    /// known only at the end (see the fusion docs); floats only.
+    ShiftedExpSum,
+    /// `sum((x - shift)^2)` of two inputs, as [`ReduceOp::ShiftedExpSum`]:
+    /// the sum of squared deviations of a variance; floats only.
+    ShiftedSquareSum,
+}
+
+impl ReduceOp {
+    /// Whether the reduction takes a second input, the shift.
+    pub fn is_shifted(self) -> bool {
+        matches!(self, ReduceOp::ShiftedExpSum | ReduceOp::ShiftedSquareSum)
+    }
 }
 
 /// How a scan combines each element with the ones before it along its axis.

@@ -393,6 +393,7 @@ mod tests {
             buffers: vec![],
             kernels: vec![],
             outputs: vec![],
+            shifted: false,
         });
         for i in 0..CAPACITY {
             plans.insert(key_of(i), plan.clone());

@@ -12,6 +12,7 @@ use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::graph::Op;
 use super::plan::IndexCheck;
+use super::shifted::{shifted_op, Stats};
 use crate::kernels::ir::{
     AccId, Access, AtomicOp, ParamId, Builder, IndexExpr, LoopId, ScalarId, ScalarKey, TileReduce, ValueId, ValueType, ViewId,
 };
@@ -46,7 +47,7 @@ fn log_add_exp(b: &mut Builder, x: ValueId, y: ValueId) -> ValueId {
 
 /// The values visible in the current scope.
 #[derive(Debug, Clone, Default)]
-struct Scope {
+pub(crate) struct Scope {
     vals: HashMap<usize, ValueId>,
     loads: HashMap<usize, ValueId>,
     consts: HashMap<(ScalarKey, Space), ValueId>,
@@ -170,11 +171,11 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn space(&self, n: usize) -> Space {
+    pub(crate) fn space(&self, n: usize) -> Space {
         self.group.shape.space[&n]
     }
 
-    fn tile(&self, space: Space) -> Vec<u32> {
+    pub(crate) fn tile(&self, space: Space) -> Vec<u32> {
         self.axes
             .iter()
             .map(|a| {
@@ -249,6 +250,10 @@ impl<'a> Lowerer<'a> {
         if !looped {
             for &n in &nodes {
                 let v = match &g.nodes[n].op {
+                    Op::Reduce { op, .. } if op.is_shifted() => {
+                        let r = self.shifted_in_tile(b, n, *op)?;
+                        self.finish_reduce(b, n, r)
+                    }
                     Op::Reduce { op, .. } => {
                         let x = self.operand(b, n, 0)?;
                         let r = self.reduce_tile(b, x, *op, g.nodes[n].dtype);
@@ -277,8 +282,12 @@ impl<'a> Lowerer<'a> {
         let wide = self.cx.opts.target == TileTarget::Gpu;
         let acc_space = if wide { Space::Full } else { Space::Reduced };
         let mut accs: HashMap<usize, AccId> = HashMap::new();
+        let mut stats: HashMap<usize, Stats> = HashMap::new();
         for &n in &nodes {
-            if let Op::Reduce { op, .. } = &g.nodes[n].op {
+            if let Some(op) = shifted_op(self, n) {
+                let s = self.shifted_stats(b, n, op)?;
+                stats.insert(n, s);
+            } else if let Op::Reduce { op, .. } = &g.nodes[n].op {
                 let dt = acc_dtype(g.nodes[n].dtype);
                 let ty = ValueType::new(dt, &self.tile(acc_space));
                 accs.insert(n, b.acc(ty, identity(effective(*op, g.nodes[n].dtype), dt)));
@@ -326,6 +335,7 @@ impl<'a> Lowerer<'a> {
                         };
                         lw.define(b, n, v);
                     }),
+                    Op::Reduce { .. } if stats.contains_key(&n) => lw.shifted_update(b, n, stats[&n]),
                     Op::Reduce { op, .. } => lw.operand(b, n, 0).map(|x| {
                         let dtype = g.nodes[n].dtype;
                         let r = if wide {
@@ -365,7 +375,11 @@ impl<'a> Lowerer<'a> {
             return Ok(());
         }
         for &n in &nodes {
-            if let Some(&acc) = accs.get(&n) {
+            if let Some(&s) = stats.get(&n) {
+                let r = self.shifted_total(b, n, s)?;
+                let v = self.finish_reduce(b, n, r);
+                self.define(b, n, v);
+            } else if let Some(&acc) = accs.get(&n) {
                 let mut r = b.acc_read(acc);
                 if wide {
                     r = self.reduce_axes(b, r, n);
@@ -462,6 +476,22 @@ impl<'a> Lowerer<'a> {
         self.scope = saved;
     }
 
+    /// The values visible now, to be restored after values computed for
+    /// another tile than the loop's.
+    pub(crate) fn scope_snapshot(&self) -> Scope {
+        self.scope.clone()
+    }
+
+    /// Makes `saved` the visible values again.
+    pub(crate) fn restore_scope(&mut self, saved: Scope) {
+        self.scope = saved;
+    }
+
+    /// Records the value of node `n` without storing it.
+    pub(crate) fn define_value(&mut self, n: usize, v: ValueId) {
+        self.scope.vals.insert(n, v);
+    }
+
     /// Records the value of node `n` and stores it if needed.
     fn define(&mut self, b: &mut Builder, n: usize, v: ValueId) {
         self.scope.vals.insert(n, v);
@@ -478,7 +508,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The value of elementwise or copy node `n`.
-    fn node(&mut self, b: &mut Builder, n: usize) -> Result<ValueId> {
+    pub(crate) fn node(&mut self, b: &mut Builder, n: usize) -> Result<ValueId> {
         let node = &self.cx.g.nodes[n];
         if let Op::Gather { axis, select } = node.op {
             return self.gather(b, n, axis, select);
@@ -540,7 +570,7 @@ impl<'a> Lowerer<'a> {
         };
         let flag = b.param_init(format!("f{}", self.flags.len()), DType::U32, 1, Access::Write, Scalar::Int(0, DType::U32));
         self.flags.push((flag, check));
-        let index = self.partition(use_space(g, n, self.space(n)));
+        let index = self.partition(use_space(g, n, 0, self.space(n)));
         let v = b.gather(self.views[&i], &index, at, layout.strides[axis], layout.dims[axis] as u64, flag);
         let dt = self.dtype_of(b, v);
         Ok(self.coerce(b, v, dt.compute_type()))
@@ -590,7 +620,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// `v` as `dtype` (a cast only if its dtype differs).
-    fn coerce(&mut self, b: &mut Builder, v: ValueId, dtype: DType) -> ValueId {
+    pub(crate) fn coerce(&mut self, b: &mut Builder, v: ValueId, dtype: DType) -> ValueId {
         if self.dtype_of(b, v) == dtype {
             v
         } else {
@@ -603,8 +633,8 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Operand `j` of node `n`, in the space `n` uses its operands in.
-    fn operand(&mut self, b: &mut Builder, n: usize, j: usize) -> Result<ValueId> {
-        let space = use_space(self.cx.g, n, self.space(n));
+    pub(crate) fn operand(&mut self, b: &mut Builder, n: usize, j: usize) -> Result<ValueId> {
+        let space = use_space(self.cx.g, n, j, self.space(n));
         let src = self.cx.an.sources(self.cx.g, n).swap_remove(j);
         match src {
             Source::Const(full) => self.full(b, full, space),
@@ -735,7 +765,7 @@ impl<'a> Lowerer<'a> {
 
     /// A bool full tile: which elements lie inside the reduced extents, or
     /// `None` when no reduced axis is ragged.
-    fn mask(&mut self, b: &mut Builder) -> Option<ValueId> {
+    pub(crate) fn mask(&mut self, b: &mut Builder) -> Option<ValueId> {
         if let Some(m) = self.scope.mask {
             return m;
         }
@@ -776,7 +806,7 @@ impl<'a> Lowerer<'a> {
 
     /// Reduces full tile `x` over the reduced axes for a node of `dtype`,
     /// in the accumulation dtype; out-of-bounds elements count as the identity.
-    fn reduce_tile(&mut self, b: &mut Builder, x: ValueId, op: ReduceOp, dtype: DType) -> ValueId {
+    pub(crate) fn reduce_tile(&mut self, b: &mut Builder, x: ValueId, op: ReduceOp, dtype: DType) -> ValueId {
         let v = self.reducible(b, x, op, dtype);
         self.reduce_over(b, v, effective(op, dtype))
     }
@@ -813,7 +843,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Reduces `v` by `op` (already effective) over the reduced axes.
-    fn reduce_over(&mut self, b: &mut Builder, mut v: ValueId, op: ReduceOp) -> ValueId {
+    pub(crate) fn reduce_over(&mut self, b: &mut Builder, mut v: ValueId, op: ReduceOp) -> ValueId {
         for k in self.reduced_axes() {
             v = b.reduce(tile_op(op), v, k as u8);
         }

@@ -26,7 +26,7 @@ use std::fmt::Write as _;
 /// ```
 pub fn explain(graph: &Subgraph, options: &FusionOptions) -> Result<String> {
     let p = plan(graph, options)?;
-    let graph = &*super::prepared(graph);
+    let graph = &*super::prepared(graph, p.shifted);
     Ok(format!("{}\n{}", describe(graph, &p), dot(graph, &p)))
 }
 

@@ -126,6 +126,14 @@ impl GroupShape {
                     continue;
                 }
                 let have = gs.space[&base];
+                // A shifted sum's shift is a value of the reduced space,
+                // used there (after the pass over the reduced axes).
+                if j == 1 && matches!(node.op, Op::Reduce { op, .. } if op.is_shifted()) {
+                    if have != Space::Reduced || kind != ChainKind::Trivial {
+                        return None;
+                    }
+                    continue;
+                }
                 match kind {
                     ChainKind::Trivial => wanted.push(have),
                     ChainKind::Broadcast(e) if have == Space::Reduced && !is_arg_reduce(&node.op) => {

@@ -100,7 +100,7 @@ pub(crate) fn lower(
     stores: &[usize],
     name: &str,
     buffers: &mut Vec<BufferDecl>,
-) -> Result<Vec<Lowered>> {
+) -> Result<Option<Vec<Lowered>>> {
     let gs = &group.shape;
     let mut accesses: Vec<MemAccess> = vec![];
     let mut add = |a: MemAccess| match accesses.iter().position(|x| *x == a) {
@@ -119,8 +119,8 @@ pub(crate) fn lower(
     let mut piece_windows: HashMap<LoadKey, Window> = HashMap::new();
     let mut cut: Vec<usize> = vec![];
     for &n in &group.nodes {
-        let space = use_space(cx.g, n, gs.space[&n]);
         for (j, src) in cx.an.sources(cx.g, n).into_iter().enumerate() {
+            let space = use_space(cx.g, n, j, gs.space[&n]);
             if let Source::Pieces(pieces) = &src {
                 // A piece's strides over the operand's axes, its window there.
                 let dims = cx.an.operand_dims(cx.g, n, j).to_vec();
@@ -309,7 +309,7 @@ pub(crate) fn lower(
         spread_kept(&mut axes, budget, gs.broadcast, super::column_split::FEW_POINTS);
     }
     if axes.iter().any(|a| !a.reduced && a.extent == 0) {
-        return Ok(vec![]);
+        return Ok(Some(vec![]));
     }
     // Per access: coalesced extents, strides, tile, and whether masked.
     let views: Vec<ViewSpec> = accesses
@@ -396,8 +396,23 @@ pub(crate) fn lower(
         .collect();
     // So do random nodes' positions.
     let windowed = windowed || !randoms.is_empty();
+    // The statistics of a shifted sum are not split across grid points: a
+    // group that would be split is planned again without shifted sums.
+    let shifted = group
+        .nodes
+        .iter()
+        .any(|&n| matches!(cx.g.nodes[n].op, Op::Reduce { op, .. } if op.is_shifted()));
+    if shifted {
+        let whole = matches!(axes[..], [a] if a.reduced && a.count() >= MIN_SPLIT_TILES);
+        let few_rows = matches!(axes[..], [outer, row] if !outer.reduced && row.reduced
+            && outer.extent < super::column_split::FEW_POINTS / 2 && row.count() > 1);
+        let gpu = cx.opts.target == super::TileTarget::Gpu;
+        if whole || (gpu && few_rows) || gs.scan || column_split_of(cx, group, stores, &axes).is_some() {
+            return Ok(None);
+        }
+    }
     if let Some(cs) = column_split_of(cx, group, stores, &axes).filter(|_| !windowed) {
-        return column_split(cx, group, name, buffers, &accesses, &views, load_of, store_of, cs);
+        return column_split(cx, group, name, buffers, &accesses, &views, load_of, store_of, cs).map(Some);
     }
     // Fewer long rows than half the grid points a device wants, reduced
     // along their contiguous axis: the column split cuts them into runs
@@ -428,7 +443,7 @@ pub(crate) fn lower(
                     v
                 })
                 .collect();
-            return column_split(cx, group, name, buffers, &accesses, &views, load_of, store_of, cs);
+            return column_split(cx, group, name, buffers, &accesses, &views, load_of, store_of, cs).map(Some);
         }
     }
     let split = split_of(cx, group, stores, &axes);
@@ -449,7 +464,7 @@ pub(crate) fn lower(
         lw.body(&mut b)?;
         bind_flags(&mut lw, buffers, &mut args);
         out.push((finished(b)?, args, fulls, strategy));
-        return Ok(out);
+        return Ok(Some(out));
     };
     let atomic_init = if atomic {
         stores.first().map(|&n| (n, reduce_identity(cx.g, n)))
@@ -518,7 +533,7 @@ pub(crate) fn lower(
         bind_flags(&mut lw, buffers, &mut args);
     }
     out.push((finished(b)?, args, fulls, Strategy::SplitReduction { parts, tiles, atomic }));
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// The program `b` built, its transcendentals as accurate as its results
@@ -739,9 +754,13 @@ fn reduce_identity(g: &Subgraph, n: usize) -> Scalar {
     super::reduction::identity(op, g.nodes[n].dtype)
 }
 
-/// The space in which node `n` (of space `own`) uses its operands.
-pub(crate) fn use_space(g: &Subgraph, n: usize, own: Space) -> Space {
-    if matches!(g.nodes[n].op, Op::Reduce { .. } | Op::Scan { .. }) {
+/// The space in which node `n` (of space `own`) uses its operand `j`: a
+/// reduction's or scan's in the full space, but a shifted sum's shift in
+/// the reduced space.
+pub(crate) fn use_space(g: &Subgraph, n: usize, j: usize, own: Space) -> Space {
+    if matches!(g.nodes[n].op, Op::Reduce { op, .. } if op.is_shifted()) && j == 1 {
+        Space::Reduced
+    } else if matches!(g.nodes[n].op, Op::Reduce { .. } | Op::Scan { .. }) {
         Space::Full
     } else {
         own

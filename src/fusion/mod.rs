@@ -64,6 +64,20 @@
 //!   needs the row to fit [`FusionOptions::max_row_tile`]; otherwise the
 //!   reduction is materialised and the consumers read it through a stride-0
 //!   view, one kernel per reduction level.
+//! - **Shifted sums are one pass.** Before grouping, `sum(exp(x - s))` and
+//!   `sum((x - s)^2)` with `s` reduced from `x` over the same axes (a
+//!   softmax's maximum, a variance's mean) become two-input reductions
+//!   (`ReduceOp::ShiftedExpSum`, `ShiftedSquareSum`). The reduction that
+//!   makes `s` and the shifted sum are then one group with no broadcast
+//!   back: a row of one tile computes `s` and then the sum, exactly as
+//!   written; a longer row keeps per-element statistics in one pass (an
+//!   online maximum and rescaled sum of exponentials; a first value, the
+//!   sums of deviations from it and of their squares, and a count) and
+//!   combines them with `s` after the pass. `logsumexp` and `var` are one
+//!   kernel at any row length, and softmax, log-softmax and layer norm of
+//!   long rows two (the statistics, then the normalised row). A group with
+//!   a shifted sum that would be split across the grid (a full reduction,
+//!   few long rows, a column split) is planned without the rewrite.
 //! - **Reductions over leading or middle axes** keep the memory order: the
 //!   tile spans several rows and columns, the grid runs over the kept axes and
 //!   a loop over tiles of the reduced axes updates an accumulator after an
@@ -108,8 +122,10 @@ mod explain;
 mod group;
 mod layout;
 mod lower;
+mod online;
 mod plan;
 mod reduction;
+mod shifted;
 mod sink;
 mod tiling;
 
@@ -234,15 +250,34 @@ pub(crate) fn plan_traced(graph: &Subgraph, options: &FusionOptions) -> Result<(
 
 /// The graph a plan of `g` is made of, and its node positions refer to:
 /// `g` with views moved below short elementwise chains of leaves
-/// ([`sink`]).
-pub(crate) fn prepared(g: &Subgraph) -> std::borrow::Cow<'_, Subgraph> {
-    sink::sink_views(g)
+/// ([`sink`]), and, when `shifted`, sums of shifted terms made two-input
+/// reductions ([`online`]).
+pub(crate) fn prepared(g: &Subgraph, shifted: bool) -> std::borrow::Cow<'_, Subgraph> {
+    let mut g = sink::sink_views(g);
+    if shifted {
+        let mut h = g.clone().into_owned();
+        if online::rewrite(&mut h) {
+            let outputs = h.outputs.clone();
+            g = std::borrow::Cow::Owned(sink::live(h.nodes, outputs));
+        }
+    }
+    g
 }
 
-/// Plans `g` without the cache.
+/// Plans `g` without the cache: with shifted sums where every group that
+/// holds one runs unsplit, else without them.
 fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
     check(g)?;
-    let g = &*prepared(g);
+    match build_prepared(g, opts, true)? {
+        Some(plan) => Ok(plan),
+        None => Ok(build_prepared(g, opts, false)?.expect("plans without shifted sums are always made")),
+    }
+}
+
+/// The plan of `prepared(g, shifted)`, or `None` where a group with a
+/// shifted sum would be split across the grid.
+fn build_prepared(g: &Subgraph, opts: &FusionOptions, shifted: bool) -> Result<Option<Plan>> {
+    let g = &*prepared(g, shifted);
     let an = Analysis::new(g);
     let groups = group::group(g, &an, opts.max_row_tile);
     let mut buffer: HashMap<usize, BufferRef> = HashMap::new();
@@ -298,7 +333,10 @@ fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
             opts,
             buffer: &buffer,
         };
-        for (program, args, fulls, strategy) in lower::lower(&cx, grp, &stores, &name, &mut buffers)? {
+        let Some(lowered) = lower::lower(&cx, grp, &stores, &name, &mut buffers)? else {
+            return Ok(None);
+        };
+        for (program, args, fulls, strategy) in lowered {
             kernels.push(PlannedKernel {
                 program: Arc::new(program),
                 strategy,
@@ -316,11 +354,12 @@ fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
             buffer[&b]
         })
         .collect();
-    Ok(Plan {
+    Ok(Some(Plan {
         buffers,
         kernels,
         outputs,
-    })
+        shifted,
+    }))
 }
 
 /// A kernel-name-friendly op name (`reduce_sum`, `tanh`).
@@ -343,6 +382,7 @@ fn check(g: &Subgraph) -> Result<()> {
         let arity = match &n.op {
             Op::Data(_) | Op::Full(_) => 0,
             Op::Binary(_) | Op::Gather { .. } => 2,
+            Op::Reduce { op, .. } if op.is_shifted() => 2,
             Op::Where => 3,
             Op::Cat { .. } => n.inputs.len().max(1),
             _ => 1,
@@ -375,8 +415,9 @@ fn check(g: &Subgraph) -> Result<()> {
                     && x.len() == n.shape.rank()
                     && (n.shape.dims()[*axis] == 0 || start + (n.shape.dims()[*axis] - 1) * step < x[*axis])
             }
-            (Op::Reduce { axes, .. }, Some(x)) => {
-                x.len() == n.shape.rank()
+            (Op::Reduce { axes, op }, Some(x)) => {
+                (!op.is_shifted() || g.nodes[n.inputs[1]].shape == n.shape)
+                    && x.len() == n.shape.rank()
                     && axes.iter().all(|&a| a < x.len())
                     && (0..x.len()).all(|k| n.shape.dims()[k] == if axes.contains(&k) { 1 } else { x[k] })
             }

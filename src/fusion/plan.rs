@@ -194,4 +194,8 @@ pub struct Plan {
     pub kernels: Vec<PlannedKernel>,
     /// The buffer holding each requested output, in request order.
     pub outputs: Vec<BufferRef>,
+    /// Whether the kernels' node positions are those of the graph with
+    /// sums of shifted terms rewritten (see "Shifted sums" in the
+    /// [fusion module docs](super)).
+    pub(crate) shifted: bool,
 }

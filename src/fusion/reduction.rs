@@ -26,7 +26,7 @@ pub(crate) fn effective(op: ReduceOp, dtype: DType) -> ReduceOp {
 /// The in-tile reduction for `op`.
 pub(crate) fn tile_op(op: ReduceOp) -> TileReduce {
     match op {
-        ReduceOp::Sum => TileReduce::Sum,
+        ReduceOp::Sum | ReduceOp::ShiftedExpSum | ReduceOp::ShiftedSquareSum => TileReduce::Sum,
         ReduceOp::Prod => TileReduce::Prod,
         ReduceOp::Max | ReduceOp::ArgMax => TileReduce::Max,
         ReduceOp::Min | ReduceOp::ArgMin => TileReduce::Min,
@@ -36,7 +36,7 @@ pub(crate) fn tile_op(op: ReduceOp) -> TileReduce {
 /// The accumulator update for `op`.
 pub(crate) fn acc_op(op: ReduceOp) -> BinaryOp {
     match op {
-        ReduceOp::Sum => BinaryOp::Add,
+        ReduceOp::Sum | ReduceOp::ShiftedExpSum | ReduceOp::ShiftedSquareSum => BinaryOp::Add,
         ReduceOp::Prod => BinaryOp::Mul,
         ReduceOp::Max | ReduceOp::ArgMax => BinaryOp::Maximum,
         ReduceOp::Min | ReduceOp::ArgMin => BinaryOp::Minimum,
@@ -59,7 +59,7 @@ pub(crate) fn identity(op: ReduceOp, dt: DType) -> Scalar {
         }
     };
     match op {
-        ReduceOp::Sum => v(0.0, 0),
+        ReduceOp::Sum | ReduceOp::ShiftedExpSum | ReduceOp::ShiftedSquareSum => v(0.0, 0),
         ReduceOp::Prod => v(1.0, 1),
         ReduceOp::Max | ReduceOp::ArgMax => v(f64::NEG_INFINITY, lo),
         ReduceOp::Min | ReduceOp::ArgMin => v(f64::INFINITY, hi),

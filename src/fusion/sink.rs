@@ -103,7 +103,7 @@ fn sink(out: &mut Vec<SubNode>, chain: &mut Vec<Option<usize>>, op: &Op, like: &
 }
 
 /// `nodes` less those that no output needs, except leaves, renumbered.
-fn live(nodes: Vec<SubNode>, outputs: Vec<usize>) -> Subgraph {
+pub(crate) fn live(nodes: Vec<SubNode>, outputs: Vec<usize>) -> Subgraph {
     let mut needed = vec![false; nodes.len()];
     for &o in &outputs {
         needed[o] = true;

@@ -296,7 +296,7 @@ fn evaluate_node(node: &SubNode, inputs: &[Input]) -> Result<Values> {
             })
         }
         Op::Cast => Ok(inputs[0].cast(dtype)),
-        Op::Reduce { op, axes } => reduce(node, *op, axes, &inputs[0]),
+        Op::Reduce { op, axes } => reduce(node, *op, axes, &inputs[0], inputs.get(1)),
         Op::Reshape | Op::Permute(_) | Op::Expand | Op::Slice { .. } => view(node, &inputs[0]),
         &Op::Cat { axis } => cat(node, axis, inputs),
         &Op::Gather { axis, select } => gather(node, axis, select, &inputs[0], &inputs[1]),
@@ -555,5 +555,7 @@ fn reduce_name(op: ReduceOp) -> &'static str {
         ReduceOp::Prod => "prod",
         ReduceOp::ArgMax => "argmax",
         ReduceOp::ArgMin => "argmin",
+        ReduceOp::ShiftedExpSum => "shifted_exp_sum",
+        ReduceOp::ShiftedSquareSum => "shifted_square_sum",
     }
 }

@@ -8,7 +8,13 @@ use crate::error::{dims, Error, Result};
 use crate::graph::subgraph::SubNode;
 use crate::ops::{ReduceOp, ScanOp};
 
-pub(super) fn reduce(node: &SubNode, op: ReduceOp, axes: &[usize], input: &Input) -> Result<Values> {
+pub(super) fn reduce(
+    node: &SubNode,
+    op: ReduceOp,
+    axes: &[usize],
+    input: &Input,
+    shift: Option<&Input>,
+) -> Result<Values> {
     let name = reduce_name(op);
     let in_dims = input.dims;
     let bad = |reason: String| Error::InvalidShape {
@@ -36,6 +42,24 @@ pub(super) fn reduce(node: &SubNode, op: ReduceOp, axes: &[usize], input: &Input
     let slots = strided_offsets(in_dims, &out_strides, 0);
     let n_out = node.shape.numel();
     let dtype = node.dtype;
+    if op.is_shifted() {
+        // Each element less its slot's shift, then exp or squared, summed.
+        let Some(shift) = shift.filter(|s| s.dims == node.shape.dims()) else {
+            return Err(bad(format!("a shifted sum takes a shift of shape {:?}", node.shape.dims())));
+        };
+        if !dtype.is_float() || input.dtype != dtype || shift.dtype != dtype {
+            return Err(Error::UnsupportedDType {
+                op: name,
+                dtype,
+                reason: "a shifted sum takes two floats of its dtype",
+            });
+        }
+        let (x, s) = (input.floats(dtype), shift.floats(dtype));
+        let f = if op == ReduceOp::ShiftedExpSum { f64::exp } else { |d: f64| d * d };
+        let terms: Vec<f64> = x.iter().zip(&slots).map(|(&v, &k)| f(v - s[k])).collect();
+        let sums = fold(&terms, &slots, n_out, 0.0, |a, b| a + b);
+        return Ok(Values::F(sums.into_iter().map(|v| round_to(v, dtype)).collect()));
+    }
     if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
         let &[axis] = axes else {
             return Err(bad("an arg-reduction takes exactly one axis".into()));

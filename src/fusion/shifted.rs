@@ -1,0 +1,200 @@
+//! Emitting the shifted sums of [`super::online`]: in-tile, where the shift
+//! is known before the terms, and as per-element statistics over a loop,
+//! where it is known only after the loop.
+
+use super::emit::Lowerer;
+use super::group::Space;
+use super::reduction::acc_dtype;
+use crate::dtype::{DType, Scalar};
+use crate::error::Result;
+use crate::graph::Op;
+use crate::kernels::ir::{AccId, Builder, ValueId, ValueType};
+use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
+
+/// The accumulators of one shifted sum over a loop, each a whole tile of
+/// the full space in the accumulation dtype.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Stats {
+    /// Each element's running maximum and `sum(exp(x - max))`.
+    Exp { max: AccId, sum: AccId },
+    /// Each element's first value `shift`, `Σ (x - shift)`, `Σ (x - shift)^2`
+    /// and the number of values.
+    Square {
+        shift: ValueId,
+        first: AccId,
+        second: AccId,
+        count: AccId,
+    },
+}
+
+/// The shifted sum's op of node `n`, if it is one.
+pub(crate) fn shifted_op(lw: &Lowerer, n: usize) -> Option<ReduceOp> {
+    match lw.cx.g.nodes[n].op {
+        Op::Reduce { op, .. } if op.is_shifted() => Some(op),
+        _ => None,
+    }
+}
+
+impl Lowerer<'_> {
+    fn float(&self, b: &mut Builder, v: f64, dt: DType, space: Space) -> ValueId {
+        b.constant(Scalar::Float(v, dt), dt, &self.tile(space))
+    }
+
+    /// The shift of shifted sum `n` (its operand 1, in the reduced space)
+    /// broadcast over the full tile, in dtype `dt`.
+    fn shift_over_tile(&mut self, b: &mut Builder, n: usize, dt: DType) -> Result<ValueId> {
+        let s = self.operand(b, n, 1)?;
+        let s = self.coerce(b, s, dt);
+        Ok(b.broadcast(s, &self.tile(Space::Full)))
+    }
+
+    /// Shifted sum `n` of a tile holding whole rows: the terms about the
+    /// known shift, reduced (the two-level form's arithmetic).
+    pub(crate) fn shifted_in_tile(&mut self, b: &mut Builder, n: usize, op: ReduceOp) -> Result<ValueId> {
+        let dtype = self.cx.g.nodes[n].dtype;
+        let dt = dtype.compute_type();
+        let x = self.operand(b, n, 0)?;
+        let x = self.coerce(b, x, dt);
+        let s = self.shift_over_tile(b, n, dt)?;
+        let d = b.binary(BinaryOp::Sub, x, s);
+        let t = match op {
+            ReduceOp::ShiftedExpSum => b.unary(UnaryOp::Exp, d),
+            _ => b.binary(BinaryOp::Mul, d, d),
+        };
+        Ok(self.reduce_tile(b, t, ReduceOp::Sum, dtype))
+    }
+
+    /// Declares the accumulators of shifted sum `n` before its loop; the
+    /// squares' shift is the element's value in the loop's first tile, so
+    /// the group's full-space nodes are computed for that tile first (in a
+    /// scope of their own, storing nothing).
+    pub(crate) fn shifted_stats(&mut self, b: &mut Builder, n: usize, op: ReduceOp) -> Result<Stats> {
+        let ad = acc_dtype(self.cx.g.nodes[n].dtype);
+        let ty = ValueType::new(ad, &self.tile(Space::Full));
+        let zero = Scalar::Float(0.0, ad);
+        if op == ReduceOp::ShiftedExpSum {
+            return Ok(Stats::Exp {
+                max: b.acc(ty.clone(), Scalar::Float(f64::NEG_INFINITY, ad)),
+                sum: b.acc(ty, zero),
+            });
+        }
+        let saved = self.scope_snapshot();
+        for m in self.group.nodes.clone() {
+            if m < n && self.space(m) == Space::Full && !matches!(self.cx.g.nodes[m].op, Op::Reduce { .. }) {
+                let v = self.node(b, m)?;
+                self.define_value(m, v);
+            }
+        }
+        let x = self.operand(b, n, 0)?;
+        let shift = self.coerce(b, x, ad);
+        self.restore_scope(saved);
+        Ok(Stats::Square {
+            shift,
+            first: b.acc(ty.clone(), zero),
+            second: b.acc(ty.clone(), zero),
+            count: b.acc(ty, zero),
+        })
+    }
+
+    /// One tile's update of the statistics of shifted sum `n`.
+    pub(crate) fn shifted_update(&mut self, b: &mut Builder, n: usize, stats: Stats) -> Result<()> {
+        let ad = acc_dtype(self.cx.g.nodes[n].dtype);
+        let x = self.operand(b, n, 0)?;
+        let x = self.coerce(b, x, self.cx.g.nodes[n].dtype.compute_type());
+        let x = self.coerce(b, x, ad);
+        let mask = self.mask(b);
+        let one = self.float(b, 1.0, ad, Space::Full);
+        let zero = self.float(b, 0.0, ad, Space::Full);
+        match stats {
+            Stats::Exp { max, sum } => {
+                // exp(-|x - m|) is the new term when x does not exceed the
+                // maximum m, and the factor that rescales the sum when it
+                // does (the sum then gains exp(0) = 1). Equal values (two
+                // infinities included) add 1.
+                let m = b.acc_read(max);
+                let d = b.binary(BinaryOp::Sub, x, m);
+                let a = b.unary(UnaryOp::Abs, d);
+                let a = b.unary(UnaryOp::Neg, a);
+                let e = b.unary(UnaryOp::Exp, a);
+                let equal = b.binary(BinaryOp::Eq, x, m);
+                let e = b.select(equal, one, e);
+                let up = b.binary(BinaryOp::Gt, x, m);
+                let mut factor = b.select(up, e, one);
+                let mut term = b.select(up, one, e);
+                let mut candidate = x;
+                if let Some(k) = mask {
+                    factor = b.select(k, factor, one);
+                    term = b.select(k, term, zero);
+                    let low = self.float(b, f64::NEG_INFINITY, ad, Space::Full);
+                    candidate = b.select(k, x, low);
+                }
+                b.acc_update(sum, BinaryOp::Mul, factor);
+                b.acc_update(sum, BinaryOp::Add, term);
+                b.acc_update(max, BinaryOp::Maximum, candidate);
+            }
+            Stats::Square {
+                shift,
+                first,
+                second,
+                count,
+            } => {
+                let mut d = b.binary(BinaryOp::Sub, x, shift);
+                let mut c = one;
+                if let Some(k) = mask {
+                    d = b.select(k, d, zero);
+                    c = b.select(k, one, zero);
+                }
+                let sq = b.binary(BinaryOp::Mul, d, d);
+                b.acc_update(first, BinaryOp::Add, d);
+                b.acc_update(second, BinaryOp::Add, sq);
+                b.acc_update(count, BinaryOp::Add, c);
+            }
+        }
+        Ok(())
+    }
+
+    /// Shifted sum `n` from its statistics after the loop, once its shift
+    /// (a reduced value computed after the loop) is known.
+    pub(crate) fn shifted_total(&mut self, b: &mut Builder, n: usize, stats: Stats) -> Result<ValueId> {
+        let ad = acc_dtype(self.cx.g.nodes[n].dtype);
+        let sum = |lw: &mut Self, b: &mut Builder, v: ValueId| lw.reduce_over(b, v, ReduceOp::Sum);
+        match stats {
+            Stats::Exp { max, sum: s } => {
+                // Σ sum · exp(m - shift) over the tile's elements.
+                let (m, s) = (b.acc_read(max), b.acc_read(s));
+                let shift = self.shift_over_tile(b, n, ad)?;
+                let d = b.binary(BinaryOp::Sub, m, shift);
+                let e = b.unary(UnaryOp::Exp, d);
+                let w = b.binary(BinaryOp::Mul, s, e);
+                Ok(sum(self, b, w))
+            }
+            Stats::Square {
+                shift,
+                first,
+                second,
+                count,
+            } => {
+                // Per element of the tile: its centred sum of squares, plus
+                // its count times the square of its mean's distance from
+                // the shift, Σ (x - s)^2 = M2 + c (mean - s)^2. The distance
+                // is taken as (k - s) + Σ (x - k) / c, both small where the
+                // values are near one another, so a large mean costs no
+                // digits.
+                let (s1, s2, c) = (b.acc_read(first), b.acc_read(second), b.acc_read(count));
+                let zero = self.float(b, 0.0, ad, Space::Full);
+                let some = b.binary(BinaryOp::Gt, c, zero);
+                let ratio = b.binary(BinaryOp::Div, s1, c);
+                let back = b.binary(BinaryOp::Mul, s1, ratio);
+                let centred = b.binary(BinaryOp::Sub, s2, back);
+                let s = self.shift_over_tile(b, n, ad)?;
+                let near = b.binary(BinaryOp::Sub, shift, s);
+                let dev = b.binary(BinaryOp::Add, near, ratio);
+                let dev2 = b.binary(BinaryOp::Mul, dev, dev);
+                let spread = b.binary(BinaryOp::Mul, c, dev2);
+                let part = b.binary(BinaryOp::Add, centred, spread);
+                let part = b.select(some, part, zero);
+                Ok(sum(self, b, part))
+            }
+        }
+    }
+}

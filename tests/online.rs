@@ -1,0 +1,181 @@
+//! Shifted sums (`sum(exp(x - max))`, `sum((x - mean)^2)`) planned as one
+//! pass: kernel counts of the row statistics at rows of one tile and rows
+//! longer than a tile, on the CPU's and the GPU's options, and their values
+//! against the f64 reference, in every float dtype and at the edges
+//! (infinite and NaN elements, rows of one repeated value, a large mean).
+
+mod common;
+
+use tilefuse::fusion::{plan, FusionOptions};
+use tilefuse::{DType, Tensor};
+
+/// Plans `outputs` with `opts`, checks every output against the reference
+/// and returns the number of kernels.
+fn kernels(name: &str, outputs: &[&Tensor], opts: &FusionOptions) -> usize {
+    let nodes: Vec<_> = outputs.iter().map(|t| t.node()).collect();
+    let g = tilefuse::graph::extract(&nodes);
+    let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+    let p = plan(&g, opts).unwrap();
+    let got = common::run_plan(&g, &p).unwrap();
+    for (i, (got, want)) in got.iter().zip(&want).enumerate() {
+        if let Err(e) = common::compare(got, want) {
+            panic!("{name} on {:?}, output {i}: {e}", opts.target);
+        }
+    }
+    p.kernels.len()
+}
+
+/// The row statistics of `x` over its last axis, each with the kernels it
+/// must take when a row is longer than one tile (`long`) or fits one.
+fn statistics(x: &Tensor, long: bool, opts: &FusionOptions) {
+    let last = x.rank() - 1;
+    let axis = last as isize;
+    let normalised = if long { 2 } else { 1 };
+    let cases: Vec<(&str, Vec<Tensor>, usize)> = vec![
+        ("logsumexp", vec![x.logsumexp(&[axis], true)], 1),
+        ("var", vec![x.var(&[axis], false)], 1),
+        ("std", vec![x.std(&[axis], true, 0)], 1),
+        ("mean and var", vec![x.mean(&[axis], true), x.var(&[axis], true)], 1),
+        ("softmax", vec![x.softmax(axis)], normalised),
+        ("log_softmax", vec![x.log_softmax(axis)], normalised),
+        ("layer_norm", vec![x.layer_norm(None, None, 1e-5)], normalised),
+    ];
+    for (name, outs, want) in cases {
+        let refs: Vec<&Tensor> = outs.iter().collect();
+        let name = format!("{name} of {}{:?}", x.dtype(), x.dims());
+        assert_eq!(kernels(&name, &refs, opts), want, "{name} on {:?}", opts.target);
+    }
+}
+
+#[test]
+fn row_statistics_of_one_tile_take_one_kernel() {
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        let x = common::exact_tensor(&[24, 300], dtype, 3, 16.0);
+        statistics(&x, false, &FusionOptions::cpu());
+        statistics(&x, false, &FusionOptions::gpu());
+    }
+}
+
+#[test]
+fn row_statistics_longer_than_a_tile_read_the_row_once() {
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        // Longer than the CPU's row tile.
+        let x = common::exact_tensor(&[6, 20000], dtype, 4, 16.0);
+        statistics(&x, true, &FusionOptions::cpu());
+        // With enough rows to fill the GPU's grid unsplit.
+        let x = common::exact_tensor(&[140, 17000], dtype, 5, 16.0);
+        statistics(&x, true, &FusionOptions::gpu());
+    }
+}
+
+/// Rows longer than a tile with values at the edges: all `-inf`; one
+/// `+inf`; one NaN; one finite value among `-inf`; one repeated value;
+/// values whose exponentials overflow f32 unshifted.
+fn edge_rows() -> Tensor {
+    let cols = 20000;
+    let rows = 6;
+    let v: Vec<f32> = (0..rows * cols)
+        .map(|i| {
+            let (r, c) = (i / cols, i % cols);
+            let u = ((c * 37 + r * 11) % 101) as f32 / 101.0;
+            match r {
+                0 => f32::NEG_INFINITY,
+                1 if c == 5000 => f32::INFINITY,
+                2 if c == cols - 1 => f32::NAN,
+                3 if c == 7777 => 2.5,
+                3 => f32::NEG_INFINITY,
+                4 => 0.75,
+                5 => 80.0 + 8.0 * u,
+                _ => u - 0.5,
+            }
+        })
+        .collect();
+    Tensor::from_vec(v, &[rows, cols])
+}
+
+#[test]
+fn edge_values_match_the_two_pass_reference() {
+    let x = edge_rows();
+    for opts in [FusionOptions::cpu(), FusionOptions::gpu()] {
+        for (name, y) in [
+            ("logsumexp", x.logsumexp(&[1], true)),
+            ("softmax", x.softmax(1)),
+            ("log_softmax", x.log_softmax(1)),
+            ("var", x.var(&[1], true)),
+            ("layer_norm", x.layer_norm(None, None, 1e-5)),
+        ] {
+            kernels(name, &[&y], &opts);
+        }
+    }
+}
+
+/// The variance of long rows with a mean of 1e4 and deviations below 1
+/// (which `E[x^2] - E[x]^2` would lose in f32) is right to 1e-4 of itself,
+/// on both options' plans.
+#[test]
+fn variance_of_a_large_mean_keeps_its_digits() {
+    let (rows, cols) = (140, 20000);
+    let vals: Vec<f32> = (0..rows * cols)
+        .map(|i| 1e4 + ((i % cols * 37 + i / cols * 11) % 101) as f32 / 101.0)
+        .collect();
+    let x = Tensor::from_vec(vals.clone(), &[rows, cols]);
+    let g = tilefuse::graph::extract(&[x.var(&[1], false).node()]);
+    for opts in [FusionOptions::cpu(), FusionOptions::gpu()] {
+        let p = plan(&g, &opts).unwrap();
+        assert_eq!(p.kernels.len(), 1, "{:?}", opts.target);
+        let got = &common::run_plan(&g, &p).unwrap()[0];
+        for (r, row) in vals.chunks(cols).enumerate() {
+            let mean = row.iter().map(|&v| v as f64).sum::<f64>() / cols as f64;
+            let want = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / cols as f64;
+            let got = got.get(r).to_f64();
+            assert!(
+                (got - want).abs() <= 1e-4 * want,
+                "var of row {r} on {:?}: got {got}, want {want}",
+                opts.target
+            );
+        }
+    }
+}
+
+/// Groups the statistics cannot run unsplit are planned without the
+/// rewrite, and stay right: a full variance, a few long rows on the GPU, a
+/// variance over the leading axis, over a middle axis, and through a
+/// transposed view.
+#[test]
+fn statistics_that_need_a_split_are_still_right() {
+    let long = common::exact_tensor(&[4, 30000], DType::F32, 6, 16.0);
+    let cols = common::exact_tensor(&[3000, 40], DType::BF16, 7, 16.0);
+    let middle = common::exact_tensor(&[6, 3000, 5], DType::F16, 8, 16.0);
+    for opts in [FusionOptions::cpu(), FusionOptions::gpu()] {
+        for (name, y) in [
+            ("var_all", long.var_all()),
+            ("logsumexp of few rows", long.logsumexp(&[1], false)),
+            ("softmax of few rows", long.softmax(1)),
+            ("var over axis 0", cols.var(&[0], true)),
+            ("logsumexp over axis 0", cols.logsumexp(&[0], true)),
+            ("var over a middle axis", middle.var(&[1], false)),
+            ("var of a transposed view", cols.transpose(0, 1).var(&[1], true)),
+        ] {
+            kernels(name, &[&y], &opts);
+        }
+    }
+}
+
+/// Shifts that are not the group's own statistic: the maximum of another
+/// tensor, a maximum that is an output too, a shift used by a second sum.
+#[test]
+fn shifts_from_elsewhere_are_right() {
+    for (dims, opts) in [([6, 20000], FusionOptions::cpu()), ([140, 17000], FusionOptions::gpu())] {
+        let x = common::exact_tensor(&dims, DType::F32, 9, 16.0);
+        let y = common::exact_tensor(&dims, DType::F32, 10, 8.0);
+        let other = (&x - &y.max(&[1], true)).exp().sum(&[1], true);
+        kernels("exp sum about another tensor's max", &[&other], &opts);
+        let m = x.max(&[1], true);
+        let lse = (&x - &m).exp().sum(&[1], true).log() + &m;
+        kernels("logsumexp with its max", &[&lse, &m], &opts);
+        let mean = x.mean(&[1], true);
+        let d = &x - &mean;
+        let both = [(&d * &d).sum(&[1], true), (&d).exp().sum(&[1], true)];
+        kernels("two sums about one mean", &[&both[0], &both[1]], &opts);
+    }
+}
