@@ -175,7 +175,7 @@ fn shifts_from_elsewhere_are_right() {
         kernels("logsumexp with its max", &[&lse, &m], &opts);
         let mean = x.mean(&[1], true);
         let d = &x - &mean;
-        let both = [(&d * &d).sum(&[1], true), (&d).exp().sum(&[1], true)];
+        let both = [(&d * &d).sum(&[1], true), d.exp().sum(&[1], true)];
         kernels("two sums about one mean", &[&both[0], &both[1]], &opts);
     }
 }

@@ -402,16 +402,17 @@ pub(crate) fn lower(
         .nodes
         .iter()
         .any(|&n| matches!(cx.g.nodes[n].op, Op::Reduce { op, .. } if op.is_shifted()));
+    let split = column_split_of(cx, group, stores, &axes);
     if shifted {
         let whole = matches!(axes[..], [a] if a.reduced && a.count() >= MIN_SPLIT_TILES);
         let few_rows = matches!(axes[..], [outer, row] if !outer.reduced && row.reduced
             && outer.extent < super::column_split::FEW_POINTS / 2 && row.count() > 1);
         let gpu = cx.opts.target == super::TileTarget::Gpu;
-        if whole || (gpu && few_rows) || gs.scan || column_split_of(cx, group, stores, &axes).is_some() {
+        if whole || (gpu && few_rows) || gs.scan || split.is_some() {
             return Ok(None);
         }
     }
-    if let Some(cs) = column_split_of(cx, group, stores, &axes).filter(|_| !windowed) {
+    if let Some(cs) = split.filter(|_| !windowed) {
         return column_split(cx, group, name, buffers, &accesses, &views, load_of, store_of, cs).map(Some);
     }
     // Fewer long rows than half the grid points a device wants, reduced

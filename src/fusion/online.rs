@@ -92,10 +92,10 @@ fn reduced_over(g: &Subgraph, n: usize, full: &[usize], axes: &[usize]) -> bool 
         }
         let node = &g.nodes[m];
         match &node.op {
-            Op::Reduce { axes: a, .. } => {
-                if a.as_slice() == axes && g.nodes[node.inputs[0]].shape.dims() == full {
-                    return true;
-                }
+            Op::Reduce { axes: a, .. }
+                if a.as_slice() == axes && g.nodes[node.inputs[0]].shape.dims() == full =>
+            {
+                return true;
             }
             op if op.is_elementwise() || matches!(op, Op::Reshape) => stack.extend(node.inputs.iter().copied()),
             _ => {}
