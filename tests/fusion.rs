@@ -126,10 +126,22 @@ fn large_full_sums_split_across_grid_points() {
 }
 
 #[test]
-fn rows_too_long_for_one_tile_materialise_each_reduction() {
-    // Softmax with rows of 2^15: the max, the sum and the output each need a kernel.
+fn rows_too_long_for_one_tile_take_a_statistics_kernel_and_an_output_kernel() {
+    // Softmax with rows of 2^15: the max and the sum of exponentials in one
+    // pass over the row, the output in a second.
     let g = pipelines::softmax(2, 1 << 15);
-    check_kernels(&g, 3);
+    assert_eq!(plan(&g, &FusionOptions::cpu()).unwrap().kernels.len(), 2);
+    // Two rows do not fill the GPU's grid: the row is split across it, and
+    // the max, the sum and the output each take a kernel.
+    assert_eq!(plan(&g, &FusionOptions::gpu()).unwrap().kernels.len(), 3);
+    // Enough rows to fill it keep the one-pass statistics.
+    assert_eq!(
+        plan(&pipelines::softmax(512, 1 << 15), &FusionOptions::gpu())
+            .unwrap()
+            .kernels
+            .len(),
+        2
+    );
     let opts = FusionOptions {
         max_row_tile: 1 << 16,
         ..FusionOptions::cpu()

@@ -751,3 +751,66 @@ fn sibling_reductions_of_one_tensor_match_the_reference() {
         }
     }
 }
+
+/// Row statistics whose shifted sums are one pass (logsumexp, var, mean
+/// with var; softmax, log_softmax and layer_norm, whose normalisation adds
+/// a second kernel when a row is longer than one tile): on the device in
+/// every float dtype, at rows of one tile and rows many tiles long, and at
+/// the edges (infinite and NaN elements, constant rows, values whose
+/// exponentials overflow unshifted), against the reference evaluator.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn one_pass_row_statistics_match_the_reference() {
+    let _g = gpu();
+    let cols = 17_000;
+    let edges: Vec<f32> = (0..300 * cols)
+        .map(|i| {
+            let (r, c) = (i / cols, i % cols);
+            let u = ((c * 37 + r * 11) % 101) as f32 / 101.0;
+            match r % 6 {
+                0 => f32::NEG_INFINITY,
+                1 if c == 5000 => f32::INFINITY,
+                2 if c == cols - 1 => f32::NAN,
+                3 if c == 7777 => 2.5,
+                3 => f32::NEG_INFINITY,
+                4 => 0.75,
+                5 => 80.0 + 8.0 * u,
+                _ => u - 0.5,
+            }
+        })
+        .collect();
+    let edges = Tensor::from_vec(edges, &[300, cols]);
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        for (dims, long) in [([2000, 700], false), ([300, cols], true)] {
+            let n = dims[0] * dims[1];
+            let x = Tensor::from_vec(data_f32(n, 21), &dims).cast(dtype).to(GPU);
+            let e = edges.cast(dtype).to(GPU);
+            Tensor::realize_all(&[&x, &e]).unwrap();
+            let normalised = if long { 2 } else { 1 };
+            let cases: Vec<(&str, Vec<Tensor>, usize)> = vec![
+                ("logsumexp", vec![x.logsumexp(&[1], true)], 1),
+                ("var", vec![x.var(&[1], false)], 1),
+                ("mean and var", vec![x.mean(&[1], true), x.var(&[1], true)], 1),
+                ("softmax", vec![x.softmax(1)], normalised),
+                ("log_softmax", vec![x.log_softmax(1)], normalised),
+                ("layer_norm", vec![x.layer_norm(None, None, 1e-5)], normalised),
+            ];
+            let mut all = cases;
+            if long {
+                all.push(("logsumexp of edge rows", vec![e.logsumexp(&[1], false)], 1));
+                all.push(("softmax of edge rows", vec![e.softmax(1)], 2));
+            }
+            for (name, outs, kernels) in all {
+                let want: Vec<HostBuffer> = outs.iter().map(reference_of).collect();
+                let refs: Vec<&Tensor> = outs.iter().collect();
+                Tensor::realize_all(&refs).unwrap();
+                let stats = last_realize_stats().unwrap();
+                assert_eq!(stats.kernels_launched, kernels, "{name} of {dtype}{dims:?}");
+                for (k, (got, want)) in outs.iter().zip(&want).enumerate() {
+                    compare(&host_of(got), want)
+                        .unwrap_or_else(|err| panic!("{name} of {dtype}{dims:?}, output {k}: {err}"));
+                }
+            }
+        }
+    }
+}

@@ -6,6 +6,12 @@
 //! misuse with the instruction that made it. Misuse the builder itself sees
 //! (an unknown view, value or accumulator; a constant that its dtype cannot
 //! hold) is recorded and reported by `finish` too, so no method panics.
+//!
+//! Pure instructions (constants, elementwise operations, selects, casts,
+//! broadcasts) are numbered by value: asking again for one already made
+//! with the same operands, in the block being filled or a block around it,
+//! returns the value made first. A lowering can then compute a term where
+//! it needs it without computing it twice.
 
 use super::{
     verify, AccDecl, AccId, Access, Accuracy, AtomicOp, Dims, IndexExpr, Inst, LoopId, MathMode, Param, ParamId,
@@ -14,6 +20,18 @@ use super::{
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::ops::{BinaryOp, Padding, ThreadScope, UnaryOp};
+use std::collections::HashMap;
+
+/// A pure instruction by what it computes: its operation and operands.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Pure {
+    Const(ScalarKey, ValueType),
+    Unary(UnaryOp, ValueId),
+    Binary(BinaryOp, ValueId, ValueId),
+    Select(ValueId, ValueId, ValueId),
+    Cast(ValueId, DType),
+    Broadcast(ValueId, Dims<u32>),
+}
 
 /// Builds a [`Program`] instruction by instruction.
 ///
@@ -43,6 +61,8 @@ pub struct Builder {
     blocks: Vec<Vec<Inst>>,
     /// Misuse seen while building, reported by `finish`.
     errors: Vec<String>,
+    /// The pure values made in each block of `blocks`, by what they compute.
+    known: Vec<HashMap<Pure, ValueId>>,
 }
 
 impl Builder {
@@ -64,6 +84,7 @@ impl Builder {
             },
             blocks: vec![Vec::new()],
             errors: Vec::new(),
+            known: vec![HashMap::new()],
         }
     }
 
@@ -243,9 +264,8 @@ impl Builder {
     /// a value an integer or bool dtype cannot hold exactly is misuse).
     pub fn constant(&mut self, value: Scalar, dtype: DType, shape: &[u32]) -> ValueId {
         let value = self.scalar_of(value, dtype, "constant");
-        let dst = self.value(ValueType::new(dtype, shape));
-        self.push(Inst::Const { dst, value });
-        dst
+        let ty = ValueType::new(dtype, shape);
+        self.pure(Pure::Const(value, ty.clone()), ty, |dst| Inst::Const { dst, value })
     }
 
     /// Declares the next scalar argument of the launch, of `dtype`.
@@ -286,9 +306,7 @@ impl Builder {
     /// `op(src)` elementwise, of `src`'s type.
     pub fn unary(&mut self, op: UnaryOp, src: ValueId) -> ValueId {
         let ty = self.type_of(src);
-        let dst = self.value(ty);
-        self.push(Inst::Unary { dst, op, src });
-        dst
+        self.pure(Pure::Unary(op, src), ty, |dst| Inst::Unary { dst, op, src })
     }
 
     /// `op(lhs, rhs)` elementwise: of `lhs`'s type, or bool for comparisons.
@@ -297,39 +315,34 @@ impl Builder {
         if op.is_comparison() {
             ty.dtype = DType::Bool;
         }
-        let dst = self.value(ty);
-        self.push(Inst::Binary { dst, op, lhs, rhs });
-        dst
+        self.pure(Pure::Binary(op, lhs, rhs), ty, |dst| Inst::Binary { dst, op, lhs, rhs })
     }
 
     /// `cond ? on_true : on_false` elementwise, of `on_true`'s type.
     pub fn select(&mut self, cond: ValueId, on_true: ValueId, on_false: ValueId) -> ValueId {
         let ty = self.type_of(on_true);
-        let dst = self.value(ty);
-        self.push(Inst::Select {
+        self.pure(Pure::Select(cond, on_true, on_false), ty, |dst| Inst::Select {
             dst,
             cond,
             on_true,
             on_false,
-        });
-        dst
+        })
     }
 
     /// `src` converted to `dtype`.
     pub fn cast(&mut self, src: ValueId, dtype: DType) -> ValueId {
         let mut ty = self.type_of(src);
         ty.dtype = dtype;
-        let dst = self.value(ty);
-        self.push(Inst::Cast { dst, src });
-        dst
+        self.pure(Pure::Cast(src, dtype), ty, |dst| Inst::Cast { dst, src })
     }
 
     /// `src` with its size-1 axes repeated to `shape`.
     pub fn broadcast(&mut self, src: ValueId, shape: &[u32]) -> ValueId {
-        let dtype = self.type_of(src).dtype;
-        let dst = self.value(ValueType::new(dtype, shape));
-        self.push(Inst::Broadcast { dst, src });
-        dst
+        let ty = ValueType::new(self.type_of(src).dtype, shape);
+        self.pure(Pure::Broadcast(src, ty.shape.clone()), ty, |dst| Inst::Broadcast {
+            dst,
+            src,
+        })
     }
 
     /// The reduction of `src` along `axis`, kept with length 1.
@@ -396,9 +409,9 @@ impl Builder {
     pub fn loop_(&mut self, count: u64, body: impl FnOnce(&mut Builder, LoopId)) -> LoopId {
         let var = LoopId(self.program.loops);
         self.program.loops += 1;
-        self.blocks.push(Vec::new());
+        self.open();
         body(self, var);
-        let body = self.blocks.pop().unwrap_or_default();
+        let body = self.close();
         self.push(Inst::Loop { var, count, body });
         var
     }
@@ -428,9 +441,9 @@ impl Builder {
     /// of grid points that differ only along grid axis `axis`, after all of
     /// them, counting finished points in the `u32` parameter `counter`.
     pub fn last_point(&mut self, axis: u8, counter: ParamId, body: impl FnOnce(&mut Builder)) {
-        self.blocks.push(Vec::new());
+        self.open();
         body(self);
-        let body = self.blocks.pop().unwrap_or_default();
+        let body = self.close();
         self.push(Inst::LastPoint { axis, counter, body });
     }
 
@@ -456,6 +469,32 @@ impl Builder {
         self.program.body = self.blocks.pop().unwrap_or_default();
         verify(&self.program)?;
         Ok(self.program)
+    }
+
+    /// Starts a nested block.
+    fn open(&mut self) {
+        self.blocks.push(Vec::new());
+        self.known.push(HashMap::new());
+    }
+
+    /// Ends the innermost block, whose values are not seen after it.
+    fn close(&mut self) -> Vec<Inst> {
+        self.known.pop();
+        self.blocks.pop().unwrap_or_default()
+    }
+
+    /// The value computing `key`: one made before in this block or a block
+    /// around it, else a new one of type `ty` made by `inst`.
+    fn pure(&mut self, key: Pure, ty: ValueType, inst: impl FnOnce(ValueId) -> Inst) -> ValueId {
+        if let Some(&v) = self.known.iter().rev().find_map(|k| k.get(&key)) {
+            return v;
+        }
+        let dst = self.value(ty);
+        self.push(inst(dst));
+        if let Some(k) = self.known.last_mut() {
+            k.insert(key, dst);
+        }
+        dst
     }
 
     fn push(&mut self, inst: Inst) {
