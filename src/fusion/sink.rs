@@ -1,4 +1,4 @@
-//! Views moved below short elementwise chains of leaves.
+//! Views and gathers moved below short elementwise chains of leaves.
 //!
 //! A view (permute, reshape, expand, slice) of an elementwise chain whose
 //! every base is a leaf (`Data` or `Full`) is the same chain over views of
@@ -10,6 +10,11 @@
 //! back. Chains of at most [`MAX_SUNK`] ops are moved, so the work a
 //! broadcast repeats stays a few instructions per element; random nodes
 //! are not moved (their values depend on their own row-major positions).
+//!
+//! A gather (or `index_select`) of such a chain is the chain over gathers
+//! of its data with the same index, `cast(x).gather(1, i)` being
+//! `x.gather(1, i).cast()`, so the chain is not stored for the gather to
+//! read; chains with a constant among their leaves are left as they are.
 //!
 //! The rewrite keeps every leaf, in order (data are bound and constants
 //! given by their order among the leaves), and drops the nodes no output
@@ -35,7 +40,11 @@ pub(crate) fn sink_views(g: &Subgraph) -> Cow<'_, Subgraph> {
         let at = match inputs.first() {
             Some(&e) if is_view(&n.op) && chain[e].is_some_and(|c| c > 0) => {
                 moved = true;
-                sink(&mut out, &mut chain, &n.op, n, e)
+                sink(&mut out, &mut chain, &n.op, n, e, None)
+            }
+            Some(&e) if matches!(n.op, Op::Gather { .. }) && chain[e].is_some_and(|c| c > 0) && !has_full(&out, e) => {
+                moved = true;
+                sink(&mut out, &mut chain, &n.op, n, e, Some(inputs[1]))
             }
             _ => push(
                 &mut out,
@@ -52,6 +61,15 @@ pub(crate) fn sink_views(g: &Subgraph) -> Cow<'_, Subgraph> {
         return Cow::Borrowed(g);
     }
     Cow::Owned(live(out, g.outputs.iter().map(|&o| map[o]).collect()))
+}
+
+/// Whether a constant is among the leaves of chain `e` (a gather of one
+/// would be computed as data; a gather is not moved above it).
+fn has_full(out: &[SubNode], e: usize) -> bool {
+    match &out[e].op {
+        Op::Full(_) => true,
+        _ => out[e].inputs.iter().any(|&p| has_full(out, p)),
+    }
 }
 
 fn is_view(op: &Op) -> bool {
@@ -75,21 +93,29 @@ fn push(out: &mut Vec<SubNode>, chain: &mut Vec<Option<usize>>, node: SubNode) -
     out.len() - 1
 }
 
-/// The view `op` (shaped like `like`) applied to new node `e`: below `e`
-/// when `e` is elementwise, on top of it when it is a leaf or a view of one.
-fn sink(out: &mut Vec<SubNode>, chain: &mut Vec<Option<usize>>, op: &Op, like: &SubNode, e: usize) -> usize {
+/// The view or gather `op` (shaped like `like`, a gather's index
+/// `index`) applied to new node `e`: below `e` when `e` is elementwise, on
+/// top of it when it is a leaf or a view of one.
+fn sink(
+    out: &mut Vec<SubNode>,
+    chain: &mut Vec<Option<usize>>,
+    op: &Op,
+    like: &SubNode,
+    e: usize,
+    index: Option<usize>,
+) -> usize {
     let node = &out[e];
     if !node.op.is_elementwise() {
         let view = SubNode {
             op: op.clone(),
             shape: like.shape.clone(),
             dtype: node.dtype,
-            inputs: [e].into_iter().collect(),
+            inputs: [e].into_iter().chain(index).collect(),
         };
         return push(out, chain, view);
     }
     let (elementwise, dtype, operands) = (node.op.clone(), node.dtype, node.inputs.clone());
-    let inputs = operands.iter().map(|&p| sink(out, chain, op, like, p)).collect();
+    let inputs = operands.iter().map(|&p| sink(out, chain, op, like, p, index)).collect();
     push(
         out,
         chain,
@@ -169,6 +195,40 @@ mod tests {
         assert_eq!(s.nodes[3].shape, Shape::new(&[5, 3]));
         assert_eq!(s.nodes[3].dtype, DType::I32);
         assert_eq!(s.outputs, [3]);
+    }
+
+    #[test]
+    fn a_gather_of_a_data_chain_gathers_the_data_and_one_of_a_constant_stays() {
+        let data = |shape: &[usize], dtype| {
+            let storage = crate::storage::Storage::Host(crate::storage::HostBuffer::zeros(dtype, 0));
+            node(Op::Data(std::sync::Arc::new(storage)), shape, dtype, &[])
+        };
+        let gather = Op::Gather { axis: 1, select: false };
+        let g = Subgraph {
+            nodes: vec![
+                data(&[4, 6], DType::F16),
+                node(Op::Cast, &[4, 6], DType::F32, &[0]),
+                data(&[4, 1], DType::I64),
+                node(gather.clone(), &[4, 1], DType::F32, &[1, 2]),
+            ],
+            outputs: vec![3],
+        };
+        let s = sink_views(&g);
+        let ops: Vec<String> = s.nodes.iter().map(|n| n.op.name()).collect();
+        assert_eq!(ops, ["data", "data", "gather(axis 1)", "cast"], "{s:?}");
+        assert_eq!((s.nodes[2].dtype, s.nodes[2].inputs.as_slice()), (DType::F16, &[0, 1][..]));
+        assert_eq!((s.nodes[3].shape.dims(), s.nodes[3].dtype), (&[4, 1][..], DType::F32));
+        let g = Subgraph {
+            nodes: vec![
+                data(&[4, 6], DType::F32),
+                leaf(&[4, 6], DType::F32),
+                node(Op::Binary(crate::graph::BinaryOp::Mul), &[4, 6], DType::F32, &[0, 1]),
+                data(&[4, 1], DType::I64),
+                node(gather, &[4, 1], DType::F32, &[2, 3]),
+            ],
+            outputs: vec![4],
+        };
+        assert!(matches!(sink_views(&g), Cow::Borrowed(_)));
     }
 
     #[test]
