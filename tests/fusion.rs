@@ -690,3 +690,32 @@ fn views_of_leaf_chains_are_recomputed_in_their_consumer() {
         }
     }
 }
+
+/// A gather of a cast of data gathers the data and casts what it gathered,
+/// in the kernel of the gather's consumer, on the CPU's and the GPU's
+/// options; the values are the reference's.
+#[test]
+fn a_gather_of_a_cast_is_one_kernel() {
+    let (rows, cols) = (301, 517);
+    let raw: Vec<f32> = (0..rows * cols).map(|i| ((i * 37) % 201) as f32 - 100.0).collect();
+    let x = tilefuse::Tensor::from_vec(raw, &[rows, cols]).cast(DType::F16);
+    x.realize().unwrap();
+    let labels: Vec<i64> = (0..rows as i64).map(|i| i * 7919 % cols as i64).collect();
+    let labels = tilefuse::Tensor::from_vec(labels, &[rows, 1]);
+    let f = x.cast(DType::F32);
+    let y = &f.logsumexp(&[1], true) - &f.gather(1, &labels);
+    let g = tilefuse::graph::extract(&[y.node()]);
+    let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+    for opts in [FusionOptions::cpu(), FusionOptions::gpu()] {
+        let p = plan(&g, &opts).unwrap();
+        assert_eq!(
+            p.kernels.len(),
+            1,
+            "{:?}:\n{}",
+            opts.target,
+            explain(&g, &opts).unwrap()
+        );
+        let got = common::run_plan(&g, &p).unwrap();
+        common::compare(&got[0], &want[0]).unwrap();
+    }
+}

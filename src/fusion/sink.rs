@@ -198,40 +198,6 @@ mod tests {
     }
 
     #[test]
-    fn a_gather_of_a_data_chain_gathers_the_data_and_one_of_a_constant_stays() {
-        let data = |shape: &[usize], dtype| {
-            let storage = crate::storage::Storage::Host(crate::storage::HostBuffer::zeros(dtype, 0));
-            node(Op::Data(std::sync::Arc::new(storage)), shape, dtype, &[])
-        };
-        let gather = Op::Gather { axis: 1, select: false };
-        let g = Subgraph {
-            nodes: vec![
-                data(&[4, 6], DType::F16),
-                node(Op::Cast, &[4, 6], DType::F32, &[0]),
-                data(&[4, 1], DType::I64),
-                node(gather.clone(), &[4, 1], DType::F32, &[1, 2]),
-            ],
-            outputs: vec![3],
-        };
-        let s = sink_views(&g);
-        let ops: Vec<String> = s.nodes.iter().map(|n| n.op.name()).collect();
-        assert_eq!(ops, ["data", "data", "gather(axis 1)", "cast"], "{s:?}");
-        assert_eq!((s.nodes[2].dtype, s.nodes[2].inputs.as_slice()), (DType::F16, &[0, 1][..]));
-        assert_eq!((s.nodes[3].shape.dims(), s.nodes[3].dtype), (&[4, 1][..], DType::F32));
-        let g = Subgraph {
-            nodes: vec![
-                data(&[4, 6], DType::F32),
-                leaf(&[4, 6], DType::F32),
-                node(Op::Binary(crate::graph::BinaryOp::Mul), &[4, 6], DType::F32, &[0, 1]),
-                data(&[4, 1], DType::I64),
-                node(gather, &[4, 1], DType::F32, &[2, 3]),
-            ],
-            outputs: vec![4],
-        };
-        assert!(matches!(sink_views(&g), Cow::Borrowed(_)));
-    }
-
-    #[test]
     fn chains_over_computed_values_long_chains_and_random_nodes_stay() {
         let exp = Op::Unary(UnaryOp::Exp);
         let mut nodes = vec![leaf(&[4, 6], DType::F32)];
