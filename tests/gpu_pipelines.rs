@@ -763,23 +763,7 @@ fn sibling_reductions_of_one_tensor_match_the_reference() {
 fn one_pass_row_statistics_match_the_reference() {
     let _g = gpu();
     let cols = 17_000;
-    let edges: Vec<f32> = (0..300 * cols)
-        .map(|i| {
-            let (r, c) = (i / cols, i % cols);
-            let u = ((c * 37 + r * 11) % 101) as f32 / 101.0;
-            match r % 6 {
-                0 => f32::NEG_INFINITY,
-                1 if c == 5000 => f32::INFINITY,
-                2 if c == cols - 1 => f32::NAN,
-                3 if c == 7777 => 2.5,
-                3 => f32::NEG_INFINITY,
-                4 => 0.75,
-                5 => 80.0 + 8.0 * u,
-                _ => u - 0.5,
-            }
-        })
-        .collect();
-    let edges = Tensor::from_vec(edges, &[300, cols]);
+    let edges = common::edge_rows(300, cols);
     for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
         for (dims, long) in [([2000, 700], false), ([300, cols], true)] {
             let n = dims[0] * dims[1];

@@ -68,34 +68,9 @@ fn row_statistics_longer_than_a_tile_read_the_row_once() {
     }
 }
 
-/// Rows longer than a tile with values at the edges: all `-inf`; one
-/// `+inf`; one NaN; one finite value among `-inf`; one repeated value;
-/// values whose exponentials overflow f32 unshifted.
-fn edge_rows() -> Tensor {
-    let cols = 20000;
-    let rows = 6;
-    let v: Vec<f32> = (0..rows * cols)
-        .map(|i| {
-            let (r, c) = (i / cols, i % cols);
-            let u = ((c * 37 + r * 11) % 101) as f32 / 101.0;
-            match r {
-                0 => f32::NEG_INFINITY,
-                1 if c == 5000 => f32::INFINITY,
-                2 if c == cols - 1 => f32::NAN,
-                3 if c == 7777 => 2.5,
-                3 => f32::NEG_INFINITY,
-                4 => 0.75,
-                5 => 80.0 + 8.0 * u,
-                _ => u - 0.5,
-            }
-        })
-        .collect();
-    Tensor::from_vec(v, &[rows, cols])
-}
-
 #[test]
 fn edge_values_match_the_two_pass_reference() {
-    let x = edge_rows();
+    let x = common::edge_rows(6, 20000);
     for opts in [FusionOptions::cpu(), FusionOptions::gpu()] {
         for (name, y) in [
             ("logsumexp", x.logsumexp(&[1], true)),

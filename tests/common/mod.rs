@@ -15,6 +15,29 @@ use tilefuse::{DType, Scalar, Shape};
 pub mod fuzzgen;
 pub mod thresholds;
 
+/// `rows` rows of `cols` (more than 7777) values at the edges of row
+/// statistics, repeating every six rows: all `-inf`; one `+inf`; one NaN;
+/// one finite value among `-inf`; one repeated value; values whose
+/// exponentials overflow f32 unshifted.
+pub fn edge_rows(rows: usize, cols: usize) -> tilefuse::Tensor {
+    let v: Vec<f32> = (0..rows * cols)
+        .map(|i| {
+            let (r, c) = (i / cols, i % cols);
+            let u = ((c * 37 + r * 11) % 101) as f32 / 101.0;
+            match r % 6 {
+                0 => f32::NEG_INFINITY,
+                1 if c == 5000 => f32::INFINITY,
+                2 if c == cols - 1 => f32::NAN,
+                3 if c == 7777 => 2.5,
+                3 => f32::NEG_INFINITY,
+                4 => 0.75,
+                _ => 80.0 + 8.0 * u,
+            }
+        })
+        .collect();
+    tilefuse::Tensor::from_vec(v, &[rows, cols])
+}
+
 /// A realized tensor of `shape` whose values `((7i + 13 seed) % 23 - 11) /
 /// divisor` (a power-of-two `divisor`) are exact in every dtype.
 pub fn exact_tensor(shape: &[usize], dtype: DType, seed: i64, divisor: f64) -> tilefuse::Tensor {
