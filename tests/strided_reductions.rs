@@ -163,7 +163,14 @@ fn every_split_program_assembles_without_spilling() {
         return;
     };
     let mut modules = Modules::default();
-    let all = [reduction_cases(), arg_cases(), transposed_cases(), row_arg_cases()].concat();
+    let all = [
+        reduction_cases(),
+        arg_cases(),
+        transposed_cases(),
+        row_arg_cases(),
+        several_column_cases(),
+    ]
+    .concat();
     for (here, g) in &all {
         for k in &plan(g, &FusionOptions::gpu()).unwrap().kernels {
             modules.add(here, &k.program).unwrap_or_else(|e| panic!("{e}"));
@@ -466,6 +473,48 @@ fn narrow_column_reductions_split_across_the_rows_on_the_cpu() {
                 .all(|k| !matches!(k.strategy, Strategy::ColumnSplit { .. })),
             "{op:?} of {shape:?}: {}",
             explain(&g, &opts).unwrap()
+        );
+    }
+}
+
+/// Reductions over a strided axis whose kept axes after the rows do not
+/// coalesce, because the result orders them otherwise than memory does
+/// (a permuted view): the split keeps them as column axes of their own,
+/// with an outer kept axis or without, for sums, means, maxima and arg
+/// reductions.
+fn several_column_cases() -> Vec<(String, Subgraph)> {
+    let cases: [(&[usize], &[usize], DType, ReduceOp, bool); 6] = [
+        (&[4001, 130, 3], &[2, 0, 1], DType::F16, ReduceOp::Sum, false),
+        (&[4001, 130, 3], &[2, 0, 1], DType::F32, ReduceOp::Sum, true),
+        (&[4001, 130, 3], &[2, 0, 1], DType::BF16, ReduceOp::ArgMax, false),
+        (&[4001, 130, 3], &[2, 0, 1], DType::I32, ReduceOp::Max, false),
+        (&[3, 4001, 5, 67], &[0, 1, 3, 2], DType::F64, ReduceOp::Min, false),
+        (&[3, 4001, 5, 67], &[0, 1, 3, 2], DType::F32, ReduceOp::ArgMin, false),
+    ];
+    cases
+        .into_iter()
+        .map(|(shape, perm, dtype, op, mean)| {
+            let numel: usize = shape.iter().product();
+            let mut g = G::default();
+            let x = input(&mut g, dtype, shape, &[numel / 3, numel / 3 + 7, numel - 5]);
+            let v = g.permute(x, perm);
+            let r = if mean { g.mean(v, &[1]) } else { g.reduce(op, v, &[1]) };
+            let here = format!("{op:?} (mean {mean}) over axis 1 of {dtype}{shape:?} permuted {perm:?}");
+            (here, g.finish(&[r]))
+        })
+        .collect()
+}
+
+#[test]
+fn strided_reductions_with_several_kept_axes_after_the_rows_split_across_the_grid() {
+    for (here, g) in several_column_cases() {
+        check_split(&g, &here);
+        // The columns stay apart: the strategy names two column axes.
+        let k = &plan(&g, &FusionOptions::gpu()).unwrap().kernels[0];
+        assert!(
+            matches!(&k.strategy, Strategy::ColumnSplit { columns, .. } if columns.len() == 2),
+            "{here}: {}",
+            k.strategy
         );
     }
 }

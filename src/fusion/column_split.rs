@@ -1,18 +1,25 @@
 //! Reductions over a strided axis split across the rows (on a GPU, and on
 //! the CPU where the kept columns are a few tiles).
 //!
-//! A reduction over a first or middle axis (coalesced `[rows, cols]` or
-//! `[outer, rows, cols]`, rows reduced, the columns contiguous) has only
-//! `outer × cols / tile` grid points, too few to fill a GPU. Here the rows
-//! are cut into `parts` runs: the kernel has grid `[outer, parts, column
-//! tiles]` (no outer axis: `[parts, column tiles]`), each point reducing its
-//! run of rows into a row of an `[outer, parts, cols]` partials buffer, one
-//! per reduction (sum and max of one input share the read). The points of
-//! one column tile count themselves out on that tile's counter, and the
-//! last of them ([`Inst::LastPoint`](crate::kernels::ir::Inst::LastPoint)
-//! over the parts axis) reduces the tile's columns of the partials in row
-//! order into the result. Both orders are fixed, so the result does not
-//! depend on scheduling.
+//! A reduction over a first or middle axis (coalesced `[outer..., rows,
+//! cols...]`, rows reduced, the kept axes after them the columns) has only
+//! `outer × column tiles` grid points, too few to fill a GPU. Here the
+//! rows are cut into `parts` runs: the kernel has grid `[outer..., parts,
+//! column tiles...]`, each point reducing its run of rows into a row of an
+//! `[outer..., parts, cols...]` partials buffer, one per reduction (sum and
+//! max of one input share the read). The points of one column tile count
+//! themselves out on that tile's counter, and the last of them
+//! ([`Inst::LastPoint`](crate::kernels::ir::Inst::LastPoint) over the
+//! parts axis) reduces the tile's columns of the partials in row order
+//! into the result. Both orders are fixed, so the result does not depend
+//! on scheduling.
+//!
+//! The columns are usually one axis. They are several where the result
+//! orders kept axes otherwise than memory does (the sum over axis 1 of a
+//! `[rows, a, b]` tensor permuted to `[b, rows, a]`: memory has `a` outside
+//! `b`, the result `b` outside `a`), so the two do not coalesce; each is
+//! then a column axis with a tile of its own, the tile's elements shared
+//! innermost first.
 //!
 //! Where no divisor of the rows is near the wanted number of runs (a prime
 //! row count), the runs start `rows / parts` apart and each also reads the
@@ -77,20 +84,44 @@ pub(crate) struct ColumnSplit {
     reduces: Vec<usize>,
     /// Whether the one reduction is an argmax or argmin.
     arg: bool,
-    /// The extent of the kept axis outside the rows, if there is one.
-    outer: Option<u64>,
+    /// The extents of the kept axes outside the rows, outermost first.
+    lead: Vec<u64>,
     /// Runs of rows (grid points along the rows).
     parts: u64,
     /// Rows between the starts of two runs.
     step: u64,
     /// Rows each run reads: `step`, plus the rows the parts do not divide.
     rows_per_part: u64,
-    /// The partial kernel's tile: rows, columns.
-    tile: (u32, u32),
+    /// The partial kernel's tile along the rows.
+    row_tile: u32,
+    /// The extents of the kept axes after the rows (the columns), and the
+    /// partial kernel's tile along each.
+    cols: Vec<u64>,
+    col_tiles: Vec<u32>,
 }
 
-/// `Some` when `group` is a reduction over a strided axis (the
-/// coalesced axes `[rows, cols]` or `[outer, rows, cols]`, rows reduced)
+/// The tiles of column axes `cols` (outermost first) sharing `budget`
+/// elements, innermost first, in powers of two.
+fn column_tiles(cols: &[u64], budget: u64) -> Vec<u32> {
+    let mut left = budget.max(1);
+    let mut tiles = vec![1; cols.len()];
+    for (t, &c) in tiles.iter_mut().zip(cols).rev() {
+        let take = pow2(c).min(left);
+        *t = take as u32;
+        left = (left / take).max(1);
+    }
+    tiles
+}
+
+/// The grid points along the column axes: tiles of each, multiplied.
+fn column_points(cols: &[u64], tiles: &[u32]) -> u64 {
+    cols.iter().zip(tiles).map(|(&c, &t)| c.div_ceil(t as u64)).product()
+}
+
+/// `Some` when `group` is a reduction over a strided axis (the coalesced
+/// axes `[outer..., rows, cols...]`, rows reduced, at least one column
+/// axis: kept axes after the rows that do not coalesce, because the
+/// result orders them otherwise than memory does, are column axes each)
 /// of at least a million elements whose kept tiles are too few to fill the
 /// device: one or more reductions of one input space (sum, max, a mean's
 /// sum ...), or one argmax/argmin (after its input's chain, with maxima or
@@ -113,14 +144,15 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
     } else {
         (CPU_FEW_POINTS, CPU_SPLIT_POINTS)
     };
-    let (outer, rows, cols) = match axes {
-        [rows, cols] => (None, rows, cols),
-        [outer, rows, cols] if !outer.reduced => (Some(outer.extent), rows, cols),
-        _ => return None,
-    };
-    if !rows.reduced || cols.reduced {
+    let at = axes.iter().position(|a| a.reduced)?;
+    let rows = axes[at];
+    let lead: Vec<u64> = axes[..at].iter().map(|a| a.extent).collect();
+    let cols: Vec<u64> = axes[at + 1..].iter().map(|a| a.extent).collect();
+    // The split views add the parts axis.
+    if cols.is_empty() || axes[at + 1..].iter().any(|a| a.reduced) || axes.len() + 1 > crate::shape::MAX_RANK {
         return None;
     }
+    let width: u64 = cols.iter().product();
     let g = cx.g;
     let reduces: Vec<usize> = group
         .nodes
@@ -139,26 +171,32 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
     if reduces.is_empty() || !reduced_results || stores.is_empty() || (arg && !gpu) {
         return None;
     }
-    let o = outer.unwrap_or(1);
+    let o: u64 = lead.iter().product();
     // An arg reduction keeps a value and an i64 index per element of the
     // tile: half the tile, a quarter with 8-byte values, keeps them in
     // registers.
+    // Other reductions keep 16 KiB of accumulators: 8-byte ones (f64,
+    // i64) half the elements (at the whole tile an f64 minimum over two
+    // column axes spilled on sm_75 and sm_80).
+    let wide = |n: usize| g.nodes[n].dtype.size_in_bytes() >= 8;
     let partial_tile = match arg {
+        false if reduces.iter().any(|&r| acc_dtype(g.nodes[r].dtype).size_in_bytes() >= 8) => PARTIAL_TILE / 2,
         false => PARTIAL_TILE,
-        true if g.nodes[g.nodes[reduces[0]].inputs[0]].dtype.size_in_bytes() >= 8 => PARTIAL_TILE / 4,
+        true if wide(g.nodes[reduces[0]].inputs[0]) => PARTIAL_TILE / 4,
         true => PARTIAL_TILE / 2,
     };
     // The CPU executor's tiles are rows of up to the whole partial tile.
     let widest = if gpu { PARTIAL_TILE / 4 } else { PARTIAL_TILE };
-    let mut col_tile = pow2(cols.extent).min(widest);
+    let padded: u64 = cols.iter().map(|&c| pow2(c)).product();
+    let mut col_tile = padded.min(widest);
     let row_tile = (partial_tile / col_tile).min(pow2(rows.extent));
-    let col_tiles = cols.extent.div_ceil(col_tile);
-    if o * col_tiles >= few_points || rows.extent < 4 * row_tile || o * rows.extent * cols.extent < MIN_ELEMENTS {
+    let col_points = column_points(&cols, &column_tiles(&cols, col_tile));
+    if o * col_points >= few_points || rows.extent < 4 * row_tile || o * rows.extent * width < MIN_ELEMENTS {
         return None;
     }
     // Narrower column tiles until the last point of a tile reads few
     // partials (on a GPU; the CPU executor wants its tiles wide).
-    let parts_for = |col_tile: u64| wanted_points.div_ceil(o * cols.extent.div_ceil(col_tile));
+    let parts_for = |col_tile: u64| wanted_points.div_ceil(o * column_points(&cols, &column_tiles(&cols, col_tile)));
     while gpu && col_tile > MIN_COL_TILE && parts_for(col_tile) * col_tile > LAST_POINT_READ {
         col_tile /= 2;
     }
@@ -168,14 +206,16 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
     let divisor = (1..=most).rev().find(|d| rows.extent % d == 0).unwrap_or(1);
     let parts = if 2 * divisor >= most { divisor } else { most };
     let step = rows.extent / parts;
-    (parts > 1).then_some(ColumnSplit {
+    (parts > 1).then(|| ColumnSplit {
         reduces,
         arg,
-        outer,
+        lead,
         parts,
         step,
         rows_per_part: rows.extent - step * (parts - 1),
-        tile: (row_tile as u32, col_tile as u32),
+        row_tile: row_tile as u32,
+        col_tiles: column_tiles(&cols, col_tile),
+        cols,
     })
 }
 
@@ -193,25 +233,41 @@ pub(crate) fn column_split(
     cs: ColumnSplit,
 ) -> crate::error::Result<Vec<Lowered>> {
     let g = cx.g;
-    // With an outer axis the grid is [outer, parts, column tiles], else
-    // [parts, column tiles]; `lead` is the rank of the outer axes (0 or 1).
-    let lead = cs.outer.is_some() as usize;
-    let o = cs.outer.unwrap_or(1);
-    let outer_axis = |tile: u32| Axis {
-        extent: o,
+    // The grid is [outer..., parts, column tiles...]; `lead` is the rank of
+    // the outer axes and `m` that of the columns.
+    let lead = cs.lead.len();
+    let m = cs.cols.len();
+    let o: u64 = cs.lead.iter().product();
+    let width: u64 = cs.cols.iter().product();
+    let kept_axis = |extent: u64, tile: u32| Axis {
+        extent,
         reduced: false,
         tile,
     };
-    let cols = views[store_of[stores_first(&store_of)]].extents[lead + 1];
-    let (row_tile, col_tile) = cs.tile;
-    let col_tiles = cols.div_ceil(col_tile as u64);
-    let partial_len = o * cs.parts * cols;
-    // The outer extents, strides and tile of a view (nothing without an outer axis).
-    let lead_of = |v: &ViewSpec| (v.extents[..lead].to_vec(), v.strides[..lead].to_vec());
+    let lead_axes: Vec<Axis> = cs.lead.iter().map(|&e| kept_axis(e, 1)).collect();
+    let col_axes: Vec<Axis> = cs.cols.iter().zip(&cs.col_tiles).map(|(&e, &t)| kept_axis(e, t)).collect();
+    let col_tile: u32 = cs.col_tiles.iter().product();
+    let col_points = column_points(&cs.cols, &cs.col_tiles);
+    let masked_cols = col_axes.iter().any(Axis::ragged);
+    let partial_len = o * cs.parts * width;
+    // The partials are laid out [outer..., parts, columns...], contiguous:
+    // the strides of the outer axes, of the parts and of the columns.
+    let mut col_strides = vec![1i64; m];
+    for k in (0..m.saturating_sub(1)).rev() {
+        col_strides[k] = col_strides[k + 1] * cs.cols[k + 1] as i64;
+    }
+    let part_stride = width as i64;
+    let mut lead_strides = vec![part_stride * cs.parts as i64; lead];
+    for k in (0..lead.saturating_sub(1)).rev() {
+        lead_strides[k] = lead_strides[k + 1] * cs.lead[k + 1] as i64;
+    }
+    // The grid points of the columns' tiles, after the outer axes and the parts.
+    let col_grid = |first: usize| (0..m).map(move |k| Some((first + k) as u8));
 
     // The partials: rows of a run in a loop.
-    let mut grid = vec![o; lead];
-    grid.extend([cs.parts, col_tiles]);
+    let mut grid = cs.lead.clone();
+    grid.push(cs.parts);
+    grid.extend(col_axes.iter().map(Axis::count));
     let mut b = Builder::new(name, &grid);
     b.math(cx.opts.math);
     // The partial kernel reads what the full space reads; the combine reads
@@ -225,12 +281,16 @@ pub(crate) fn column_split(
     let split_views: Vec<ViewSpec> = views
         .iter()
         .map(|v| {
-            let (mut extents, mut strides) = lead_of(v);
-            let (sr, sc) = (v.strides[lead], v.strides[lead + 1]);
-            extents.extend([cs.parts, cs.rows_per_part, v.extents[lead + 1]]);
-            strides.extend([sr * cs.step as i64, sr, sc]);
+            let mut extents = v.extents[..lead].to_vec();
+            let mut strides = v.strides[..lead].to_vec();
+            let sr = v.strides[lead];
+            extents.extend([cs.parts, cs.rows_per_part]);
+            extents.extend_from_slice(&v.extents[lead + 1..]);
+            strides.extend([sr * cs.step as i64, sr]);
+            strides.extend_from_slice(&v.strides[lead + 1..]);
             let mut tile = vec![1; lead];
-            tile.extend([1, row_tile, col_tile]);
+            tile.extend([1, cs.row_tile]);
+            tile.extend_from_slice(&cs.col_tiles);
             ViewSpec {
                 extents,
                 strides,
@@ -258,39 +318,34 @@ pub(crate) fn column_split(
         args.push(BufferRef::Temp(buffers.len()));
         buffers.push(BufferDecl::temp(dtype, partial_len));
         let out = accesses.len() + k;
-        let mut extents = vec![o; lead];
-        extents.extend([cs.parts, 1, cols]);
-        let mut strides = vec![(cs.parts * cols) as i64; lead];
-        strides.extend([cols as i64, 0, 1]);
-        let mut tile = vec![1; lead];
-        tile.extend([1, 1, col_tile]);
+        let mut extents = cs.lead.clone();
+        extents.extend([cs.parts, 1]);
+        extents.extend_from_slice(&cs.cols);
+        let mut strides = lead_strides.clone();
+        strides.extend([part_stride, 0]);
+        strides.extend_from_slice(&col_strides);
+        let mut tile = vec![1; lead + 2];
+        tile.extend_from_slice(&cs.col_tiles);
         vs.insert(out, b.view(p, &extents, &strides, 0, &tile, Padding::Zero));
-        masked.insert(out, cols % col_tile as u64 != 0);
+        masked.insert(out, masked_cols);
         if !cs.arg {
             partial_store.insert(cs.reduces[k], out);
         }
         partials.push(p);
     }
-    let mut axes = vec![outer_axis(1); lead];
+    let mut axes = lead_axes.clone();
     axes.extend([
-        Axis {
-            extent: cs.parts,
-            reduced: false,
-            tile: 1,
-        },
+        kept_axis(cs.parts, 1),
         Axis {
             extent: cs.rows_per_part,
             reduced: true,
-            tile: row_tile,
-        },
-        Axis {
-            extent: cols,
-            reduced: false,
-            tile: col_tile,
+            tile: cs.row_tile,
         },
     ]);
+    axes.extend_from_slice(&col_axes);
     let mut grid_axis: Vec<Option<u8>> = (0..lead as u8).map(Some).collect();
-    grid_axis.extend([Some(lead as u8), None, Some(lead as u8 + 1)]);
+    grid_axis.extend([Some(lead as u8), None]);
+    grid_axis.extend(col_grid(lead + 1));
     let mut lw = Lowerer::new(cx, group, axes, grid_axis, vs, masked, load_of.clone(), partial_store);
     lw.scalars = scalars.clone();
     lw.part_rows = Some(PartRows {
@@ -308,50 +363,48 @@ pub(crate) fn column_split(
     bind_flags(&mut lw, buffers, &mut args);
 
     // The last point of each column tile: the partials' rows in order.
-    let counter = last_point_counter(&mut b, buffers, &mut args, o * col_tiles);
+    let counter = last_point_counter(&mut b, buffers, &mut args, o * col_points);
     let tile_rows = pow2(cs.parts).min((LAST_POINT_READ / col_tile as u64).max(1)) as u32;
     let pvs: Vec<ViewId> = partials
         .iter()
         .map(|&p| {
-            let mut extents = vec![o; lead];
-            extents.extend([cs.parts, cols]);
-            let mut strides = vec![(cs.parts * cols) as i64; lead];
-            strides.extend([cols as i64, 1]);
+            let mut extents = cs.lead.clone();
+            extents.push(cs.parts);
+            extents.extend_from_slice(&cs.cols);
+            let mut strides = lead_strides.clone();
+            strides.push(part_stride);
+            strides.extend_from_slice(&col_strides);
             let mut tile = vec![1; lead];
-            tile.extend([tile_rows, col_tile]);
+            tile.push(tile_rows);
+            tile.extend_from_slice(&cs.col_tiles);
             b.view(p, &extents, &strides, 0, &tile, Padding::Zero)
         })
         .collect();
     let out_views: Vec<ViewSpec> = views
         .iter()
         .map(|v| {
-            let mut tile = vec![1; lead];
-            tile.extend([1, col_tile]);
+            let mut tile = vec![1; lead + 1];
+            tile.extend_from_slice(&cs.col_tiles);
             ViewSpec { tile, ..v.clone() }
         })
         .collect();
     let (ovs, omasked, out_args) = declare(cx, &mut b, accesses, &out_views, &finals, None);
     args.extend(out_args);
     let ragged = cs.parts % tile_rows as u64 != 0;
-    let masked_cols = cols % col_tile as u64 != 0;
     let mut shape = vec![1; lead];
-    shape.extend([tile_rows, col_tile]);
+    shape.push(tile_rows);
+    shape.extend_from_slice(&cs.col_tiles);
     // The nodes after the reduction, over the kept columns of one tile.
-    let mut kept = vec![outer_axis(1); lead];
-    kept.extend([
-        Axis {
-            extent: cs.step * (cs.parts - 1) + cs.rows_per_part,
-            reduced: true,
-            tile: 1,
-        },
-        Axis {
-            extent: cols,
-            reduced: false,
-            tile: col_tile,
-        },
-    ]);
+    let mut kept = lead_axes;
+    kept.push(Axis {
+        extent: cs.step * (cs.parts - 1) + cs.rows_per_part,
+        reduced: true,
+        tile: 1,
+    });
+    kept.extend_from_slice(&col_axes);
     let mut kept_grid: Vec<Option<u8>> = (0..lead as u8).map(Some).collect();
-    kept_grid.extend([None, Some(lead as u8 + 1)]);
+    kept_grid.push(None);
+    kept_grid.extend(col_grid(lead + 1));
     let mut fin = Lowerer::new(cx, group, kept, kept_grid, ovs, omasked, load_of, store_of);
     fin.scalars = scalars;
     let row_axis = lead as u8;
@@ -359,7 +412,8 @@ pub(crate) fn column_split(
     b.last_point(lead as u8, counter, |b| {
         let index = |var| {
             let mut index: Vec<IndexExpr> = (0..lead as u8).map(IndexExpr::grid).collect();
-            index.extend([IndexExpr::loop_var(var), IndexExpr::grid(lead as u8 + 1)]);
+            index.push(IndexExpr::loop_var(var));
+            index.extend((0..m as u8).map(|k| IndexExpr::grid(lead as u8 + 1 + k)));
             index
         };
         // Rows past the last partial are not counted.
@@ -437,20 +491,17 @@ pub(crate) fn column_split(
     });
     failure?;
     bind_flags(&mut fin, buffers, &mut args);
+    let mut tile = vec![cs.row_tile];
+    tile.extend_from_slice(&cs.col_tiles);
     let strategy = Strategy::ColumnSplit {
         outer: o,
+        columns: cs.cols.clone(),
         parts: cs.parts,
         step: cs.step,
         rows_per_part: cs.rows_per_part,
-        tile: cs.tile,
+        tile,
     };
     Ok(vec![(super::lower::finished(b)?, args, fulls, strategy)])
-}
-
-/// The access of some stored node (every stored node has the reduced
-/// space's columns).
-fn stores_first(store_of: &HashMap<usize, usize>) -> &usize {
-    store_of.keys().min().expect("a column split stores a result")
 }
 
 /// The smallest power of two at least `x` (1 for 0).

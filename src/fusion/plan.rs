@@ -116,22 +116,30 @@ pub enum Strategy {
         /// Whether the partials are added atomically (not deterministic).
         atomic: bool,
     },
-    /// A reduction over a strided axis: `[outer, rows, cols]` with the rows
-    /// cut into `parts` runs `step` rows apart, each reading `rows_per_part`
-    /// rows in `tile` (rows, columns), combined per column tile at the last
-    /// point.
+    /// A reduction over a strided axis: `[outer..., rows, columns...]`
+    /// with the rows cut into `parts` runs `step` rows apart, each reading
+    /// `rows_per_part` rows in `tile` (rows, then each column axis),
+    /// combined per column tile at the last point.
     ColumnSplit {
         /// The kept extent outside the rows (1 if none).
         outer: u64,
+        /// The kept extents after the rows (the columns), outermost first.
+        columns: Vec<u64>,
         /// Runs of rows.
         parts: u64,
         /// Rows between the starts of two runs.
         step: u64,
         /// Rows each run reads.
         rows_per_part: u64,
-        /// The partial kernel's tile: rows, columns.
-        tile: (u32, u32),
+        /// The partial kernel's tile: rows, then each column axis.
+        tile: Vec<u32>,
     },
+}
+
+/// `[a, b, ...]`.
+fn join<T: std::fmt::Display>(items: &[T]) -> String {
+    let items: Vec<String> = items.iter().map(|x| x.to_string()).collect();
+    format!("[{}]", items.join(", "))
 }
 
 impl std::fmt::Display for Strategy {
@@ -148,14 +156,16 @@ impl std::fmt::Display for Strategy {
             }
             Strategy::ColumnSplit {
                 outer,
+                columns,
                 parts,
                 step,
                 rows_per_part,
                 tile,
             } => write!(
                 f,
-                "column split: {outer} outer, {parts} runs of {rows_per_part} rows {step} apart, tile [{}, {}]",
-                tile.0, tile.1
+                "column split: {outer} outer, {parts} runs of {rows_per_part} rows {step} apart, columns {}, tile {}",
+                join(columns),
+                join(tile)
             ),
         }
     }
