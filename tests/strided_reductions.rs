@@ -483,7 +483,9 @@ fn narrow_column_reductions_split_across_the_rows_on_the_cpu() {
 /// with an outer kept axis or without, for sums, means, maxima and arg
 /// reductions.
 fn several_column_cases() -> Vec<(String, Subgraph)> {
-    let cases: [(&[usize], &[usize], DType, ReduceOp, bool); 6] = [
+    /// Shape, permutation, dtype, reduction, and whether it is a mean.
+    type Case = (&'static [usize], &'static [usize], DType, ReduceOp, bool);
+    let cases: [Case; 6] = [
         (&[4001, 130, 3], &[2, 0, 1], DType::F16, ReduceOp::Sum, false),
         (&[4001, 130, 3], &[2, 0, 1], DType::F32, ReduceOp::Sum, true),
         (&[4001, 130, 3], &[2, 0, 1], DType::BF16, ReduceOp::ArgMax, false),
