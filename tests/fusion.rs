@@ -719,3 +719,56 @@ fn a_gather_of_a_cast_is_one_kernel() {
         common::compare(&got[0], &want[0]).unwrap();
     }
 }
+
+/// An elementwise kernel over rows of an odd width with an operand
+/// broadcast along the rows or the columns is flat on the GPU: one axis,
+/// the broadcast operand read by position (tiled, its rows would move
+/// element by element). Rows whose width keeps 16-byte atoms stay tiled,
+/// and so does the CPU plan. Values on the CPU executor are the
+/// reference's.
+#[test]
+fn odd_widths_with_a_broadcast_operand_are_flat_on_the_gpu() {
+    use tilefuse::fusion::Strategy;
+    let cases: [(&[usize], &[usize], DType, bool); 8] = [
+        (&[3001, 45], &[45], DType::F32, true),
+        (&[3001, 45], &[3001, 1], DType::F16, true),
+        (&[702, 6, 45], &[45], DType::BF16, true),
+        (&[702, 6, 45], &[6, 1], DType::F32, true),
+        (&[5003, 3], &[3], DType::F64, true),
+        (&[401, 20], &[20], DType::BF16, true),
+        // 16-byte rows: tiled.
+        (&[3001, 64], &[64], DType::F32, false),
+        (&[3001, 8], &[3001, 1], DType::F16, false),
+    ];
+    for (shape, bshape, dtype, flat) in cases {
+        let mut g = G::default();
+        let x = g.data(dtype, shape);
+        let b = g.data(dtype, bshape);
+        let y = g.add(x, b);
+        let y = g.unary(UnaryOp::Tanh, y);
+        let g = g.finish(&[y]);
+        let here = format!("tanh(x{shape:?} + b{bshape:?}) {dtype}");
+        let gpu = plan(&g, &FusionOptions::gpu()).unwrap();
+        assert_eq!(gpu.kernels.len(), 1, "{here}");
+        let k = &gpu.kernels[0];
+        assert_eq!(
+            matches!(k.strategy, Strategy::Flat { broadcasts: 1, .. }),
+            flat,
+            "{here}: {}",
+            k.strategy
+        );
+        if flat {
+            assert!(
+                explain(&g, &FusionOptions::gpu()).unwrap().contains("strategy: flat ["),
+                "{here}"
+            );
+            let cpu = plan(&g, &FusionOptions::cpu()).unwrap();
+            assert!(!matches!(cpu.kernels[0].strategy, Strategy::Flat { .. }), "{here}");
+        }
+        let want = tilefuse::graph::reference::evaluate(&g).unwrap();
+        let got = common::run_plan(&g, &gpu).unwrap();
+        for (got, want) in got.iter().zip(&want) {
+            common::compare(got, want).unwrap_or_else(|e| panic!("{here}: {e}"));
+        }
+    }
+}

@@ -491,7 +491,7 @@ fn elementwise_odd_widths_and_counts_run_on_the_interpreter_model_like_the_execu
     use common::G;
     use tilefuse::DType;
     let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
-    let (mut ran, mut edges) = (0, 0);
+    let (mut ran, mut edges, mut flats) = (0, 0, 0);
     for (rows, width) in [
         (37, 25),
         (9, 61),
@@ -523,6 +523,7 @@ fn elementwise_odd_widths_and_counts_run_on_the_interpreter_model_like_the_execu
                 for k in &plan(&g, &FusionOptions::gpu()).unwrap().kernels {
                     let module = tilefuse::kernels::ptx_gen::generate(&k.program, &target).unwrap();
                     edges += module.mapping.contains("scalar at the edge") as usize;
+                    flats += matches!(k.strategy, tilefuse::fusion::Strategy::Flat { .. }) as usize;
                     match run_on_model(&k.program, (rows * width) as u64) {
                         ModelRun::Ran(n) => ran += n,
                         ModelRun::NotModelled(e) => {
@@ -535,6 +536,9 @@ fn elementwise_odd_widths_and_counts_run_on_the_interpreter_model_like_the_execu
     }
     assert!(ran >= 100, "only {ran} modules ran");
     assert!(edges >= 8, "only {edges} kernels moved vectors with a scalar edge");
+    // Odd widths with an operand broadcast along either axis are flat
+    // kernels, their broadcast operand read by position.
+    assert!(flats >= 20, "only {flats} flat kernels");
 }
 
 /// An argmax (argmin) after an elementwise chain, with the maximum

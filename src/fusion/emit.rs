@@ -75,6 +75,20 @@ pub(crate) struct Split {
     pub out: SplitOut,
 }
 
+/// How a broadcast operand of a flattened elementwise kernel is read:
+/// the element at flat position `i` of the space lies at offset `Σ ((i /
+/// inner) mod extent) · stride` over the space's axes (those along which
+/// it moves), all below `bound`.
+#[derive(Debug, Clone)]
+pub(crate) struct FlatRead {
+    /// `(inner, extent, stride)` per axis the operand moves along: the
+    /// elements of the space inside one step of the axis, its extent, and
+    /// the operand's element stride along it.
+    pub terms: Vec<(u64, u64, i64)>,
+    /// One past the largest offset.
+    pub bound: u64,
+}
+
 /// How the rows of a column split's partial kernel are shared: point `p`
 /// of kept axis `part_axis` reads rows `p * step ..` of reduced axis
 /// `axis` (whose extent is the rows each point reads), and counts the
@@ -124,6 +138,10 @@ pub(crate) struct Lowerer<'a> {
     pub arg_partials: Option<(usize, usize)>,
     /// The scalar argument of each `Full` node the group reads.
     pub scalars: HashMap<usize, ScalarId>,
+    /// Set for a flattened elementwise kernel (one axis over the whole
+    /// space): the accesses that broadcast along some axis, each element
+    /// read at its own offset, computed from its flat position.
+    pub flat_reads: HashMap<usize, FlatRead>,
     /// The window of each piece of a concatenation over the coalesced axes.
     pub piece_windows: HashMap<LoadKey, Window>,
     /// The flag parameter declared for each gather emitted, with what it
@@ -163,6 +181,7 @@ impl<'a> Lowerer<'a> {
             part_rows: None,
             arg_partials: None,
             scalars: HashMap::new(),
+            flat_reads: HashMap::new(),
             piece_windows: HashMap::new(),
             flags: vec![],
             random_strides: HashMap::new(),
@@ -571,7 +590,7 @@ impl<'a> Lowerer<'a> {
         let flag = b.param_init(format!("f{}", self.flags.len()), DType::U32, 1, Access::Write, Scalar::Int(0, DType::U32));
         self.flags.push((flag, check));
         let index = self.partition(use_space(g, n, 0, self.space(n)));
-        let v = b.gather(self.views[&i], &index, at, layout.strides[axis], layout.dims[axis] as u64, flag);
+        let v = b.gather(self.views[&i], &index, at, layout.strides[axis], layout.dims[axis] as u64, Some(flag));
         let dt = self.dtype_of(b, v);
         Ok(self.coerce(b, v, dt.compute_type()))
     }
@@ -691,11 +710,51 @@ impl<'a> Lowerer<'a> {
             return Ok(v);
         }
         let index = self.partition(space);
-        let mut v = b.load(self.views[&i], &index, self.masked[&i]);
+        let mut v = match self.flat_reads.get(&i).cloned() {
+            Some(read) => {
+                let at = self.flat_offsets(b, space, &read);
+                b.gather(self.views[&i], &index, at, 1, read.bound, None)
+            }
+            None => b.load(self.views[&i], &index, self.masked[&i]),
+        };
         let dt = self.dtype_of(b, v);
         v = self.coerce(b, v, dt.compute_type());
         self.scope.loads.insert(i, v);
         Ok(v)
+    }
+
+    /// The offsets of a broadcast operand's elements in a flattened
+    /// elementwise kernel ([`FlatRead`]), integers of the tile's shape.
+    fn flat_offsets(&mut self, b: &mut Builder, space: Space, read: &FlatRead) -> ValueId {
+        let shape = self.tile(space);
+        let it = self.axes[0].index_dtype();
+        let int = |b: &mut Builder, v: u64| b.constant(Scalar::Int(v as i128, it), it, &shape);
+        let flat = b.iota_of(&shape, 0, self.index(0, space), it);
+        let total = self.axes[0].extent;
+        let mut at: Option<ValueId> = None;
+        for &(inner, extent, stride) in &read.terms {
+            let mut t = flat;
+            if inner > 1 {
+                let d = int(b, inner);
+                t = b.binary(BinaryOp::Div, t, d);
+            }
+            // `t mod extent`, unless the axis is the outermost.
+            if inner * extent < total {
+                let e = int(b, extent);
+                let q = b.binary(BinaryOp::Div, t, e);
+                let whole = b.binary(BinaryOp::Mul, q, e);
+                t = b.binary(BinaryOp::Sub, t, whole);
+            }
+            if stride != 1 {
+                let s = int(b, stride as u64);
+                t = b.binary(BinaryOp::Mul, t, s);
+            }
+            at = Some(match at {
+                Some(a) => b.binary(BinaryOp::Add, a, t),
+                None => t,
+            });
+        }
+        at.unwrap_or_else(|| int(b, 0))
     }
 
     /// A bool tile of `space`: which elements lie in the window of piece `key`.

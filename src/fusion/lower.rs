@@ -17,7 +17,7 @@
 
 use super::analysis::{is_arg_reduce, ChainKind, Source};
 use super::column_split::{column_split, column_split_of};
-use super::emit::{Lowerer, Split, SplitOut};
+use super::emit::{FlatRead, Lowerer, Split, SplitOut};
 use super::group::{Group, Space};
 use super::layout::{map_onto, map_window, Layout};
 use super::plan::{BufferDecl, BufferKind, BufferRef, Strategy};
@@ -396,6 +396,12 @@ pub(crate) fn lower(
         .collect();
     // So do random nodes' positions.
     let windowed = windowed || !randoms.is_empty();
+    let gathers = group.nodes.iter().any(|&n| matches!(cx.g.nodes[n].op, Op::Gather { .. }));
+    if !reduces && !windowed && !gathers && !gs.scan && !gs.broadcast && cx.opts.target == super::TileTarget::Gpu {
+        if let Some(flat) = flat_of(cx, &accesses, &views, &axes) {
+            return flat_kernel(cx, group, name, buffers, &accesses, &views, load_of, store_of, flat, budget).map(Some);
+        }
+    }
     // The statistics of a shifted sum are not split across grid points: a
     // group that would be split is planned again without shifted sums.
     let shifted = group
@@ -710,6 +716,115 @@ fn axis_order(cx: &Ctx, full: &[usize], accesses: &[MemAccess], strides: &[(Vec<
     }
     order.extend(logical.iter().copied().filter(|&k| full[k] == 1));
     order
+}
+
+/// A flattened elementwise kernel: one axis over the whole space.
+struct Flat {
+    /// The space's elements.
+    total: u64,
+    /// The broadcast accesses, each element read at its own offset.
+    reads: HashMap<usize, FlatRead>,
+}
+
+/// `Some` when an elementwise kernel (on a GPU) reads and writes faster as
+/// one flat axis than tiled over its coalesced axes: every access is either
+/// dense (row-major and contiguous over the space) or broadcast (a zero
+/// stride along some axis, none negative), at least one is dense, and the
+/// dense ones move wider atoms flat than tiled. Tiled, a dense operand's
+/// rows are `W` elements apart, so its atoms are no wider than the largest
+/// power of two dividing `W` (an odd width moves element by element); flat,
+/// they are as wide as its offset's alignment allows, up to 16 bytes. The
+/// broadcast operands are then read element by element at offsets computed
+/// from each element's flat position (they are small or read many times
+/// over, so the reads mostly hit the cache).
+fn flat_of(cx: &Ctx, accesses: &[MemAccess], views: &[ViewSpec], axes: &[Axis]) -> Option<Flat> {
+    if axes.len() < 2 || axes.iter().any(|a| a.reduced) {
+        return None;
+    }
+    let total: u64 = axes.iter().map(|a| a.extent).product();
+    // The elements inside one step of each axis.
+    let mut inner = vec![1u64; axes.len()];
+    for k in (0..axes.len() - 1).rev() {
+        inner[k] = inner[k + 1] * axes[k + 1].extent;
+    }
+    let lowbit = |x: u64| if x == 0 { 16 } else { 1u64 << x.trailing_zeros().min(4) };
+    let mut reads = HashMap::new();
+    let (mut flat_atom, mut tiled_atom, mut dense) = (16u64, 16u64, false);
+    for (i, (a, v)) in accesses.iter().zip(views).enumerate() {
+        if a.space != Space::Full || v.strides.len() != axes.len() {
+            return None;
+        }
+        let esize = cx.g.nodes[a.node].dtype.size_in_bytes() as u64;
+        let contiguous = v.strides.iter().zip(&inner).all(|(&s, &n)| s == n as i64);
+        if contiguous {
+            dense = true;
+            let atom = (16 / esize.max(1)).min(lowbit(v.offset));
+            flat_atom = flat_atom.min(atom);
+            tiled_atom = tiled_atom.min(atom.min(lowbit(axes[axes.len() - 1].extent)));
+        } else if !a.write && v.strides.contains(&0) && v.strides.iter().all(|&s| s >= 0) {
+            let terms: Vec<(u64, u64, i64)> = (0..axes.len())
+                .filter(|&k| v.strides[k] != 0)
+                .map(|k| (inner[k], axes[k].extent, v.strides[k]))
+                .collect();
+            let bound = terms.iter().map(|&(_, e, s)| (e - 1) * s as u64).sum::<u64>() + 1;
+            reads.insert(i, FlatRead { terms, bound });
+        } else {
+            return None;
+        }
+    }
+    (dense && flat_atom > tiled_atom).then_some(Flat { total, reads })
+}
+
+/// The kernel of a flattened elementwise group ([`flat_of`]).
+#[allow(clippy::too_many_arguments)]
+fn flat_kernel(
+    cx: &Ctx,
+    group: &Group,
+    name: &str,
+    buffers: &mut Vec<BufferDecl>,
+    accesses: &[MemAccess],
+    views: &[ViewSpec],
+    load_of: HashMap<LoadKey, usize>,
+    store_of: HashMap<usize, usize>,
+    flat: Flat,
+    budget: u64,
+) -> Result<Vec<Lowered>> {
+    let mut axes = [Axis {
+        extent: flat.total,
+        reduced: false,
+        tile: 1,
+    }];
+    choose_tiles(&mut axes, budget, false);
+    let tile = axes[0].tile;
+    let views: Vec<ViewSpec> = accesses
+        .iter()
+        .zip(views)
+        .enumerate()
+        .map(|(i, (_, v))| ViewSpec {
+            extents: vec![flat.total],
+            strides: vec![if flat.reads.contains_key(&i) { 0 } else { 1 }],
+            tile: vec![tile],
+            offset: v.offset,
+            lower: vec![],
+            upper: vec![],
+        })
+        .collect();
+    let mut b = Builder::new(name, &[axes[0].count()]);
+    b.math(cx.opts.math);
+    let all: Vec<usize> = (0..accesses.len()).collect();
+    let (vs, masked, mut args) = declare(cx, &mut b, accesses, &views, &all, None);
+    let (scalars, fulls) = declare_scalars(cx, &mut b, group);
+    let mut lw = Lowerer::new(cx, group, axes.to_vec(), vec![Some(0)], vs, masked, load_of, store_of);
+    lw.scalars = scalars;
+    let strategy = Strategy::Flat {
+        total: flat.total,
+        tile,
+        broadcasts: flat.reads.len(),
+    };
+    lw.flat_reads = flat.reads;
+    lw.body(&mut b)?;
+    bind_flags(&mut lw, buffers, &mut args);
+    Ok(vec![(finished(b)?, args, fulls, strategy)])
 }
 
 /// `Some((grid points, tiles per point, atomic))` when the group is a

@@ -105,6 +105,18 @@ pub enum Strategy {
         /// The coalesced axes.
         axes: Vec<(u64, u32, bool)>,
     },
+    /// An elementwise kernel over one flat axis of `total` elements in tiles
+    /// of `tile`, whose `broadcasts` operands that repeat along some axis
+    /// are read element by element at offsets computed from each
+    /// element's position (odd row widths keep 16-byte atoms).
+    Flat {
+        /// Elements of the space.
+        total: u64,
+        /// The tile.
+        tile: u32,
+        /// Operands read by position.
+        broadcasts: usize,
+    },
     /// A reduction over everything split across `parts` grid points of
     /// `tiles` tiles each, combined in order at the last point (or added
     /// atomically).
@@ -149,6 +161,9 @@ impl std::fmt::Display for Strategy {
                 let axis = |&(e, t, r): &(u64, u32, bool)| format!("{e}{}/{t}", if r { "r" } else { "" });
                 let axes: Vec<String> = axes.iter().map(axis).collect();
                 write!(f, "tiled [{}]", axes.join(", "))
+            }
+            Strategy::Flat { total, tile, broadcasts } => {
+                write!(f, "flat [{total}/{tile}], {broadcasts} broadcast operand(s) read by position")
             }
             Strategy::SplitReduction { parts, tiles, atomic } => {
                 let how = if *atomic { "atomic" } else { "last point" };

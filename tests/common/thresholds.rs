@@ -452,6 +452,7 @@ pub fn signature(p: &Plan) -> String {
         .iter()
         .map(|k| match &k.strategy {
             Strategy::Tiled { .. } => "tiled",
+            Strategy::Flat { .. } => "flat",
             Strategy::SplitReduction { atomic: true, .. } => "atomic split",
             Strategy::SplitReduction { .. } => "split",
             Strategy::ColumnSplit { .. } => "column split",

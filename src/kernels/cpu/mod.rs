@@ -452,7 +452,7 @@ impl<'p> Context<'p> {
                         bad = plan.gather(&part, &v[at.index()], *stride, *bound, d)?;
                         Ok(())
                     })?;
-                    if bad {
+                    if let (true, Some(flag)) = (bad, flag) {
                         self.raise(*flag)?;
                     }
                 }

@@ -221,7 +221,7 @@ impl Builder {
         at: ValueId,
         stride: i64,
         bound: u64,
-        flag: ParamId,
+        flag: Option<ParamId>,
     ) -> ValueId {
         let ty = self.view_tile(view, None, "gather");
         let dst = self.value(ty);

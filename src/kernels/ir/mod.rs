@@ -377,8 +377,11 @@ pub enum Inst {
         stride: i64,
         /// The number of valid positions along the gathered axis (at least 1).
         bound: u64,
-        /// The `u32` flag set when a position is out of range.
-        flag: ParamId,
+        /// The `u32` flag set when a position is out of range; `None` where
+        /// every position is in range by construction (a broadcast operand
+        /// of a flattened elementwise kernel), out-of-range ones then
+        /// reading padding unreported.
+        flag: Option<ParamId>,
     },
     /// A bool tile: which elements of partition `index` of `view` are in bounds.
     InBounds {

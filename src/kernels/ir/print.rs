@@ -171,9 +171,10 @@ pub(crate) fn inst_line(program: &Program, inst: &Inst) -> String {
             bound,
             flag,
         } => format!(
-            "{}gather {}, {at} stride {stride} bound {bound} flag {flag}",
+            "{}gather {}, {at} stride {stride} bound {bound}{}",
             def(dst),
-            AccessView(*view, index)
+            AccessView(*view, index),
+            flag.map(|f| format!(" flag {f}")).unwrap_or_default()
         ),
         Inst::InBounds { dst, view, index } => format!("{}in_bounds {}", def(dst), AccessView(*view, index)),
         Inst::Const { dst, value } => format!("{}const {}", def(dst), scalar(*value)),

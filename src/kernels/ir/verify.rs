@@ -422,7 +422,9 @@ impl<'a> Verifier<'a> {
                     ));
                 }
                 self.gathered_span(v, *stride, *bound)?;
-                self.flag(*flag)?;
+                if let Some(flag) = flag {
+                    self.flag(*flag)?;
+                }
                 self.define(*dst, tile)
             }
             Inst::InBounds { dst, view, index } => {

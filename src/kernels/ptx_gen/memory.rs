@@ -711,7 +711,7 @@ impl Emitter<'_> {
         positions: ValueId,
         stride: i64,
         bound: u64,
-        flag: ParamId,
+        flag: Option<ParamId>,
     ) -> Result<()> {
         let v = self.view(view)?;
         let d = self.prog.params[v.param.index()].dtype;
@@ -728,9 +728,11 @@ impl Emitter<'_> {
         let inner = *v.strides.last().unwrap_or(&0);
         let l = self.layout(&v.tile);
         let site = self.site(v, index)?;
-        let flag = self.params[flag.index()].clone();
+        let flag = flag.map(|f| self.params[f.index()].clone());
         let one = self.reg(Class::B32);
-        self.ins(format!("mov.u32 {one}, 1"));
+        if flag.is_some() {
+            self.ins(format!("mov.u32 {one}, 1"));
+        }
         let mut regs = Vec::with_capacity(l.slots());
         for r in 0..l.repeats {
             let addr = self.address(view, &site, r)?;
@@ -754,12 +756,14 @@ impl Emitter<'_> {
                 let ok = self.reg(Class::Pred);
                 self.ins(format!("setp.lt.u64 {ok}, {wide}, {bound}"));
                 let take = self.and(inside.clone(), ok.clone());
-                let bad = self.reg(Class::Pred);
-                match &inside {
-                    Some(m) => self.ins(format!("and.pred {bad}, !{ok}, {m}")),
-                    None => self.ins(format!("not.pred {bad}, {ok}")),
+                if let Some(flag) = &flag {
+                    let bad = self.reg(Class::Pred);
+                    match &inside {
+                        Some(m) => self.ins(format!("and.pred {bad}, !{ok}, {m}")),
+                        None => self.ins(format!("not.pred {bad}, {ok}")),
+                    }
+                    self.ins(format!("@{bad} st.global.b32 [{flag}], {one}"));
                 }
-                self.ins(format!("@{bad} st.global.b32 [{flag}], {one}"));
                 let moved = self.reg(Class::B64);
                 self.ins(format!("mad.lo.s64 {moved}, {wide}, {}, {addr}", stride * esize));
                 let out = self.reg(Class::of(d));
