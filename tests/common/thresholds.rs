@@ -153,10 +153,12 @@ impl Stat {
     }
 
     /// The elements of one partial tile of a column split of `self` over
-    /// `d` values (`PARTIAL_TILE`, halved or quartered for arg reductions).
+    /// `d` values (`PARTIAL_TILE`, halved for 8-byte accumulators, halved
+    /// or quartered for arg reductions).
     fn partial_tile(self, d: DType) -> usize {
         match (self.is_arg(), d.size_in_bytes() >= 8) {
-            (false, _) => 4096,
+            (false, false) => 4096,
+            (false, true) => 2048,
             (true, false) => 2048,
             (true, true) => 1024,
         }
