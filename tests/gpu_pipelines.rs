@@ -798,3 +798,55 @@ fn one_pass_row_statistics_match_the_reference() {
         }
     }
 }
+
+/// Shifted statistics split across the grid (over a leading or middle
+/// axis with few kept columns, over few long rows), their runs' statistics
+/// combined at the last point: kernel counts as planned and values against
+/// the reference in every float dtype, edge values laid out as columns too.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn split_row_statistics_match_the_reference() {
+    let _g = gpu();
+    let e = common::edge_rows(6, 20000).to_vec::<f32>().unwrap();
+    let columns: Vec<f32> = (0..20000 * 6).map(|i| e[(i % 6) * 20000 + i / 6]).collect();
+    let edges = Tensor::from_vec(columns, &[20000, 6]);
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        let cols = Tensor::from_vec(data_f32(20011 * 40, 31), &[20011, 40])
+            .cast(dtype)
+            .to(GPU);
+        let middle = Tensor::from_vec(data_f32(6 * 9001 * 5, 32), &[6, 9001, 5])
+            .cast(dtype)
+            .to(GPU);
+        let few = Tensor::from_vec(data_f32(3 * 400_009, 33), &[3, 400_009])
+            .cast(dtype)
+            .to(GPU);
+        let e = edges.cast(dtype).to(GPU);
+        Tensor::realize_all(&[&cols, &middle, &few, &e]).unwrap();
+        let cases: Vec<(&str, Vec<Tensor>, usize)> = vec![
+            ("var over axis 0", vec![cols.var(&[0], true)], 1),
+            ("logsumexp over axis 0", vec![cols.logsumexp(&[0], false)], 1),
+            (
+                "mean and var over axis 0",
+                vec![cols.mean(&[0], true), cols.var(&[0], true)],
+                1,
+            ),
+            ("softmax over axis 0", vec![cols.softmax(0)], 2),
+            ("var over a middle axis", vec![middle.var(&[1], false)], 1),
+            ("logsumexp of few long rows", vec![few.logsumexp(&[1], true)], 1),
+            ("var of few long rows", vec![few.var(&[1], false)], 1),
+            ("layer_norm of few long rows", vec![few.layer_norm(None, None, 1e-5)], 2),
+            ("logsumexp of edge columns", vec![e.logsumexp(&[0], true)], 1),
+            ("var of edge columns", vec![e.var(&[0], true)], 1),
+        ];
+        for (name, outs, kernels) in cases {
+            let want: Vec<HostBuffer> = outs.iter().map(reference_of).collect();
+            let refs: Vec<&Tensor> = outs.iter().collect();
+            Tensor::realize_all(&refs).unwrap();
+            let stats = last_realize_stats().unwrap();
+            assert_eq!(stats.kernels_launched, kernels, "{name} of {dtype}");
+            for (k, (got, want)) in outs.iter().zip(&want).enumerate() {
+                compare(&host_of(got), want).unwrap_or_else(|err| panic!("{name} of {dtype}, output {k}: {err}"));
+            }
+        }
+    }
+}

@@ -154,3 +154,114 @@ fn shifts_from_elsewhere_are_right() {
         kernels("two sums about one mean", &[&both[0], &both[1]], &opts);
     }
 }
+
+/// Shifted statistics split across the grid (a reduction over a strided
+/// axis with few kept columns, few long rows) keep one pass: each run of
+/// rows stores its statistics (a maximum and a rescaled sum, or a mean, a
+/// centred sum of squares and a count) and the last point of each column
+/// tile combines them in row order, so a variance, a logsumexp or a mean
+/// with its variance is one kernel on the GPU's plan, a softmax or a layer
+/// norm of few long rows two. Values against the reference at the edges
+/// too (the edge rows' values laid out as columns), and a large mean
+/// keeps its digits.
+#[test]
+fn split_statistics_combine_their_runs_in_one_kernel() {
+    let gpu = FusionOptions::gpu();
+    let cols = common::exact_tensor(&[20011, 40], DType::F32, 11, 16.0);
+    let middle = common::exact_tensor(&[6, 9001, 5], DType::BF16, 12, 16.0);
+    let few = common::exact_tensor(&[3, 400_009], DType::F16, 13, 16.0);
+    let wide = common::exact_tensor(&[7, 200_003], DType::F64, 14, 16.0);
+    let cases: Vec<(&str, Vec<Tensor>, usize)> = vec![
+        ("var over axis 0", vec![cols.var(&[0], true)], 1),
+        ("logsumexp over axis 0", vec![cols.logsumexp(&[0], false)], 1),
+        (
+            "mean and var over axis 0",
+            vec![cols.mean(&[0], true), cols.var(&[0], true)],
+            1,
+        ),
+        ("softmax over axis 0", vec![cols.softmax(0)], 2),
+        ("var over a middle axis", vec![middle.var(&[1], false)], 1),
+        ("std over a middle axis", vec![middle.std(&[1], true, 1)], 1),
+        ("logsumexp of few long rows", vec![few.logsumexp(&[1], true)], 1),
+        ("var of few long rows", vec![wide.var(&[1], false)], 1),
+        (
+            "layer_norm of few long rows",
+            vec![wide.layer_norm(None, None, 1e-5)],
+            2,
+        ),
+        ("log_softmax of few long rows", vec![few.log_softmax(1)], 2),
+    ];
+    for (name, outs, want) in cases {
+        let refs: Vec<&Tensor> = outs.iter().collect();
+        assert_eq!(kernels(name, &refs, &gpu), want, "{name}");
+        kernels(name, &refs, &FusionOptions::cpu());
+    }
+    // The edge rows as columns: -inf, +inf, NaN, one finite value among
+    // -inf, a repeated value, values whose exponentials overflow.
+    let e = common::edge_rows(6, 20000).to_vec::<f32>().unwrap();
+    let t: Vec<f32> = (0..20000 * 6).map(|i| e[(i % 6) * 20000 + i / 6]).collect();
+    let x = Tensor::from_vec(t, &[20000, 6]);
+    for (name, y, want) in [
+        ("logsumexp of edge columns", x.logsumexp(&[0], true), 1),
+        ("var of edge columns", x.var(&[0], true), 1),
+        ("softmax of edge columns", x.softmax(0), 2),
+    ] {
+        assert_eq!(kernels(name, &[&y], &gpu), want, "{name}");
+    }
+    // A mean of 1e4 with deviations below 1, over columns: the squares'
+    // statistics keep their digits (E[x^2] - E[x]^2 in f32 would be off by
+    // about 10). The variance is about the graph's f32 mean, which sums
+    // 20000 values of 1e4 and is off by about 0.009 here, adding its
+    // square: 1e-3 of the variance.
+    let (rows, n) = (20000, 40);
+    let vals: Vec<f32> = (0..rows * n)
+        .map(|i| 1e4 + ((i % n * 37 + i / n * 11) % 101) as f32 / 101.0)
+        .collect();
+    let x = Tensor::from_vec(vals.clone(), &[rows, n]);
+    let g = tilefuse::graph::extract(&[x.var(&[0], false).node()]);
+    let p = plan(&g, &gpu).unwrap();
+    assert_eq!(p.kernels.len(), 1);
+    let got = &common::run_plan(&g, &p).unwrap()[0];
+    for c in 0..n {
+        let col: Vec<f64> = (0..rows).map(|r| vals[r * n + c] as f64).collect();
+        let mean = col.iter().sum::<f64>() / rows as f64;
+        let want = col.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / rows as f64;
+        let g = got.get(c).to_f64();
+        assert!((g - want).abs() <= 2e-3 * want, "column {c}: {g} against {want}");
+    }
+}
+
+/// The split statistics' kernels assemble for every target without
+/// spilling, in every float dtype.
+#[test]
+fn split_statistics_assemble_without_spilling() {
+    use common::ptx_check::{spilling, summary, Modules};
+    let Some(ptxas) = tilefuse::kernels::ptx_gen::ptxas::ptxas_for_tests("tests/online.rs") else {
+        return;
+    };
+    let mut modules = Modules::default();
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        let cols = common::exact_tensor(&[20011, 40], dtype, 1, 16.0);
+        let middle = common::exact_tensor(&[6, 9001, 5], dtype, 2, 16.0);
+        let few = common::exact_tensor(&[3, 400_009], dtype, 3, 16.0);
+        for (name, y) in [
+            ("var over axis 0", cols.var(&[0], true)),
+            ("logsumexp over axis 0", cols.logsumexp(&[0], false)),
+            ("softmax over axis 0", cols.softmax(0)),
+            ("var over a middle axis", middle.var(&[1], false)),
+            ("logsumexp of few long rows", few.logsumexp(&[1], true)),
+            ("layer_norm of few long rows", few.layer_norm(None, None, 1e-5)),
+        ] {
+            let g = tilefuse::graph::extract(&[y.node()]);
+            for k in &plan(&g, &FusionOptions::gpu()).unwrap().kernels {
+                modules
+                    .add(&format!("{name} {dtype}"), &k.program)
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+    let assembled = modules.assemble(&ptxas).unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", summary(&assembled));
+    let spills: Vec<String> = spilling(&assembled).iter().map(|a| a.label.clone()).collect();
+    assert!(spills.is_empty(), "spilling: {spills:?}");
+}

@@ -46,6 +46,7 @@
 
 use super::analysis::is_arg_reduce;
 use super::emit::{arg_pick, arg_step, Lowerer, PartRows};
+use super::shifted::{mean_of, rescaled, spread, Combined};
 use super::group::{Group, Space};
 use super::lower::{bind_flags, declare, declare_scalars, last_point_counter, Ctx, Lowered, MemAccess, ViewSpec};
 use super::plan::{BufferDecl, BufferRef, Strategy};
@@ -54,7 +55,7 @@ use super::tiling::Axis;
 use super::TileTarget;
 use crate::dtype::{DType, Scalar};
 use crate::graph::Op;
-use crate::kernels::ir::{Access, AccId, Builder, IndexExpr, ValueId, ValueType, ViewId};
+use crate::kernels::ir::{Access, AccId, Builder, IndexExpr, LoopId, TileReduce, ValueId, ValueType, ViewId};
 use crate::ops::{BinaryOp, Padding, ReduceOp};
 use std::collections::HashMap;
 
@@ -94,6 +95,8 @@ pub(crate) struct ColumnSplit {
     rows_per_part: u64,
     /// The partial kernel's tile along the rows.
     row_tile: u32,
+    /// The most elements of each partial the last point's tile holds.
+    last_read: u64,
     /// The extents of the kept axes after the rows (the columns), and the
     /// partial kernel's tile along each.
     cols: Vec<u64>,
@@ -168,7 +171,11 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
     let reduced_results = stores.iter().all(|n| group.shape.space[n] == Space::Reduced);
     // The CPU's arg reductions take two passes, which do not count indices
     // from a part's first row: they are not split.
-    if reduces.is_empty() || !reduced_results || stores.is_empty() || (arg && !gpu) {
+    // Shifted sums split beside plain reductions, not beside arg ones.
+    let shifted = reduces
+        .iter()
+        .any(|&n| matches!(g.nodes[n].op, Op::Reduce { op, .. } if op.is_shifted()));
+    if reduces.is_empty() || !reduced_results || stores.is_empty() || (arg && (!gpu || shifted)) {
         return None;
     }
     let o: u64 = lead.iter().product();
@@ -185,6 +192,30 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
         true if wide(g.nodes[reduces[0]].inputs[0]) => PARTIAL_TILE / 4,
         true => PARTIAL_TILE / 2,
     };
+    // Shifted sums keep several statistics an element (a square sum four,
+    // an exp sum two): a group with one holds all its accumulators in 16
+    // KiB a tile (the element budget let an f64 variance spill).
+    let stat_bytes: u64 = reduces
+            .iter()
+            .map(|&r| {
+                let words = match g.nodes[r].op {
+                    Op::Reduce {
+                        op: ReduceOp::ShiftedSquareSum,
+                        ..
+                    } => 4,
+                    Op::Reduce {
+                        op: ReduceOp::ShiftedExpSum,
+                        ..
+                    } => 2,
+                    _ => 1,
+                };
+                words * acc_dtype(g.nodes[r].dtype).size_in_bytes() as u64
+            })
+            .sum();
+    // Tiles of at most 16 KiB of statistics, at the partial kernel and at
+    // the last point.
+    let stat_tile = if shifted { pow2_floor(PARTIAL_TILE * 4 / stat_bytes.max(1)) } else { u64::MAX };
+    let partial_tile = partial_tile.min(stat_tile);
     // The CPU executor's tiles are rows of up to the whole partial tile.
     let widest = if gpu { PARTIAL_TILE / 4 } else { PARTIAL_TILE };
     let padded: u64 = cols.iter().map(|&c| pow2(c)).product();
@@ -214,6 +245,7 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
         step,
         rows_per_part: rows.extent - step * (parts - 1),
         row_tile: row_tile as u32,
+        last_read: LAST_POINT_READ.min(stat_tile),
         col_tiles: column_tiles(&cols, col_tile),
         cols,
     })
@@ -304,15 +336,29 @@ pub(crate) fn column_split(
     let (mut vs, mut masked, mut args) = declare(cx, &mut b, accesses, &split_views, &loads, None);
     let (scalars, fulls) = declare_scalars(cx, &mut b, group);
     // One partials buffer per reduction (an arg reduction's values and
-    // indices), each a view standing for an access of its own.
-    let partial_dtypes: Vec<DType> = if cs.arg {
+    // indices, a shifted sum's statistics), each a view standing for an
+    // access of its own; `owner` is the reduction of each.
+    let shifted = |r: usize| match g.nodes[r].op {
+        Op::Reduce { op, .. } if op.is_shifted() => Some(op),
+        _ => None,
+    };
+    let (partial_dtypes, owner): (Vec<DType>, Vec<usize>) = if cs.arg {
         let input = g.nodes[g.nodes[cs.reduces[0]].inputs[0]].dtype;
-        vec![acc_dtype(input), DType::I64]
+        (vec![acc_dtype(input), DType::I64], vec![cs.reduces[0]; 2])
     } else {
-        cs.reduces.iter().map(|&r| acc_dtype(g.nodes[r].dtype)).collect()
+        let count = |r: usize| match shifted(r) {
+            Some(ReduceOp::ShiftedSquareSum) => 4,
+            Some(_) => 2,
+            None => 1,
+        };
+        cs.reduces
+            .iter()
+            .flat_map(|&r| std::iter::repeat((acc_dtype(g.nodes[r].dtype), r)).take(count(r)))
+            .unzip()
     };
     let mut partials = vec![];
     let mut partial_store = HashMap::new();
+    let mut shifted_partials: HashMap<usize, Vec<usize>> = HashMap::new();
     for (k, &dtype) in partial_dtypes.iter().enumerate() {
         let p = b.param(format!("t{}", buffers.len()), dtype, partial_len, Access::ReadWrite);
         args.push(BufferRef::Temp(buffers.len()));
@@ -328,8 +374,12 @@ pub(crate) fn column_split(
         tile.extend_from_slice(&cs.col_tiles);
         vs.insert(out, b.view(p, &extents, &strides, 0, &tile, Padding::Zero));
         masked.insert(out, masked_cols);
-        if !cs.arg {
-            partial_store.insert(cs.reduces[k], out);
+        match (cs.arg, shifted(owner[k])) {
+            (true, _) => {}
+            (false, Some(_)) => shifted_partials.entry(owner[k]).or_default().push(out),
+            (false, None) => {
+                partial_store.insert(owner[k], out);
+            }
         }
         partials.push(p);
     }
@@ -358,13 +408,14 @@ pub(crate) fn column_split(
         lw.arg_partials = Some((accesses.len(), accesses.len() + 1));
     } else {
         lw.partials = cs.reduces.clone();
+        lw.shifted_partials = shifted_partials;
     }
     lw.body(&mut b)?;
     bind_flags(&mut lw, buffers, &mut args);
 
     // The last point of each column tile: the partials' rows in order.
     let counter = last_point_counter(&mut b, buffers, &mut args, o * col_points);
-    let tile_rows = pow2(cs.parts).min((LAST_POINT_READ / col_tile as u64).max(1)) as u32;
+    let tile_rows = pow2(cs.parts).min((cs.last_read / col_tile as u64).max(1)) as u32;
     let pvs: Vec<ViewId> = partials
         .iter()
         .map(|&p| {
@@ -451,10 +502,14 @@ pub(crate) fn column_split(
             failure = fin.finish(b, &totals);
             return;
         }
-        let ops: Vec<ReduceOp> = cs
-            .reduces
+        // The plain reductions: their partials reduced in row order.
+        let plain: Vec<(usize, usize)> = (0..owner.len())
+            .filter(|&k| shifted(owner[k]).is_none())
+            .map(|k| (owner[k], k))
+            .collect();
+        let ops: Vec<ReduceOp> = plain
             .iter()
-            .map(|&r| {
+            .map(|&(r, _)| {
                 let Op::Reduce { op, .. } = g.nodes[r].op else {
                     unreachable!("the reductions of a column split are reductions")
                 };
@@ -463,30 +518,42 @@ pub(crate) fn column_split(
             .collect();
         let accs: Vec<AccId> = ops
             .iter()
-            .zip(&partial_dtypes)
-            .map(|(&op, &acc)| b.acc(ValueType::new(acc, &shape), identity(op, acc)))
+            .zip(&plain)
+            .map(|(&op, &(_, k))| b.acc(ValueType::new(partial_dtypes[k], &shape), identity(op, partial_dtypes[k])))
             .collect();
         b.loop_(loops, |b, var| {
             let mut valid = None;
-            for (k, &op) in ops.iter().enumerate() {
+            for (j, &op) in ops.iter().enumerate() {
+                let k = plain[j].1;
                 let mut x = b.load(pvs[k], &index(var), ragged || masked_cols);
                 if ragged {
                     let valid = *valid.get_or_insert_with(|| inside(b, var).expect("ragged rows have a mask"));
                     let id = b.constant(identity(op, partial_dtypes[k]), partial_dtypes[k], &shape);
                     x = b.select(valid, x, id);
                 }
-                b.acc_update(accs[k], acc_op(op), x);
+                b.acc_update(accs[j], acc_op(op), x);
             }
         });
-        let totals: Vec<(usize, ValueId)> = cs
-            .reduces
+        let totals: Vec<(usize, ValueId)> = plain
             .iter()
             .zip(ops.iter().zip(&accs))
-            .map(|(&r, (&op, &acc))| {
+            .map(|(&(r, _), (&op, &acc))| {
                 let total = b.acc_read(acc);
                 (r, b.reduce(tile_op(op), total, row_axis))
             })
             .collect();
+        // The shifted sums: their runs' statistics combined in row order.
+        for &r in &cs.reduces {
+            let Some(op) = shifted(r) else { continue };
+            let first = owner.iter().position(|&o| o == r).expect("a shifted sum has partials");
+            let ks: Vec<usize> = (first..first + if op == ReduceOp::ShiftedSquareSum { 4 } else { 2 }).collect();
+            let c = combine_shifted(b, op, partial_dtypes[first], &shape, row_axis, loops, &|b, var| {
+                let loaded: Vec<ValueId> =
+                    ks.iter().map(|&k| b.load(pvs[k], &index(var), ragged || masked_cols)).collect();
+                (loaded, inside(b, var))
+            });
+            fin.combined.insert(r, c);
+        }
         failure = fin.finish(b, &totals);
     });
     failure?;
@@ -502,6 +569,121 @@ pub(crate) fn column_split(
         tile,
     };
     Ok(vec![(super::lower::finished(b)?, args, fulls, strategy)])
+}
+
+/// A last-point tile's statistics of one shifted sum, and which of its
+/// rows hold a run (`None` where all do).
+type StatsLoad<'a> = dyn Fn(&mut Builder, LoopId) -> (Vec<ValueId>, Option<ValueId>) + 'a;
+
+/// The partials of the shifted sum `op` (statistics of dtype `dt`), combined in row order over `loops` tiles of
+/// `shape` (`load` gives a tile's statistics and, where the last tile is
+/// ragged, which rows hold a run), then over the tile's row axis: for
+/// `exp`, the largest maximum and the sums rescaled to it; for squares,
+/// the largest of the runs' shifts, the mean's distance from it, the runs'
+/// centred sums of squares about the mean and the total count (three
+/// passes: the shift, the mean, the squares).
+#[allow(clippy::too_many_arguments)]
+fn combine_shifted(
+    b: &mut Builder,
+    op: ReduceOp,
+    dt: DType,
+    shape: &[u32],
+    row_axis: u8,
+    loops: u64,
+    load: &StatsLoad<'_>,
+) -> Combined {
+    let float = |b: &mut Builder, v: f64| b.constant(Scalar::Float(v, dt), dt, shape);
+    let kept = |b: &mut Builder, v: f64, like: ValueId| {
+        let ty = b.value_type(like).expect("a reduced value has a type").clone();
+        b.constant(Scalar::Float(v, dt), dt, &ty.shape)
+    };
+    let acc = |b: &mut Builder, init: f64| b.acc(ValueType::new(dt, shape), Scalar::Float(init, dt));
+    if op == ReduceOp::ShiftedExpSum {
+        let top = acc(b, f64::NEG_INFINITY);
+        b.loop_(loops, |b, var| {
+            let (v, valid) = load(b, var);
+            let low = float(b, f64::NEG_INFINITY);
+            let m = valid.map_or(v[0], |k| b.select(k, v[0], low));
+            b.acc_update(top, BinaryOp::Maximum, m);
+        });
+        let max = b.acc_read(top);
+        let max = b.reduce(TileReduce::Max, max, row_axis);
+        let sum = acc(b, 0.0);
+        b.loop_(loops, |b, var| {
+            let (v, valid) = load(b, var);
+            let max_b = b.broadcast(max, shape);
+            let one = float(b, 1.0);
+            let mut w = rescaled(b, v[1], v[0], max_b, one);
+            if let Some(k) = valid {
+                let zero = float(b, 0.0);
+                w = b.select(k, w, zero);
+            }
+            b.acc_update(sum, BinaryOp::Add, w);
+        });
+        let s = b.acc_read(sum);
+        let sum = b.reduce(TileReduce::Sum, s, row_axis);
+        return Combined::Exp { max, sum };
+    }
+    // Squares: each run's shift `K`, mean distance `D` from it, centred
+    // sum of squares and count. The largest shift is the shift of all.
+    let low = acc(b, f64::NEG_INFINITY);
+    b.loop_(loops, |b, var| {
+        let (v, valid) = load(b, var);
+        let lowest = float(b, f64::NEG_INFINITY);
+        let k = valid.map_or(v[0], |m| b.select(m, v[0], lowest));
+        b.acc_update(low, BinaryOp::Maximum, k);
+    });
+    let shift = b.acc_read(low);
+    let shift = b.reduce(TileReduce::Max, shift, row_axis);
+    // Each run's mean as a distance from the shift: (K - shift) + D.
+    let distance = |b: &mut Builder, v: &[ValueId]| {
+        let shift_b = b.broadcast(shift, shape);
+        let near = b.binary(BinaryOp::Sub, v[0], shift_b);
+        b.binary(BinaryOp::Add, near, v[1])
+    };
+    let (count, weighted) = (acc(b, 0.0), acc(b, 0.0));
+    b.loop_(loops, |b, var| {
+        let (v, valid) = load(b, var);
+        let d = distance(b, &v);
+        let (mut c, mut w) = (v[3], b.binary(BinaryOp::Mul, v[3], d));
+        if let Some(k) = valid {
+            let zero = float(b, 0.0);
+            c = b.select(k, c, zero);
+            w = b.select(k, w, zero);
+        }
+        b.acc_update(count, BinaryOp::Add, c);
+        b.acc_update(weighted, BinaryOp::Add, w);
+    });
+    let (c, w) = (b.acc_read(count), b.acc_read(weighted));
+    let count = b.reduce(TileReduce::Sum, c, row_axis);
+    let weighted = b.reduce(TileReduce::Sum, w, row_axis);
+    let zero = kept(b, 0.0, count);
+    let mean = mean_of(b, weighted, count, zero);
+    let m2 = acc(b, 0.0);
+    b.loop_(loops, |b, var| {
+        let (v, valid) = load(b, var);
+        let d = distance(b, &v);
+        let mean_b = b.broadcast(mean, shape);
+        let mut part = spread(b, v[2], v[3], d, mean_b);
+        if let Some(k) = valid {
+            let zero = float(b, 0.0);
+            part = b.select(k, part, zero);
+        }
+        b.acc_update(m2, BinaryOp::Add, part);
+    });
+    let m = b.acc_read(m2);
+    let m2 = b.reduce(TileReduce::Sum, m, row_axis);
+    Combined::Square {
+        shift,
+        mean,
+        m2,
+        count,
+    }
+}
+
+/// The largest power of two at most `x` (1 for 0).
+fn pow2_floor(x: u64) -> u64 {
+    1 << (63 - x.max(1).leading_zeros())
 }
 
 /// The smallest power of two at least `x` (1 for 0).

@@ -12,7 +12,7 @@ use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::graph::Op;
 use super::plan::IndexCheck;
-use super::shifted::{shifted_op, Stats};
+use super::shifted::{shifted_op, Combined, Stats};
 use crate::kernels::ir::{
     AccId, Access, AtomicOp, ParamId, Builder, IndexExpr, LoopId, ScalarId, ScalarKey, TileReduce, ValueId, ValueType, ViewId,
 };
@@ -136,6 +136,13 @@ pub(crate) struct Lowerer<'a> {
     /// Set for the partial kernel of a split arg reduction: the accesses
     /// its best values and their indices are stored through.
     pub arg_partials: Option<(usize, usize)>,
+    /// Set for the partial kernel of a column split: the accesses each
+    /// shifted sum's statistics are stored through
+    /// ([`Lowerer::shifted_columns`]' order).
+    pub shifted_partials: HashMap<usize, Vec<usize>>,
+    /// Set where a column split's partials combine: each shifted sum's
+    /// combined statistics, from which [`Lowerer::finish`] computes it.
+    pub combined: HashMap<usize, Combined>,
     /// The scalar argument of each `Full` node the group reads.
     pub scalars: HashMap<usize, ScalarId>,
     /// Set for a flattened elementwise kernel (one axis over the whole
@@ -180,6 +187,8 @@ impl<'a> Lowerer<'a> {
             partials: vec![],
             part_rows: None,
             arg_partials: None,
+            shifted_partials: HashMap::new(),
+            combined: HashMap::new(),
             scalars: HashMap::new(),
             flat_reads: HashMap::new(),
             piece_windows: HashMap::new(),
@@ -394,7 +403,12 @@ impl<'a> Lowerer<'a> {
             return Ok(());
         }
         for &n in &nodes {
-            if let Some(&s) = stats.get(&n) {
+            if let (Some(&s), Some(outs)) = (stats.get(&n), self.shifted_partials.get(&n).cloned()) {
+                let index = self.partition(Space::Reduced);
+                for (v, out) in self.shifted_columns(b, n, s).into_iter().zip(outs) {
+                    b.store(self.views[&out], &index, v, self.masked[&out]);
+                }
+            } else if let Some(&s) = stats.get(&n) {
                 let r = self.shifted_total(b, n, s)?;
                 let v = self.finish_reduce(b, n, r);
                 self.define(b, n, v);
@@ -465,7 +479,11 @@ impl<'a> Lowerer<'a> {
             self.define(b, r, v);
         }
         for n in self.group.nodes.clone() {
-            if totals.iter().all(|&(r, _)| r != n) && self.space(n) == Space::Reduced {
+            if let Some(&c) = self.combined.get(&n) {
+                let r = self.shifted_combined(b, n, c)?;
+                let v = self.finish_reduce(b, n, r);
+                self.define(b, n, v);
+            } else if totals.iter().all(|&(r, _)| r != n) && self.space(n) == Space::Reduced {
                 let v = self.node(b, n)?;
                 self.define(b, n, v);
             }

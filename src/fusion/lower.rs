@@ -262,6 +262,12 @@ pub(crate) fn lower(
         Op::Unary(u) => is_transcendental(u),
         // `pow` is a logarithm and an exponential.
         Op::Binary(BinaryOp::Pow) => cx.g.nodes[n].dtype.is_float(),
+        // A shifted exponential sum's exponentials (an f64 softmax over a
+        // strided axis spilled at the whole tile).
+        Op::Reduce {
+            op: ReduceOp::ShiftedExpSum,
+            ..
+        } => true,
         _ => false,
     };
     // In a reduction the quarter is taken for f64 transcendentals (several
@@ -409,12 +415,27 @@ pub(crate) fn lower(
         .iter()
         .any(|&n| matches!(cx.g.nodes[n].op, Op::Reduce { op, .. } if op.is_shifted()));
     let split = column_split_of(cx, group, stores, &axes);
+    // A row of shifted sums split across the grid by the column split
+    // below (few long rows, as rows over a unit column).
+    let unit: Vec<Axis> = axes
+        .iter()
+        .copied()
+        .chain([Axis {
+            extent: 1,
+            reduced: false,
+            tile: 1,
+        }])
+        .collect();
     if shifted {
+        // Split across the grid, the shifted sums combine their runs'
+        // statistics where the column split's partials combine; no other
+        // split takes them.
         let whole = matches!(axes[..], [a] if a.reduced && a.count() >= MIN_SPLIT_TILES);
         let few_rows = matches!(axes[..], [outer, row] if !outer.reduced && row.reduced
             && outer.extent < super::column_split::FEW_POINTS / 2 && row.count() > 1);
         let gpu = cx.opts.target == super::TileTarget::Gpu;
-        if whole || (gpu && few_rows) || gs.scan || split.is_some() {
+        let rows_split = !windowed && column_split_of(cx, group, stores, &unit).is_some();
+        if whole || (gpu && few_rows && !rows_split) || gs.scan || (split.is_some() && windowed) {
             return Ok(None);
         }
     }
@@ -434,12 +455,6 @@ pub(crate) fn lower(
         _ => false,
     };
     if cx.opts.target == super::TileTarget::Gpu && few_rows && !windowed && !group.shape.scan {
-        let mut unit = axes.clone();
-        unit.push(Axis {
-            extent: 1,
-            reduced: false,
-            tile: 1,
-        });
         if let Some(cs) = column_split_of(cx, group, stores, &unit) {
             let views: Vec<ViewSpec> = views
                 .into_iter()
@@ -794,7 +809,10 @@ fn flat_kernel(
         reduced: false,
         tile: 1,
     }];
-    choose_tiles(&mut axes, budget, false);
+    // Each element read by position holds an address of its own: the tile
+    // shrinks with the operands so read (an f64 layer norm's normalisation,
+    // two of them, spilled at the whole tile).
+    choose_tiles(&mut axes, budget / (1 + flat.reads.len() as u64), false);
     let tile = axes[0].tile;
     let views: Vec<ViewSpec> = accesses
         .iter()

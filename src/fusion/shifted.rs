@@ -198,3 +198,127 @@ impl Lowerer<'_> {
         }
     }
 }
+
+/// The statistics of a shifted sum over a column split's rows, one value
+/// per kept element: where the partials of its runs have been combined at
+/// the last point, the sum follows from them and the shift.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Combined {
+    /// The largest value and `Σ exp(x - max)`.
+    Exp { max: ValueId, sum: ValueId },
+    /// A shift (one of the values), the mean's distance from it, the sum
+    /// of squared deviations from the mean, and the count.
+    Square {
+        shift: ValueId,
+        mean: ValueId,
+        m2: ValueId,
+        count: ValueId,
+    },
+}
+
+impl Lowerer<'_> {
+    /// The statistics of shifted sum `n` after the loop over a column
+    /// split's run of rows, combined over the tile's rows into one value
+    /// per column each: for `exp`, the largest maximum `M` and `Σ sum ·
+    /// exp(max - M)`; for squares, a shift `K` (the largest of the
+    /// elements' shifts, one of the values), the mean's distance from it
+    /// (the elements' distances `(k - K) + Σ (x - k) / c` weighted by their
+    /// counts: small numbers, so a large mean costs no digits), the sum of
+    /// squared deviations from the mean (each element's centred sum plus
+    /// its count times its distance's squared distance from the mean's) and
+    /// the count. In that order, in the reduced space.
+    pub(crate) fn shifted_columns(&mut self, b: &mut Builder, n: usize, stats: Stats) -> Vec<ValueId> {
+        let ad = acc_dtype(self.cx.g.nodes[n].dtype);
+        let full = self.tile(Space::Full);
+        let zero = self.float(b, 0.0, ad, Space::Full);
+        match stats {
+            Stats::Exp { max, sum } => {
+                let (m, s) = (b.acc_read(max), b.acc_read(sum));
+                let top = self.reduce_over(b, m, ReduceOp::Max);
+                let top_b = b.broadcast(top, &full);
+                let one = self.float(b, 1.0, ad, Space::Full);
+                let w = rescaled(b, s, m, top_b, one);
+                let total = self.reduce_over(b, w, ReduceOp::Sum);
+                vec![top, total]
+            }
+            Stats::Square {
+                shift,
+                first,
+                second,
+                count,
+            } => {
+                let (s1, s2, c) = (b.acc_read(first), b.acc_read(second), b.acc_read(count));
+                let some = b.binary(BinaryOp::Gt, c, zero);
+                let ratio = b.binary(BinaryOp::Div, s1, c);
+                let ratio = b.select(some, ratio, zero);
+                let top = self.reduce_over(b, shift, ReduceOp::Max);
+                let top_b = b.broadcast(top, &full);
+                let near = b.binary(BinaryOp::Sub, shift, top_b);
+                let mean_i = b.binary(BinaryOp::Add, near, ratio);
+                let back = b.binary(BinaryOp::Mul, s1, ratio);
+                let centred = b.binary(BinaryOp::Sub, s2, back);
+                let count = self.reduce_over(b, c, ReduceOp::Sum);
+                let weighted = b.binary(BinaryOp::Mul, c, mean_i);
+                let weighted = b.select(some, weighted, zero);
+                let weighted = self.reduce_over(b, weighted, ReduceOp::Sum);
+                let zero_r = self.float(b, 0.0, ad, Space::Reduced);
+                let mean = mean_of(b, weighted, count, zero_r);
+                let mean_b = b.broadcast(mean, &full);
+                let part = spread(b, centred, c, mean_i, mean_b);
+                let part = b.select(some, part, zero);
+                let m2 = self.reduce_over(b, part, ReduceOp::Sum);
+                vec![top, mean, m2, count]
+            }
+        }
+    }
+
+    /// Shifted sum `n` from its combined statistics and its shift:
+    /// `sum · exp(max - s)`, or `M2 + count · ((K - s) + mean)^2` with the
+    /// mean's distance `mean` from the statistics' shift `K`.
+    pub(crate) fn shifted_combined(&mut self, b: &mut Builder, n: usize, c: Combined) -> Result<ValueId> {
+        let ad = acc_dtype(self.cx.g.nodes[n].dtype);
+        let s = self.operand(b, n, 1)?;
+        let s = self.coerce(b, s, ad);
+        Ok(match c {
+            Combined::Exp { max, sum } => {
+                let d = b.binary(BinaryOp::Sub, max, s);
+                let e = b.unary(UnaryOp::Exp, d);
+                b.binary(BinaryOp::Mul, sum, e)
+            }
+            Combined::Square { shift, mean, m2, count } => {
+                let near = b.binary(BinaryOp::Sub, shift, s);
+                let d = b.binary(BinaryOp::Add, near, mean);
+                let d2 = b.binary(BinaryOp::Mul, d, d);
+                let spread = b.binary(BinaryOp::Mul, count, d2);
+                b.binary(BinaryOp::Add, m2, spread)
+            }
+        })
+    }
+}
+
+/// `sum · exp(max - top)`, the factor 1 where `max == top` (so equal
+/// infinities, and the `-inf` of elements that saw no value, keep their
+/// sums).
+pub(crate) fn rescaled(b: &mut Builder, sum: ValueId, max: ValueId, top: ValueId, one: ValueId) -> ValueId {
+    let d = b.binary(BinaryOp::Sub, max, top);
+    let e = b.unary(UnaryOp::Exp, d);
+    let equal = b.binary(BinaryOp::Eq, max, top);
+    let e = b.select(equal, one, e);
+    b.binary(BinaryOp::Mul, sum, e)
+}
+
+/// `weighted / count`, `zero` where the count is 0.
+pub(crate) fn mean_of(b: &mut Builder, weighted: ValueId, count: ValueId, zero: ValueId) -> ValueId {
+    let some = b.binary(BinaryOp::Gt, count, zero);
+    let mean = b.binary(BinaryOp::Div, weighted, count);
+    b.select(some, mean, zero)
+}
+
+/// `m2 + count · (mean_i - mean)^2`: a group's centred sum of squares
+/// about the combined mean.
+pub(crate) fn spread(b: &mut Builder, m2: ValueId, count: ValueId, mean_i: ValueId, mean: ValueId) -> ValueId {
+    let dev = b.binary(BinaryOp::Sub, mean_i, mean);
+    let dev2 = b.binary(BinaryOp::Mul, dev, dev);
+    let w = b.binary(BinaryOp::Mul, count, dev2);
+    b.binary(BinaryOp::Add, m2, w)
+}
