@@ -75,9 +75,20 @@
 //!   sums of deviations from it and of their squares, and a count) and
 //!   combines them with `s` after the pass. `logsumexp` and `var` are one
 //!   kernel at any row length, and softmax, log-softmax and layer norm of
-//!   long rows two (the statistics, then the normalised row). A group with
-//!   a shifted sum that would be split across the grid (a full reduction,
-//!   few long rows, a column split) is planned without the rewrite.
+//!   long rows two (the statistics, then the normalised row). Split across
+//!   the grid by a column split (a strided axis with few kept columns, few
+//!   long rows), each run of rows stores its statistics per column and the
+//!   last point combines them in row order (the maxima and rescaled sums;
+//!   a shift, the mean's distance from it, the centred sums of squares and
+//!   the counts), so these stay one pass. A group with a shifted sum that
+//!   another split would take (a full reduction) is planned without the
+//!   rewrite.
+//! - **Elementwise kernels over odd widths** with an operand broadcast
+//!   along some axis (a bias of a row, a scale per row) are flat on a GPU
+//!   when that moves the dense operands in wider atoms than tiled rows
+//!   ([`Strategy::Flat`]): one axis over the space, the broadcast operands
+//!   read element by element at offsets computed from each element's flat
+//!   position, so the rows' odd width costs no vector width.
 //! - **Reductions over leading or middle axes** keep the memory order: the
 //!   tile spans several rows and columns, the grid runs over the kept axes and
 //!   a loop over tiles of the reduced axes updates an accumulator after an
