@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One device call: the GPU tests (scripts/gpu_tests.sh), the throughput
 # report, and the sweep of each of $SEEDS with $CASES cases
-# (default 70) each beside PyTorch, JSON and tables under $OUT; then, if $BEFORE names cases of
-# seed 13 ("6 13 65"), those alone, one process each, for a before/after.
+# (default 70) each, then the same cases with $B/base-sweep (an earlier
+# commit's sweep, when carried) and beside PyTorch (unless $NO_TORCH), JSON
+# and tables under $OUT; if $BEFORE names cases of seed 13 ("6 13 65"),
+# those alone first, one process each.
 set -u
 B=${B:-.gpu}
 [ -z "${SKIP_TESTS:-}" ] && scripts/gpu_tests.sh
@@ -14,10 +16,15 @@ fi
 for k in ${BEFORE:-}; do
   timeout 60 $B/example-sweep --seed 13 --start $k --cases 1 2>&1 | grep -E "^\| s13" | cut -d'|' -f2,5,9,10,11
 done
-# Each seed: the sweep, then PyTorch eager and torch.compile on its cases.
+# Each seed: the sweep, the base sweep, then PyTorch eager and torch.compile.
 for s in ${SEEDS:-}; do
-  timeout ${SWEEP_LIMIT:-300} $B/example-sweep --seed $s --cases ${CASES:-70} --json $OUT/s$s.json > $OUT/s$s.txt 2>&1
+  timeout ${SWEEP_LIMIT:-300} $B/example-sweep --seed $s --cases ${CASES:-70} --reps ${SWEEP_REPS:-50} --json $OUT/s$s.json > $OUT/s$s.txt 2>&1
   echo "sweep $s rc=$?"; tail -4 $OUT/s$s.txt
+  if [ -x "$B/base-sweep" ]; then
+    timeout ${SWEEP_LIMIT:-300} $B/base-sweep --seed $s --cases ${CASES:-70} --reps ${SWEEP_REPS:-50} --json $OUT/b$s.json > $OUT/b$s.txt 2>&1
+    echo "base sweep $s rc=$?"; tail -4 $OUT/b$s.txt
+  fi
+  [ -n "${NO_TORCH:-}" ] && continue
   PYTHONUNBUFFERED=1 timeout ${TORCH_LIMIT:-280} python3 benches/compare_torch.py --sweep $OUT/s$s.json --json $OUT/t$s.json --reps 30 > $OUT/t$s.txt 2>&1
   echo "torch $s rc=$?"; tail -16 $OUT/t$s.txt
 done
