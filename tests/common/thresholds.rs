@@ -156,6 +156,10 @@ impl Stat {
     /// `d` values (`PARTIAL_TILE`, halved for 8-byte accumulators, halved
     /// or quartered for arg reductions).
     fn partial_tile(self, d: DType) -> usize {
+        if matches!(self, Stat::Var) {
+            // A mean's sum and four statistics of the squares, 16 KiB a tile.
+            return if d.size_in_bytes() >= 8 { 256 } else { 512 };
+        }
         match (self.is_arg(), d.size_in_bytes() >= 8) {
             (false, false) => 4096,
             (false, true) => 2048,
