@@ -771,6 +771,62 @@ fn odd_rows_narrow_their_atoms_only_with_one_row_a_tile() {
     }
 }
 
+/// Row kernels over rows of odd widths (a row reduced, broadcast back and
+/// stored) read and write each tile of whole rows as one run of 16-byte
+/// pieces through shared memory, short last tiles included; the integer
+/// ones run on the interpreter's model like the executor, and every dtype's
+/// kernel assembles for the interpreter within its core forms.
+#[test]
+fn odd_row_tiles_move_as_runs_and_run_on_the_interpreter_model_like_the_executor() {
+    use common::G;
+    use tilefuse::graph::ReduceOp;
+    use tilefuse::DType;
+    let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
+    let (mut ran, mut loads, mut stores) = (0, 0, 0);
+    for (rows, width) in [(37, 58), (101, 61), (1000, 25), (9, 61), (130, 19), (67, 5)] {
+        for dtype in [
+            DType::U8,
+            DType::I32,
+            DType::I64,
+            DType::F16,
+            DType::BF16,
+            DType::F32,
+            DType::F64,
+        ] {
+            let mut g = G::default();
+            let x = g.data(dtype, &[rows, width]);
+            let m = g.reduce(ReduceOp::Max, x, &[1]);
+            let e = g.broadcast_to(m, &[rows, width]);
+            let y = g.sub(x, e);
+            let graph = g.finish(&[y]);
+            for k in &plan(&graph, &FusionOptions::gpu()).unwrap().kernels {
+                let module = tilefuse::kernels::ptx_gen::generate(&k.program, &target).unwrap();
+                loads += module.mapping.contains("load (run)") as usize;
+                stores += module.mapping.contains("store (run)") as usize;
+                let code = ptx_vm::assemble(&module, 232_448)
+                    .unwrap_or_else(|e| panic!("{dtype}[{rows}, {width}]: {e:?}\n{}", module.text));
+                assert!(
+                    (code.max_form as usize) < ptx_vm::core_forms(),
+                    "{dtype}[{rows}, {width}]: form `{}` is outside the core",
+                    ptx_vm::forms()[code.max_form as usize]
+                );
+                if dtype.is_float() {
+                    continue;
+                }
+                match run_on_model(&k.program, (rows * width) as u64) {
+                    ModelRun::Ran(n) => ran += n,
+                    ModelRun::NotModelled(e) => panic!("{dtype}[{rows}, {width}]: not modelled: {e}"),
+                }
+            }
+        }
+    }
+    assert!(ran >= 30, "only {ran} modules ran");
+    assert!(
+        loads >= 20 && stores >= 20,
+        "{loads} loads and {stores} stores moved as runs"
+    );
+}
+
 /// Gathers planned for the GPU (along either axis of a matrix, by an index
 /// of its own shape or spread like `index_select`'s, by i64 and i32
 /// positions, alone, reduced after, or beside a row reduction as in a

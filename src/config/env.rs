@@ -62,6 +62,7 @@ pub const SETTINGS: &[Setting] = &[
     s("TILEFUSE_GPU_UNROLL", "a number from 1 to 64"),
     s("TILEFUSE_GPU_RELOAD", "0 or 1"),
     s("TILEFUSE_GPU_STAGE", "0 or 1"),
+    s("TILEFUSE_GPU_RUNS", "0 or 1"),
     s("TILEFUSE_GPU_STAGED_THREADS", "a power of two from 32 to 1024"),
     s("TILEFUSE_GPU_STAGED_RESIDENT", "a multiple of 32 from 32 to 2048"),
     s("TILEFUSE_GPU_ROW_RCP", "f64 or f32"),
@@ -117,6 +118,7 @@ pub(super) fn from_env() -> Config {
     g.unroll = number("TILEFUSE_GPU_UNROLL", 1..=64, |_| true).or(g.unroll);
     g.reload = switch("TILEFUSE_GPU_RELOAD", g.reload);
     g.stage = switch("TILEFUSE_GPU_STAGE", g.stage);
+    g.stage_runs = switch("TILEFUSE_GPU_RUNS", g.stage_runs);
     g.staged_threads = threads("TILEFUSE_GPU_STAGED_THREADS").unwrap_or(g.staged_threads);
     g.staged_resident_threads = resident("TILEFUSE_GPU_STAGED_RESIDENT").unwrap_or(g.staged_resident_threads);
     g.row_reciprocal_f64 = either("TILEFUSE_GPU_ROW_RCP", "f64", "f32", g.row_reciprocal_f64);

@@ -185,6 +185,13 @@ pub struct CodegenConfig {
     /// (v7). A tile that cannot be staged (masked, not in
     /// 16-byte pieces, past the shared-memory bound) stays in registers.
     pub stage: bool,
+    /// A tile of whole rows that is one contiguous run of memory, but whose
+    /// rows do not start on the atom's alignment (odd widths: a row of 58
+    /// bf16 is 116 bytes), moves between memory and shared memory as one
+    /// flat run of 16-byte pieces, the threads reading or writing their
+    /// own elements in shared memory (`TILEFUSE_GPU_RUNS`; on). Off, each
+    /// element of such a tile is its own scalar access.
+    pub stage_runs: bool,
     /// The most threads of a block with a staged tile
     /// (`TILEFUSE_GPU_STAGED_THREADS`; 512, a power of two from 32 to
     /// 1024); 256 and 1024 were slower (v8).
@@ -244,6 +251,7 @@ impl Default for CodegenConfig {
             unroll: None,
             reload: false,
             stage: true,
+            stage_runs: true,
             staged_threads: 512,
             staged_resident_threads: 2048,
             row_reciprocal_f64: false,

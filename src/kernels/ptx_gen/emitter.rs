@@ -124,6 +124,12 @@ pub(super) struct Emitter<'a> {
     pub module_decls: Vec<String>,
     /// Bytes of shared memory the staged tiles take.
     pub staged_bytes: u32,
+    /// The shared array of each view moved as a run (see
+    /// `memory::Run`), per direction (`true` for stores), declared in
+    /// `stage_decls`, and whether an access has used it yet.
+    pub runs: HashMap<(ViewId, bool), (String, bool)>,
+    /// Bytes of the run arrays.
+    pub run_bytes: u32,
     /// The bytes of `tf_smem` the threads may still be reading for the
     /// latest exchange (start, end): an exchange writing elsewhere needs no
     /// barrier first, as every earlier exchange's readers have passed the
@@ -172,6 +178,8 @@ impl<'a> Emitter<'a> {
             stage_decls: Vec::new(),
             module_decls: Vec::new(),
             staged_bytes: 0,
+            runs: HashMap::new(),
+            run_bytes: 0,
         }
     }
 
@@ -209,7 +217,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// Runs `f` with its instructions going to the prologue.
-    fn prologue<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+    pub(super) fn prologue<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         let was = std::mem::replace(&mut self.in_prologue, true);
         let r = f(self);
         self.in_prologue = was;
@@ -463,6 +471,11 @@ impl<'a> Emitter<'a> {
         });
         self.thread_offsets.insert((view, r), off.clone());
         Ok(off)
+    }
+
+    /// Whether the instructions being lowered are inside a loop.
+    pub fn in_loop(&self) -> bool {
+        !self.loop_regs.is_empty()
     }
 
     /// Lowers a list of instructions.

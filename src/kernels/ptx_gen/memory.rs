@@ -17,6 +17,13 @@
 //! the reduction and again after it, so the row takes no registers across
 //! the reduction's barriers. Masked tiles, tiles not in 16-byte pieces and
 //! tiles past `STAGE_LIMIT` stay in registers.
+//!
+//! A tile of whole rows whose atoms are not aligned (rows of an odd width)
+//! but which is one contiguous run of memory, 16-byte aligned at its start,
+//! moves as that run (see [`Run`]): the block copies it between global and
+//! shared memory in 16-byte pieces, and each thread reads or writes its own
+//! elements in shared memory, so global memory sees whole vectors where it
+//! would see one scalar access per element.
 
 use super::emitter::{Class, Emitter};
 use super::ops::{immediate, mov_imm};
@@ -28,6 +35,24 @@ use crate::ops::ThreadScope;
 /// Most bytes of staged tiles per block (`CodegenConfig::stage`); static
 /// shared memory is limited to 48 KiB in all, and the exchanges need some.
 const STAGE_LIMIT: u32 = 32 * 1024;
+
+/// Most bytes of one run's shared array (see [`Run`]).
+const RUN_LIMIT: u32 = 16 * 1024;
+
+/// A tile that is one contiguous run of memory: its view is dense and
+/// row-major, the tile covers every axis but the first whole, and every
+/// tile's run starts on 16 bytes. Moved through a shared array of `bytes`.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    /// Rows of a tile (its first axis).
+    rows: u32,
+    /// Elements of one row (the first axis's stride).
+    row: u64,
+    /// Bytes of a whole tile's run, a multiple of 16.
+    bytes: u32,
+    /// Whether some tile has fewer rows than `rows` (the last, masked).
+    ragged: bool,
+}
 
 /// Where one partition of a view starts.
 struct Site {
@@ -395,6 +420,11 @@ impl Emitter<'_> {
                 return Ok(());
             }
         }
+        if !stage_here && staged_from.is_none() && param.access == Access::Read {
+            if let Some(run) = self.run_of(view, v, index, l.atom, moves, masked, false) {
+                return self.load_run(dst, view, v, &site, run, masked, pad.as_deref());
+            }
+        }
         if stage_here {
             let copy = match self.tuning.stage_copy.async_level() {
                 Some(level) => format!("cp.async.{level}.shared.global"),
@@ -628,6 +658,10 @@ impl Emitter<'_> {
         let moves = self.moves(v, l.atom, masked);
         let esize = d.size_in_bytes() as u32;
         let ce = if moves == Moves::Scalar { 1 } else { chunk_elems(esize, l.atom) };
+        if let Some(run) = self.run_of(view, v, index, l.atom, moves, masked, true) {
+            let site = self.site(v, index)?;
+            return self.store_run(view, v, &site, run, masked, &regs);
+        }
         let edge = if moves == Moves::Peeled { ", scalar at the edge" } else { "" };
         self.note_mapping("store", view, &format!("st.global{}{}{edge}", vec_suffix(ce), mem_type(d)));
         let site = self.site(v, index)?;
@@ -643,12 +677,12 @@ impl Emitter<'_> {
             let (masks, edge) = self.repeat_masks(moves, v, &site, r, masked);
             for c in 0..l.atom / ce {
                 let (first, chunk) = ((c * ce) as usize, ce as usize);
-                self.store_chunk(d, &masks[first], &at_element(c * ce), &srcs[first..first + chunk]);
+                self.store_chunk("global", d, &masks[first], &at_element(c * ce), &srcs[first..first + chunk]);
             }
             if let Some(edge) = edge {
                 let each = self.enter_edge(&edge, v, &site, r, masked);
                 for (a, p) in each.iter().enumerate() {
-                    self.store_chunk(d, p, &at_element(a as u32), &srcs[a..a + 1]);
+                    self.store_chunk("global", d, p, &at_element(a as u32), &srcs[a..a + 1]);
                 }
                 self.place_label(&edge.done);
             }
@@ -656,8 +690,9 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// One memory instruction storing `srcs.len()` consecutive elements.
-    fn store_chunk(&mut self, d: DType, p: &Option<String>, at: &str, srcs: &[String]) {
+    /// One memory instruction storing `srcs.len()` consecutive elements to
+    /// state space `space` (`global` or `shared`).
+    fn store_chunk(&mut self, space: &str, d: DType, p: &Option<String>, at: &str, srcs: &[String]) {
         let n = srcs.len() as u32;
         let g = guard(p);
         match d {
@@ -670,7 +705,7 @@ impl Emitter<'_> {
                         t
                     })
                     .collect();
-                self.ins(format!("{g}st.global{}.u8 {at}, {}", vec_suffix(n), reg_list(&tmps)));
+                self.ins(format!("{g}st.{space}{}.u8 {at}, {}", vec_suffix(n), reg_list(&tmps)));
             }
             DType::F16 | DType::BF16 if n > 1 => {
                 let words: Vec<String> = srcs
@@ -682,13 +717,13 @@ impl Emitter<'_> {
                     })
                     .collect();
                 self.ins(format!(
-                    "{g}st.global{}.b32 {at}, {}",
+                    "{g}st.{space}{}.b32 {at}, {}",
                     vec_suffix(n / 2),
                     reg_list(&words)
                 ));
             }
             _ => self.ins(format!(
-                "{g}st.global{}{} {at}, {}",
+                "{g}st.{space}{}{} {at}, {}",
                 vec_suffix(n),
                 mem_type(d),
                 reg_list(srcs)
@@ -969,6 +1004,283 @@ impl Emitter<'_> {
                 if d == DType::U32 { u } else { s }
             )),
         }
+    }
+}
+
+/// Tiles moved as runs (see [`Run`]).
+impl Emitter<'_> {
+    /// The run an access of partition `index` of `v` moves as, where it
+    /// would otherwise be one scalar access per element of atoms wider
+    /// than one (`moves` is [`Moves::Scalar`]): `None` elsewhere, in a last
+    /// point's body, for loads before sm_80 (no `cp.async`), and where the
+    /// shared arrays would pass `STAGE_LIMIT`.
+    #[allow(clippy::too_many_arguments)]
+    fn run_of(
+        &self,
+        view: ViewId,
+        v: &View,
+        index: &PartitionExprs,
+        atom: u32,
+        moves: Moves,
+        masked: bool,
+        store: bool,
+    ) -> Option<Run> {
+        if !self.tuning.stage_runs || self.in_last_point || moves != Moves::Scalar || atom < 2 {
+            return None;
+        }
+        if !store && (self.target.sm < 80 || self.target.ptx_version < (7, 0)) {
+            return None;
+        }
+        let rank = v.tile.len();
+        if rank < 2 || v.is_window() || index.len() != rank || v.strides[rank - 1] != 1 {
+            return None;
+        }
+        // Dense and row-major: each axis's stride is the next one's times
+        // its extent.
+        for k in 0..rank - 1 {
+            let next = v.strides[k + 1].checked_mul(i64::try_from(v.extents[k + 1]).ok()?)?;
+            if v.strides[k] != next {
+                return None;
+            }
+        }
+        // One tile covers every axis but the first, at partition 0.
+        for k in 1..rank {
+            let x = &index[k];
+            if (v.tile[k] as u64) < v.extents[k] || x.constant != 0 || x.grid.is_some() || x.loop_var.is_some() {
+                return None;
+            }
+        }
+        let esize = self.prog.params[v.param.index()].dtype.size_in_bytes() as u64;
+        let row = u64::try_from(v.strides[0]).ok()?;
+        let bytes = (v.tile[0] as u64).checked_mul(row)?.checked_mul(esize)?;
+        let origin = u64::try_from(v.origin()).ok()?;
+        let known = self.runs.contains_key(&(view, store));
+        let room = known || self.staged_bytes as u64 + self.run_bytes as u64 + bytes <= STAGE_LIMIT as u64;
+        if bytes % 16 != 0 || (origin * esize) % 16 != 0 || bytes > RUN_LIMIT as u64 || !room {
+            return None;
+        }
+        Some(Run {
+            rows: v.tile[0],
+            row,
+            bytes: bytes as u32,
+            ragged: masked && v.extents[0] % v.tile[0] as u64 != 0,
+        })
+    }
+
+    /// The shared array of `view`'s run for loads or for stores, and
+    /// whether an earlier access wrote or read it (then a barrier keeps
+    /// the new writes behind that access's readers).
+    fn run_array(&mut self, view: ViewId, store: bool, run: Run) -> (String, bool) {
+        if let Some((name, used)) = self.runs.get_mut(&(view, store)) {
+            let was = std::mem::replace(used, true);
+            return (name.clone(), was);
+        }
+        let name = format!("tf_run{}", self.runs.len());
+        self.stage_decls.push(format!(".shared .align 16 .b8 {name}[{}];", run.bytes));
+        self.run_bytes += run.bytes;
+        self.runs.insert((view, store), (name.clone(), true));
+        (name, false)
+    }
+
+    /// The bytes of this partition's run (a `u32` register) where a tile
+    /// may have fewer rows, `None` where every run is whole. A partition
+    /// past the last row has none.
+    fn run_valid_bytes(&mut self, v: &View, site: &Site, run: Run) -> Option<String> {
+        if !run.ragged {
+            return None;
+        }
+        let esize = self.prog.params[v.param.index()].dtype.size_in_bytes() as u64;
+        let n = self.reg(Class::B32);
+        if let Ok(first) = site.base[0].parse::<u64>() {
+            let rows = v.extents[0].saturating_sub(first).min(run.rows as u64);
+            self.ins(format!("mov.u32 {n}, {}", rows * run.row * esize));
+            return Some(n);
+        }
+        let (first, left) = (self.reg(Class::B64), self.reg(Class::B64));
+        self.ins(format!("min.u64 {first}, {}, {}", site.base[0], v.extents[0]));
+        self.ins(format!("mov.u64 {left}, {}", v.extents[0]));
+        self.ins(format!("sub.u64 {left}, {left}, {first}"));
+        self.ins(format!("min.u64 {left}, {left}, {}", run.rows));
+        self.ins(format!("mul.lo.u64 {left}, {left}, {}", run.row * esize));
+        self.ins(format!("cvt.u32.u64 {n}, {left}"));
+        Some(n)
+    }
+
+    /// This thread's first 16-byte piece of a run: its byte in the run (a
+    /// `u32` register), its shared address and its global address.
+    fn run_piece(&mut self, name: &str, v: &View, site: &Site) -> (String, String, String) {
+        let esize = self.prog.params[v.param.index()].dtype.size_in_bytes();
+        let tid = self.tid.clone();
+        let (byte, shared) = self.prologue(|e| {
+            let (byte, shared) = (e.reg(Class::B32), e.reg(Class::B32));
+            e.ins(format!("shl.b32 {byte}, {tid}, 4"));
+            e.ins(format!("mov.u32 {shared}, {name}"));
+            e.ins(format!("add.u32 {shared}, {shared}, {byte}"));
+            (byte, shared)
+        });
+        let param = self.params[v.param.index()].clone();
+        let (global, wide) = (self.reg(Class::B64), self.reg(Class::B64));
+        self.ins(format!("mad.lo.s64 {global}, {}, {esize}, {param}", site.offset));
+        self.ins(format!("cvt.u64.u32 {wide}, {byte}"));
+        self.ins(format!("add.s64 {global}, {global}, {wide}"));
+        (byte, shared, global)
+    }
+
+    /// The shared address of repeat `r`'s first atom element in a run
+    /// array (a `u32` register, the same for every partition).
+    fn run_slot(&mut self, name: &str, v: &View, r: u32) -> String {
+        let esize = self.prog.params[v.param.index()].dtype.size_in_bytes() as i64;
+        let (_, cs) = self.coords(&v.tile, r);
+        let strides = v.strides.clone();
+        self.prologue(|e| {
+            let at = e.reg(Class::B32);
+            e.ins(format!("mov.u32 {at}, {name}"));
+            for (c, s) in cs.iter().zip(&strides) {
+                if c != "0" {
+                    e.ins(format!("mad.lo.u32 {at}, {c}, {}, {at}", s * esize));
+                }
+            }
+            at
+        })
+    }
+
+    /// Whether piece `j` of each thread is in a whole run: a predicate, or
+    /// `None` when it always is.
+    fn run_piece_whole(&mut self, byte: &str, run: Run, j: u32) -> Option<String> {
+        let (threads, pieces) = (self.block.threads, run.bytes / 16);
+        if (j + 1) * threads <= pieces {
+            return None;
+        }
+        let p = self.reg(Class::Pred);
+        self.ins(format!("setp.lt.u32 {p}, {byte}, {}", run.bytes - j * threads * 16));
+        Some(p)
+    }
+
+    /// Loads `dst` from a tile moved as a run: `cp.async` copies the run to
+    /// shared memory in 16-byte pieces (the last piece of a short run
+    /// zero-filled past its end), then each thread reads its elements.
+    #[allow(clippy::too_many_arguments)]
+    fn load_run(
+        &mut self,
+        dst: ValueId,
+        view: ViewId,
+        v: &View,
+        site: &Site,
+        run: Run,
+        masked: bool,
+        pad: Option<&str>,
+    ) -> Result<()> {
+        let d = self.prog.params[v.param.index()].dtype;
+        let esize = d.size_in_bytes() as u32;
+        self.need_version((7, 0));
+        let kind = format!("cp.async.cg 16 B pieces of a {}-byte run, then ld.shared{}", run.bytes, mem_type(d));
+        self.note_mapping("load (run)", view, &kind);
+        let (name, used) = self.run_array(view, false, run);
+        if used || self.in_loop() {
+            self.ins("bar.sync 0");
+        }
+        let valid = self.run_valid_bytes(v, site, run);
+        let (byte, shared, global) = self.run_piece(&name, v, site);
+        for j in 0..(run.bytes / 16).div_ceil(self.block.threads) {
+            let off = j * self.block.threads * 16;
+            let (p, size) = match &valid {
+                Some(n) => {
+                    let (at, p, size) = (self.reg(Class::B32), self.reg(Class::Pred), self.reg(Class::B32));
+                    self.ins(format!("add.u32 {at}, {byte}, {off}"));
+                    self.ins(format!("setp.lt.u32 {p}, {at}, {n}"));
+                    self.ins(format!("sub.u32 {size}, {n}, {at}"));
+                    self.ins(format!("min.u32 {size}, {size}, 16"));
+                    (Some(p), format!(", {size}"))
+                }
+                None => (self.run_piece_whole(&byte, run, j), String::new()),
+            };
+            self.ins(format!(
+                "{}cp.async.cg.shared.global [{shared}+{off}], [{global}+{off}], 16{size}",
+                guard(&p)
+            ));
+        }
+        self.ins("cp.async.commit_group");
+        self.ins("cp.async.wait_group 0");
+        self.ins("bar.sync 0");
+        let l = self.layout(&v.tile);
+        let mut regs = Vec::with_capacity(l.slots());
+        for r in 0..l.repeats {
+            let at = self.run_slot(&name, v, r);
+            let masks = self.masks(v, site, r, masked, Check::Each);
+            for (a, p) in masks.iter().enumerate() {
+                let reg = self.reg(Class::of(d));
+                let slot = format!("[{at}+{}]", a as u32 * esize);
+                self.load_chunk("ld.shared", d, p, &slot, std::slice::from_ref(&reg), pad);
+                regs.push(reg);
+            }
+        }
+        self.vals.insert(dst, regs);
+        Ok(())
+    }
+
+    /// Stores `regs` to a tile moved as a run: each thread writes its
+    /// elements to shared memory, then the block copies the run out in
+    /// 16-byte pieces (the last piece of a short run element by element).
+    fn store_run(&mut self, view: ViewId, v: &View, site: &Site, run: Run, masked: bool, regs: &[String]) -> Result<()> {
+        let d = self.prog.params[v.param.index()].dtype;
+        let esize = d.size_in_bytes() as u32;
+        let kind = format!("st.shared{}, then 16 B pieces of a {}-byte run", mem_type(d), run.bytes);
+        self.note_mapping("store (run)", view, &kind);
+        let (name, used) = self.run_array(view, true, run);
+        if used || self.in_loop() {
+            self.ins("bar.sync 0");
+        }
+        let l = self.layout(&v.tile);
+        for r in 0..l.repeats {
+            let at = self.run_slot(&name, v, r);
+            let masks = self.masks(v, site, r, masked, Check::Each);
+            for (a, p) in masks.iter().enumerate() {
+                let src = &regs[(r * l.atom) as usize + a..][..1];
+                self.store_chunk("shared", d, p, &format!("[{at}+{}]", a as u32 * esize), src);
+            }
+        }
+        self.ins("bar.sync 0");
+        let valid = self.run_valid_bytes(v, site, run);
+        let (byte, shared, global) = self.run_piece(&name, v, site);
+        let (raw, class) = match esize {
+            1 => (".u8", Class::B32),
+            2 => (".b16", Class::B16),
+            4 => (".b32", Class::B32),
+            _ => (".b64", Class::B64),
+        };
+        for j in 0..(run.bytes / 16).div_ceil(self.block.threads) {
+            let off = j * self.block.threads * 16;
+            let words: Vec<String> = (0..4).map(|_| self.reg(Class::B32)).collect();
+            let p = match &valid {
+                Some(n) => {
+                    let (at, end, p) = (self.reg(Class::B32), self.reg(Class::B32), self.reg(Class::Pred));
+                    self.ins(format!("add.u32 {at}, {byte}, {off}"));
+                    self.ins(format!("add.u32 {end}, {at}, 16"));
+                    self.ins(format!("setp.le.u32 {p}, {end}, {n}"));
+                    // A piece the run ends inside: element by element.
+                    let (skip, some) = (self.label(), self.reg(Class::Pred));
+                    self.ins(format!("@{p} bra {skip}"));
+                    self.ins(format!("setp.lt.u32 {some}, {at}, {n}"));
+                    self.ins(format!("@!{some} bra {skip}"));
+                    for e in 0..16 / esize {
+                        let (q, x, el) = (self.reg(Class::Pred), self.reg(class), self.reg(Class::B32));
+                        self.ins(format!("add.u32 {el}, {at}, {}", e * esize));
+                        self.ins(format!("setp.lt.u32 {q}, {el}, {n}"));
+                        let byte = off + e * esize;
+                        self.ins(format!("@{q} ld.shared{raw} {x}, [{shared}+{byte}]"));
+                        self.ins(format!("@{q} st.global{raw} [{global}+{byte}], {x}"));
+                    }
+                    self.place_label(&skip);
+                    Some(p)
+                }
+                None => self.run_piece_whole(&byte, run, j),
+            };
+            let g = guard(&p);
+            let list = reg_list(&words);
+            self.ins(format!("{g}ld.shared.v4.b32 {list}, [{shared}+{off}]"));
+            self.ins(format!("{g}st.global.v4.b32 [{global}+{off}], {list}"));
+        }
+        Ok(())
     }
 }
 

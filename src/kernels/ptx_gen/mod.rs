@@ -291,9 +291,10 @@ pub fn generate_with(program: &Program, target: &PtxTarget, tuning: &CodegenConf
         tuning
     };
     let module = generate_once(program, target, tuning)?;
-    if module.shared_bytes > exchange::SHARED_LIMIT && tuning.stage {
+    if module.shared_bytes > exchange::SHARED_LIMIT && (tuning.stage || tuning.stage_runs) {
         let unstaged = CodegenConfig {
             stage: false,
+            stage_runs: false,
             ..tuning.clone()
         };
         return generate_once(program, target, &unstaged);
@@ -366,7 +367,7 @@ fn generate_once(program: &Program, target: &PtxTarget, tuning: &CodegenConfig) 
     mapping.append(&mut std::mem::take(&mut e.mapping));
     let mapping = mapping.join("\n");
     let version = choose_version(&program.name, target, e.needs_version)?;
-    let shared_bytes = e.shared_bytes + e.staged_bytes;
+    let shared_bytes = e.shared_bytes + e.staged_bytes + e.run_bytes;
     let params: Vec<String> = (0..program.params.len() + program.scalars.len())
         .map(|i| format!("\t.param .u64 {entry}_param_{i}"))
         .collect();
@@ -387,7 +388,15 @@ fn generate_once(program: &Program, target: &PtxTarget, tuning: &CodegenConfig) 
     // A kernel with a staged row holds little in registers and asks for
     // 2048 (a full SM: 32 registers), so that a few more live values (an
     // f64 reciprocal) do not cost it a resident block.
-    let resident = if e.staged_bytes > 0 {
+    // Unless its accumulators alone would take most of those 32 registers
+    // (the four of a long row's shifted variance spilled).
+    let acc_words: usize = e
+        .accs
+        .iter()
+        .zip(&program.accs)
+        .map(|(regs, a)| regs.len() * a.ty.dtype.size_in_bytes().div_ceil(4))
+        .sum();
+    let resident = if e.staged_bytes > 0 && acc_words <= STAGED_ACC_WORDS {
         tuning.staged_resident_threads
     } else {
         tuning.resident_threads
@@ -407,6 +416,10 @@ fn generate_once(program: &Program, target: &PtxTarget, tuning: &CodegenConfig) 
         shared_bytes,
     })
 }
+
+/// The most 32-bit words of accumulators a thread of a kernel with a
+/// staged tile holds and still asks for `staged_resident_threads`.
+const STAGED_ACC_WORDS: usize = 8;
 
 /// Whether `program`, whose row the default would stage (a read-only tile
 /// used again after a reduction), keeps it in registers under

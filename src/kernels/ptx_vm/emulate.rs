@@ -370,9 +370,16 @@ fn eval(op: &str, s: &[u64], ndst: usize, addrs: &[u64], smem: &mut [u8], mem: &
         "fence" | "createpolicy" => vec![0; usize::from(parts[0] == "createpolicy")],
         "cp" if op.starts_with("cp.async.commit") || op.starts_with("cp.async.wait") => vec![],
         "cp" => {
-            // cp.async...: [shared], [global], size (literal), policy.
+            // cp.async...: [shared], [global], size (literal), then a
+            // policy (`.L2::cache_hint`) or the source's size (the rest of
+            // the copy zero-filled).
             let size = s[0] as usize;
-            let src = mem.at(addrs[1], size).to_vec();
+            let read = match s.get(1) {
+                Some(&n) if !op.contains("cache_hint") => (n as usize).min(size),
+                _ => size,
+            };
+            let mut src = mem.at(addrs[1], read).to_vec();
+            src.resize(size, 0);
             smem[addrs[0] as usize..addrs[0] as usize + size].copy_from_slice(&src);
             vec![]
         }
