@@ -159,6 +159,15 @@ fn run_on_model(program: &tilefuse::kernels::ir::Program, seed: u64) -> ModelRun
     run_on_model_with(program, seed, &|_, _| {}).0
 }
 
+/// [`run_on_model`] under codegen settings `tuning` (and their quick tier).
+fn run_on_model_tuned(
+    program: &tilefuse::kernels::ir::Program,
+    seed: u64,
+    tuning: &tilefuse::kernels::ptx_gen::CodegenConfig,
+) -> ModelRun {
+    run_on_model_full(program, seed, &|_, _| {}, tuning).0
+}
+
 /// [`run_on_model`] with the random inputs then changed by `fill` (given
 /// each parameter's position and buffer).
 fn run_on_model_with(
@@ -166,8 +175,18 @@ fn run_on_model_with(
     seed: u64,
     fill: &dyn Fn(usize, &mut tilefuse::storage::HostBuffer),
 ) -> (ModelRun, Vec<tilefuse::storage::HostBuffer>) {
+    run_on_model_full(program, seed, fill, &Default::default())
+}
+
+/// [`run_on_model_with`] under codegen settings `tuning`.
+fn run_on_model_full(
+    program: &tilefuse::kernels::ir::Program,
+    seed: u64,
+    fill: &dyn Fn(usize, &mut tilefuse::storage::HostBuffer),
+    tuning: &tilefuse::kernels::ptx_gen::CodegenConfig,
+) -> (ModelRun, Vec<tilefuse::storage::HostBuffer>) {
     use tilefuse::kernels::cpu::{execute_with_scalars, Arg};
-    use tilefuse::kernels::ptx_gen::{generate, generate_quick};
+    use tilefuse::kernels::ptx_gen::generate_with;
     use tilefuse::kernels::ptx_vm::emulate::{self, Memory};
     use tilefuse::storage::HostBuffer;
     use tilefuse::{DType, Scalar};
@@ -238,7 +257,10 @@ fn run_on_model_with(
         })
         .collect();
     let mut ran = 0;
-    for module in [generate(program, &target), generate_quick(program, &target)] {
+    for module in [
+        generate_with(program, &target, tuning),
+        generate_with(program, &target, &tuning.quick()),
+    ] {
         let Ok(module) = module else { continue };
         let Ok(code) = ptx_vm::assemble(&module, 232_448) else {
             continue;
@@ -773,58 +795,85 @@ fn odd_rows_narrow_their_atoms_only_with_one_row_a_tile() {
 
 /// Row kernels over rows of odd widths (a row reduced, broadcast back and
 /// stored) read and write each tile of whole rows as one run of 16-byte
-/// pieces through shared memory, short last tiles included; the integer
-/// ones run on the interpreter's model like the executor, and every dtype's
-/// kernel assembles for the interpreter within its core forms.
+/// pieces through shared memory, short last tiles included, and read the
+/// pieces of runs that start off the 16-byte grid (rows of several tiles,
+/// tiles of rows whose run is no multiple of 16 bytes), outside loops and,
+/// where the settings ask, inside them; the integer ones run on the
+/// interpreter's model like the executor, and every dtype's kernel
+/// assembles for the interpreter within its core forms.
 #[test]
 fn odd_row_tiles_move_as_runs_and_run_on_the_interpreter_model_like_the_executor() {
     use common::G;
     use tilefuse::graph::ReduceOp;
+    use tilefuse::kernels::ptx_gen::{generate_with, CodegenConfig, RunStaging};
     use tilefuse::DType;
     let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
-    let (mut ran, mut loads, mut stores) = (0, 0, 0);
-    for (rows, width) in [(37, 58), (101, 61), (1000, 25), (9, 61), (130, 19), (67, 5)] {
-        for dtype in [
-            DType::U8,
-            DType::I32,
-            DType::I64,
-            DType::F16,
-            DType::BF16,
-            DType::F32,
-            DType::F64,
+    let (mut ran, mut loads, mut stores, mut unaligned, mut looped) = (0, 0, 0, 0, 0);
+    for staging in [RunStaging::OutsideLoops, RunStaging::Everywhere] {
+        let mut tuning = CodegenConfig::default();
+        tuning.stage_runs = staging;
+        for (rows, width) in [
+            (37, 58),
+            (101, 61),
+            (1000, 25),
+            (9, 61),
+            (130, 19),
+            (67, 5),
+            (3, 5001),
+            (40, 1431),
+            (2, 40001),
         ] {
-            let mut g = G::default();
-            let x = g.data(dtype, &[rows, width]);
-            let m = g.reduce(ReduceOp::Max, x, &[1]);
-            let e = g.broadcast_to(m, &[rows, width]);
-            let y = g.sub(x, e);
-            let graph = g.finish(&[y]);
-            for k in &plan(&graph, &FusionOptions::gpu()).unwrap().kernels {
-                let module = tilefuse::kernels::ptx_gen::generate(&k.program, &target).unwrap();
-                loads += module.mapping.contains("load (run)") as usize;
-                stores += module.mapping.contains("store (run)") as usize;
-                let code = ptx_vm::assemble(&module, 232_448)
-                    .unwrap_or_else(|e| panic!("{dtype}[{rows}, {width}]: {e:?}\n{}", module.text));
-                assert!(
-                    (code.max_form as usize) < ptx_vm::core_forms(),
-                    "{dtype}[{rows}, {width}]: form `{}` is outside the core",
-                    ptx_vm::forms()[code.max_form as usize]
-                );
-                if dtype.is_float() {
-                    continue;
-                }
-                match run_on_model(&k.program, (rows * width) as u64) {
-                    ModelRun::Ran(n) => ran += n,
-                    ModelRun::NotModelled(e) => panic!("{dtype}[{rows}, {width}]: not modelled: {e}"),
+            for dtype in [
+                DType::U8,
+                DType::I32,
+                DType::I64,
+                DType::F16,
+                DType::BF16,
+                DType::F32,
+                DType::F64,
+            ] {
+                let mut g = G::default();
+                let x = g.data(dtype, &[rows, width]);
+                let m = g.reduce(ReduceOp::Max, x, &[1]);
+                let e = g.broadcast_to(m, &[rows, width]);
+                let y = g.sub(x, e);
+                let graph = g.finish(&[y]);
+                for k in &plan(&graph, &FusionOptions::gpu()).unwrap().kernels {
+                    let module = generate_with(&k.program, &target, &tuning).unwrap();
+                    loads += module.mapping.contains("load (run)") as usize;
+                    stores += module.mapping.contains("store (run)") as usize;
+                    unaligned += module.mapping.contains("unaligned") as usize;
+                    let in_loop = k
+                        .program
+                        .body
+                        .iter()
+                        .any(|i| matches!(i, tilefuse::kernels::ir::Inst::Loop { .. }));
+                    looped += (in_loop && module.mapping.contains("(run)")) as usize;
+                    let code = ptx_vm::assemble(&module, 232_448)
+                        .unwrap_or_else(|e| panic!("{dtype}[{rows}, {width}]: {e:?}\n{}", module.text));
+                    assert!(
+                        (code.max_form as usize) < ptx_vm::core_forms(),
+                        "{dtype}[{rows}, {width}]: form `{}` is outside the core",
+                        ptx_vm::forms()[code.max_form as usize]
+                    );
+                    if dtype.is_float() {
+                        continue;
+                    }
+                    match run_on_model_tuned(&k.program, (rows * width) as u64, &tuning) {
+                        ModelRun::Ran(n) => ran += n,
+                        ModelRun::NotModelled(e) => panic!("{dtype}[{rows}, {width}]: not modelled: {e}"),
+                    }
                 }
             }
         }
     }
-    assert!(ran >= 30, "only {ran} modules ran");
+    assert!(ran >= 60, "only {ran} modules ran");
     assert!(
-        loads >= 20 && stores >= 20,
+        loads >= 40 && stores >= 40,
         "{loads} loads and {stores} stores moved as runs"
     );
+    assert!(unaligned >= 8, "{unaligned} runs started off the 16-byte grid");
+    assert!(looped >= 4, "{looped} kernels moved runs inside a loop");
 }
 
 /// Gathers planned for the GPU (along either axis of a matrix, by an index

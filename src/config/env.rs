@@ -18,7 +18,7 @@
 //! assert!(tilefuse::config::SETTINGS.iter().any(|s| s.name == "TILEFUSE_GPU_CP_KEEP"));
 //! ```
 
-use super::{Config, Fraction, MathMode, QuickTier, StageCopy};
+use super::{Config, Fraction, MathMode, QuickTier, RunStaging, StageCopy};
 use std::collections::HashSet;
 use std::sync::{Mutex, Once};
 
@@ -62,7 +62,7 @@ pub const SETTINGS: &[Setting] = &[
     s("TILEFUSE_GPU_UNROLL", "a number from 1 to 64"),
     s("TILEFUSE_GPU_RELOAD", "0 or 1"),
     s("TILEFUSE_GPU_STAGE", "0 or 1"),
-    s("TILEFUSE_GPU_RUNS", "0 or 1"),
+    s("TILEFUSE_GPU_RUNS", "off, outside or all"),
     s("TILEFUSE_GPU_STAGED_THREADS", "a power of two from 32 to 1024"),
     s("TILEFUSE_GPU_STAGED_RESIDENT", "a multiple of 32 from 32 to 2048"),
     s("TILEFUSE_GPU_ROW_RCP", "f64 or f32"),
@@ -118,7 +118,13 @@ pub(super) fn from_env() -> Config {
     g.unroll = number("TILEFUSE_GPU_UNROLL", 1..=64, |_| true).or(g.unroll);
     g.reload = switch("TILEFUSE_GPU_RELOAD", g.reload);
     g.stage = switch("TILEFUSE_GPU_STAGE", g.stage);
-    g.stage_runs = switch("TILEFUSE_GPU_RUNS", g.stage_runs);
+    g.stage_runs = read("TILEFUSE_GPU_RUNS", |v| match v {
+        "off" => Some(RunStaging::Off),
+        "outside" => Some(RunStaging::OutsideLoops),
+        "all" => Some(RunStaging::Everywhere),
+        _ => None,
+    })
+    .unwrap_or(g.stage_runs);
     g.staged_threads = threads("TILEFUSE_GPU_STAGED_THREADS").unwrap_or(g.staged_threads);
     g.staged_resident_threads = resident("TILEFUSE_GPU_STAGED_RESIDENT").unwrap_or(g.staged_resident_threads);
     g.row_reciprocal_f64 = either("TILEFUSE_GPU_ROW_RCP", "f64", "f32", g.row_reciprocal_f64);

@@ -133,6 +133,18 @@ impl std::hash::Hash for Fraction {
     }
 }
 
+/// Which unaligned tiles move as contiguous runs (see
+/// [`CodegenConfig::stage_runs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunStaging {
+    /// None: scalar accesses.
+    Off,
+    /// Those accessed outside loops (a short-row kernel's tile).
+    OutsideLoops,
+    /// Those inside loops too (the tiles of a long row).
+    Everywhere,
+}
+
 /// How a staged tile is copied to shared memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StageCopy {
@@ -185,13 +197,14 @@ pub struct CodegenConfig {
     /// (v7). A tile that cannot be staged (masked, not in
     /// 16-byte pieces, past the shared-memory bound) stays in registers.
     pub stage: bool,
-    /// A tile of whole rows that is one contiguous run of memory, but whose
-    /// rows do not start on the atom's alignment (odd widths: a row of 58
-    /// bf16 is 116 bytes), moves between memory and shared memory as one
-    /// flat run of 16-byte pieces, the threads reading or writing their
-    /// own elements in shared memory (`TILEFUSE_GPU_RUNS`; on). Off, each
-    /// element of such a tile is its own scalar access.
-    pub stage_runs: bool,
+    /// Where a tile that is one contiguous run of memory, but whose atoms
+    /// are not aligned (rows of an odd width: a row of 58 bf16 is 116
+    /// bytes), moves between memory and shared memory as that run, in
+    /// 16-byte pieces, the threads reading or writing their own elements
+    /// in shared memory (`TILEFUSE_GPU_RUNS`: `off`, `outside` (the
+    /// default) or `all`). Elsewhere each element of such a tile is its own
+    /// scalar access. Inside a loop a run waits for its copy every trip.
+    pub stage_runs: RunStaging,
     /// The most threads of a block with a staged tile
     /// (`TILEFUSE_GPU_STAGED_THREADS`; 512, a power of two from 32 to
     /// 1024); 256 and 1024 were slower (v8).
@@ -251,7 +264,7 @@ impl Default for CodegenConfig {
             unroll: None,
             reload: false,
             stage: true,
-            stage_runs: true,
+            stage_runs: RunStaging::OutsideLoops,
             staged_threads: 512,
             staged_resident_threads: 2048,
             row_reciprocal_f64: false,

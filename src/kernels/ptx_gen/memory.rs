@@ -27,6 +27,7 @@
 
 use super::emitter::{Class, Emitter};
 use super::ops::{immediate, mov_imm};
+use crate::config::RunStaging;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::kernels::ir::{Access, AtomicOp, IndexExpr, ParamId, PartitionExprs, ValueId, View, ViewId};
@@ -40,18 +41,37 @@ const STAGE_LIMIT: u32 = 32 * 1024;
 const RUN_LIMIT: u32 = 16 * 1024;
 
 /// A tile that is one contiguous run of memory: its view is dense and
-/// row-major, the tile covers every axis but the first whole, and every
-/// tile's run starts on 16 bytes. Moved through a shared array of `bytes`.
+/// row-major from axis `axis` in, the tile covers every axis past `axis`
+/// whole and is one wide on every axis before it. Moved through a shared
+/// array; a run that may start off the 16-byte grid (loads only) is copied
+/// from the 16 bytes below its start and read `lead` bytes in.
 #[derive(Debug, Clone, Copy)]
 struct Run {
-    /// Rows of a tile (its first axis).
+    /// The axis whose tile the run spans.
+    axis: usize,
+    /// The tile's extent along `axis`.
     rows: u32,
-    /// Elements of one row (the first axis's stride).
+    /// Elements from one index of `axis` to the next (its stride).
     row: u64,
-    /// Bytes of a whole tile's run, a multiple of 16.
+    /// Bytes of a whole tile's run.
     bytes: u32,
-    /// Whether some tile has fewer rows than `rows` (the last, masked).
+    /// Whether some tile is short along `axis` (the last, masked).
     ragged: bool,
+    /// Whether every run starts on 16 bytes and `bytes` is a multiple of
+    /// 16.
+    aligned: bool,
+}
+
+impl Run {
+    /// Bytes of its shared array: room for the bytes below an unaligned
+    /// start.
+    fn array_bytes(self) -> u32 {
+        if self.aligned {
+            self.bytes
+        } else {
+            self.bytes.div_ceil(16) * 16 + 16
+        }
+    }
 }
 
 /// Where one partition of a view starts.
@@ -1025,46 +1045,61 @@ impl Emitter<'_> {
         masked: bool,
         store: bool,
     ) -> Option<Run> {
-        if !self.tuning.stage_runs || self.in_last_point || moves != Moves::Scalar || atom < 2 {
+        let wanted = match self.tuning.stage_runs {
+            RunStaging::Off => false,
+            RunStaging::OutsideLoops => !self.in_loop(),
+            RunStaging::Everywhere => true,
+        };
+        if !wanted || self.in_last_point || moves != Moves::Scalar || atom < 2 {
             return None;
         }
         if !store && (self.target.sm < 80 || self.target.ptx_version < (7, 0)) {
             return None;
         }
         let rank = v.tile.len();
-        if rank < 2 || v.is_window() || index.len() != rank || v.strides[rank - 1] != 1 {
+        if rank == 0 || v.is_window() || index.len() != rank || v.strides[rank - 1] != 1 {
             return None;
         }
-        // Dense and row-major: each axis's stride is the next one's times
-        // its extent.
-        for k in 0..rank - 1 {
+        // The run's axis: the first the tile is wider than one along.
+        let axis = v.tile.iter().position(|&t| t > 1).unwrap_or(rank - 1);
+        // Dense and row-major from it in: each axis's stride is the next
+        // one's times its extent.
+        for k in axis..rank - 1 {
             let next = v.strides[k + 1].checked_mul(i64::try_from(v.extents[k + 1]).ok()?)?;
             if v.strides[k] != next {
                 return None;
             }
         }
-        // One tile covers every axis but the first, at partition 0.
-        for k in 1..rank {
+        // One tile covers every axis past it, at partition 0.
+        for k in axis + 1..rank {
             let x = &index[k];
             if (v.tile[k] as u64) < v.extents[k] || x.constant != 0 || x.grid.is_some() || x.loop_var.is_some() {
                 return None;
             }
         }
-        let esize = self.prog.params[v.param.index()].dtype.size_in_bytes() as u64;
-        let row = u64::try_from(v.strides[0]).ok()?;
-        let bytes = (v.tile[0] as u64).checked_mul(row)?.checked_mul(esize)?;
-        let origin = u64::try_from(v.origin()).ok()?;
-        let known = self.runs.contains_key(&(view, store));
-        let room = known || self.staged_bytes as u64 + self.run_bytes as u64 + bytes <= STAGE_LIMIT as u64;
-        if bytes % 16 != 0 || (origin * esize) % 16 != 0 || bytes > RUN_LIMIT as u64 || !room {
+        let esize = self.prog.params[v.param.index()].dtype.size_in_bytes() as i128;
+        let row = u64::try_from(v.strides[axis]).ok()?;
+        let bytes = (v.tile[axis] as u64).checked_mul(row)?.checked_mul(esize as u64)?;
+        if bytes > RUN_LIMIT as u64 {
             return None;
         }
-        Some(Run {
-            rows: v.tile[0],
+        let aligned = bytes % 16 == 0
+            && (v.origin() * esize) % 16 == 0
+            && v.strides[..axis].iter().all(|&s| (s as i128 * esize) % 16 == 0);
+        if store && !aligned {
+            return None;
+        }
+        let run = Run {
+            axis,
+            rows: v.tile[axis],
             row,
             bytes: bytes as u32,
-            ragged: masked && v.extents[0] % v.tile[0] as u64 != 0,
-        })
+            ragged: masked && v.extents[axis] % v.tile[axis] as u64 != 0,
+            aligned,
+        };
+        let known = self.runs.contains_key(&(view, store));
+        let room = self.staged_bytes + self.run_bytes + run.array_bytes() <= STAGE_LIMIT;
+        (known || room).then_some(run)
     }
 
     /// The shared array of `view`'s run for loads or for stores, and
@@ -1076,29 +1111,30 @@ impl Emitter<'_> {
             return (name.clone(), was);
         }
         let name = format!("tf_run{}", self.runs.len());
-        self.stage_decls.push(format!(".shared .align 16 .b8 {name}[{}];", run.bytes));
-        self.run_bytes += run.bytes;
+        self.stage_decls.push(format!(".shared .align 16 .b8 {name}[{}];", run.array_bytes()));
+        self.run_bytes += run.array_bytes();
         self.runs.insert((view, store), (name.clone(), true));
         (name, false)
     }
 
     /// The bytes of this partition's run (a `u32` register) where a tile
-    /// may have fewer rows, `None` where every run is whole. A partition
-    /// past the last row has none.
+    /// may be short, `None` where every run is whole. A partition past the
+    /// end has none.
     fn run_valid_bytes(&mut self, v: &View, site: &Site, run: Run) -> Option<String> {
         if !run.ragged {
             return None;
         }
         let esize = self.prog.params[v.param.index()].dtype.size_in_bytes() as u64;
+        let extent = v.extents[run.axis];
         let n = self.reg(Class::B32);
-        if let Ok(first) = site.base[0].parse::<u64>() {
-            let rows = v.extents[0].saturating_sub(first).min(run.rows as u64);
+        if let Ok(first) = site.base[run.axis].parse::<u64>() {
+            let rows = extent.saturating_sub(first).min(run.rows as u64);
             self.ins(format!("mov.u32 {n}, {}", rows * run.row * esize));
             return Some(n);
         }
         let (first, left) = (self.reg(Class::B64), self.reg(Class::B64));
-        self.ins(format!("min.u64 {first}, {}, {}", site.base[0], v.extents[0]));
-        self.ins(format!("mov.u64 {left}, {}", v.extents[0]));
+        self.ins(format!("min.u64 {first}, {}, {extent}", site.base[run.axis]));
+        self.ins(format!("mov.u64 {left}, {extent}"));
         self.ins(format!("sub.u64 {left}, {left}, {first}"));
         self.ins(format!("min.u64 {left}, {left}, {}", run.rows));
         self.ins(format!("mul.lo.u64 {left}, {left}, {}", run.row * esize));
@@ -1107,8 +1143,10 @@ impl Emitter<'_> {
     }
 
     /// This thread's first 16-byte piece of a run: its byte in the run (a
-    /// `u32` register), its shared address and its global address.
-    fn run_piece(&mut self, name: &str, v: &View, site: &Site) -> (String, String, String) {
+    /// `u32` register), its shared address and its global address; for an
+    /// unaligned run, bytes count from the 16 bytes below its start, and
+    /// the fourth value is the run's first byte there (`lead`).
+    fn run_piece(&mut self, name: &str, v: &View, site: &Site, run: Run) -> (String, String, String, Option<String>) {
         let esize = self.prog.params[v.param.index()].dtype.size_in_bytes();
         let tid = self.tid.clone();
         let (byte, shared) = self.prologue(|e| {
@@ -1120,10 +1158,23 @@ impl Emitter<'_> {
         });
         let param = self.params[v.param.index()].clone();
         let (global, wide) = (self.reg(Class::B64), self.reg(Class::B64));
-        self.ins(format!("mad.lo.s64 {global}, {}, {esize}, {param}", site.offset));
+        let lead = if run.aligned {
+            self.ins(format!("mad.lo.s64 {global}, {}, {esize}, {param}", site.offset));
+            None
+        } else {
+            // Parameter bases are 16-byte aligned: the start's distance
+            // from the grid is that of its byte offset.
+            let (offset, low, lead) = (self.reg(Class::B64), self.reg(Class::B64), self.reg(Class::B32));
+            self.ins(format!("mul.lo.s64 {offset}, {}, {esize}", site.offset));
+            self.ins(format!("and.b64 {low}, {offset}, 15"));
+            self.ins(format!("sub.s64 {offset}, {offset}, {low}"));
+            self.ins(format!("add.s64 {global}, {param}, {offset}"));
+            self.ins(format!("cvt.u32.u64 {lead}, {low}"));
+            Some(lead)
+        };
         self.ins(format!("cvt.u64.u32 {wide}, {byte}"));
         self.ins(format!("add.s64 {global}, {global}, {wide}"));
-        (byte, shared, global)
+        (byte, shared, global, lead)
     }
 
     /// The shared address of repeat `r`'s first atom element in a run
@@ -1157,8 +1208,9 @@ impl Emitter<'_> {
     }
 
     /// Loads `dst` from a tile moved as a run: `cp.async` copies the run to
-    /// shared memory in 16-byte pieces (the last piece of a short run
-    /// zero-filled past its end), then each thread reads its elements.
+    /// shared memory in 16-byte pieces (a piece the run ends inside copies
+    /// its bytes and zero-fills the rest; an unaligned run is copied from
+    /// the 16 bytes below its start), then each thread reads its elements.
     #[allow(clippy::too_many_arguments)]
     fn load_run(
         &mut self,
@@ -1173,17 +1225,32 @@ impl Emitter<'_> {
         let d = self.prog.params[v.param.index()].dtype;
         let esize = d.size_in_bytes() as u32;
         self.need_version((7, 0));
-        let kind = format!("cp.async.cg 16 B pieces of a {}-byte run, then ld.shared{}", run.bytes, mem_type(d));
+        let kind = format!(
+            "cp.async.cg 16 B pieces of a{} {}-byte run, then ld.shared{}",
+            if run.aligned { "" } else { "n unaligned" },
+            run.bytes,
+            mem_type(d)
+        );
         self.note_mapping("load (run)", view, &kind);
         let (name, used) = self.run_array(view, false, run);
         if used || self.in_loop() {
             self.ins("bar.sync 0");
         }
         let valid = self.run_valid_bytes(v, site, run);
-        let (byte, shared, global) = self.run_piece(&name, v, site);
-        for j in 0..(run.bytes / 16).div_ceil(self.block.threads) {
+        let (byte, shared, global, lead) = self.run_piece(&name, v, site, run);
+        // The bytes to copy, where they are not every piece's 16.
+        let end = match (&lead, valid) {
+            (None, valid) => valid,
+            (Some(lead), valid) => {
+                let end = self.reg(Class::B32);
+                let n = valid.unwrap_or_else(|| run.bytes.to_string());
+                self.ins(format!("add.u32 {end}, {lead}, {n}"));
+                Some(end)
+            }
+        };
+        for j in 0..(run.array_bytes() / 16).div_ceil(self.block.threads) {
             let off = j * self.block.threads * 16;
-            let (p, size) = match &valid {
+            let (p, size) = match &end {
                 Some(n) => {
                     let (at, p, size) = (self.reg(Class::B32), self.reg(Class::Pred), self.reg(Class::B32));
                     self.ins(format!("add.u32 {at}, {byte}, {off}"));
@@ -1205,7 +1272,12 @@ impl Emitter<'_> {
         let l = self.layout(&v.tile);
         let mut regs = Vec::with_capacity(l.slots());
         for r in 0..l.repeats {
-            let at = self.run_slot(&name, v, r);
+            let mut at = self.run_slot(&name, v, r);
+            if let Some(lead) = &lead {
+                let moved = self.reg(Class::B32);
+                self.ins(format!("add.u32 {moved}, {at}, {lead}"));
+                at = moved;
+            }
             let masks = self.masks(v, site, r, masked, Check::Each);
             for (a, p) in masks.iter().enumerate() {
                 let reg = self.reg(Class::of(d));
@@ -1241,7 +1313,7 @@ impl Emitter<'_> {
         }
         self.ins("bar.sync 0");
         let valid = self.run_valid_bytes(v, site, run);
-        let (byte, shared, global) = self.run_piece(&name, v, site);
+        let (byte, shared, global, _) = self.run_piece(&name, v, site, run);
         let (raw, class) = match esize {
             1 => (".u8", Class::B32),
             2 => (".b16", Class::B16),

@@ -156,7 +156,7 @@ mod ops;
 pub mod ptxas;
 mod reload;
 
-pub use crate::config::{CodegenConfig, StageCopy};
+pub use crate::config::{CodegenConfig, RunStaging, StageCopy};
 use crate::error::{Error, Result};
 use crate::kernels::ir::{Access, Inst, Program};
 use emitter::Emitter;
@@ -291,10 +291,10 @@ pub fn generate_with(program: &Program, target: &PtxTarget, tuning: &CodegenConf
         tuning
     };
     let module = generate_once(program, target, tuning)?;
-    if module.shared_bytes > exchange::SHARED_LIMIT && (tuning.stage || tuning.stage_runs) {
+    if module.shared_bytes > exchange::SHARED_LIMIT && (tuning.stage || tuning.stage_runs != RunStaging::Off) {
         let unstaged = CodegenConfig {
             stage: false,
-            stage_runs: false,
+            stage_runs: RunStaging::Off,
             ..tuning.clone()
         };
         return generate_once(program, target, &unstaged);
