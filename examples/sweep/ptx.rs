@@ -42,7 +42,8 @@ pub fn write(cases: &[Case], dir: &str) -> Result<(), String> {
         for (k, kernel) in plan.kernels.iter().enumerate() {
             let base = format!("{dir}/{id}.k{k}");
             std::fs::write(format!("{base}.ir"), kernel.program.to_string()).map_err(io)?;
-            let module = ptx_gen::generate(&kernel.program, &target).map_err(tf)?;
+            let codegen = &tilefuse::config::Config::process_default().codegen;
+            let module = ptx_gen::generate_with(&kernel.program, &target, codegen).map_err(tf)?;
             std::fs::write(format!("{base}.ptx"), &module.text).map_err(io)?;
             let resources = match &assembler {
                 Some(p) => match ptxas::assemble(p, &module.text, 90) {

@@ -592,92 +592,101 @@ fn combine_shifted(
     loops: u64,
     load: &StatsLoad<'_>,
 ) -> Combined {
-    let float = |b: &mut Builder, v: f64| b.constant(Scalar::Float(v, dt), dt, shape);
-    let kept = |b: &mut Builder, v: f64, like: ValueId| {
-        let ty = b.value_type(like).expect("a reduced value has a type").clone();
-        b.constant(Scalar::Float(v, dt), dt, &ty.shape)
+    let stats = Stats {
+        dt,
+        shape,
+        row_axis,
+        loops,
+        load,
     };
-    let acc = |b: &mut Builder, init: f64| b.acc(ValueType::new(dt, shape), Scalar::Float(init, dt));
     if op == ReduceOp::ShiftedExpSum {
-        let top = acc(b, f64::NEG_INFINITY);
-        b.loop_(loops, |b, var| {
-            let (v, valid) = load(b, var);
-            let low = float(b, f64::NEG_INFINITY);
-            let m = valid.map_or(v[0], |k| b.select(k, v[0], low));
-            b.acc_update(top, BinaryOp::Maximum, m);
-        });
-        let max = b.acc_read(top);
-        let max = b.reduce(TileReduce::Max, max, row_axis);
-        let sum = acc(b, 0.0);
-        b.loop_(loops, |b, var| {
-            let (v, valid) = load(b, var);
+        let max = stats.pass(b, BinaryOp::Maximum, f64::NEG_INFINITY, 1, &|_, v| vec![v[0]])[0];
+        let sum = stats.pass(b, BinaryOp::Add, 0.0, 1, &|b, v| {
             let max_b = b.broadcast(max, shape);
-            let one = float(b, 1.0);
-            let mut w = rescaled(b, v[1], v[0], max_b, one);
-            if let Some(k) = valid {
-                let zero = float(b, 0.0);
-                w = b.select(k, w, zero);
-            }
-            b.acc_update(sum, BinaryOp::Add, w);
-        });
-        let s = b.acc_read(sum);
-        let sum = b.reduce(TileReduce::Sum, s, row_axis);
+            let one = b.constant(Scalar::Float(1.0, dt), dt, shape);
+            vec![rescaled(b, v[1], v[0], max_b, one)]
+        })[0];
         return Combined::Exp { max, sum };
     }
     // Squares: each run's shift `K`, mean distance `D` from it, centred
     // sum of squares and count. The largest shift is the shift of all.
-    let low = acc(b, f64::NEG_INFINITY);
-    b.loop_(loops, |b, var| {
-        let (v, valid) = load(b, var);
-        let lowest = float(b, f64::NEG_INFINITY);
-        let k = valid.map_or(v[0], |m| b.select(m, v[0], lowest));
-        b.acc_update(low, BinaryOp::Maximum, k);
-    });
-    let shift = b.acc_read(low);
-    let shift = b.reduce(TileReduce::Max, shift, row_axis);
+    let shift = stats.pass(b, BinaryOp::Maximum, f64::NEG_INFINITY, 1, &|_, v| vec![v[0]])[0];
     // Each run's mean as a distance from the shift: (K - shift) + D.
     let distance = |b: &mut Builder, v: &[ValueId]| {
         let shift_b = b.broadcast(shift, shape);
         let near = b.binary(BinaryOp::Sub, v[0], shift_b);
         b.binary(BinaryOp::Add, near, v[1])
     };
-    let (count, weighted) = (acc(b, 0.0), acc(b, 0.0));
-    b.loop_(loops, |b, var| {
-        let (v, valid) = load(b, var);
-        let d = distance(b, &v);
-        let (mut c, mut w) = (v[3], b.binary(BinaryOp::Mul, v[3], d));
-        if let Some(k) = valid {
-            let zero = float(b, 0.0);
-            c = b.select(k, c, zero);
-            w = b.select(k, w, zero);
-        }
-        b.acc_update(count, BinaryOp::Add, c);
-        b.acc_update(weighted, BinaryOp::Add, w);
+    let sums = stats.pass(b, BinaryOp::Add, 0.0, 2, &|b, v| {
+        let d = distance(b, v);
+        vec![v[3], b.binary(BinaryOp::Mul, v[3], d)]
     });
-    let (c, w) = (b.acc_read(count), b.acc_read(weighted));
-    let count = b.reduce(TileReduce::Sum, c, row_axis);
-    let weighted = b.reduce(TileReduce::Sum, w, row_axis);
-    let zero = kept(b, 0.0, count);
-    let mean = mean_of(b, weighted, count, zero);
-    let m2 = acc(b, 0.0);
-    b.loop_(loops, |b, var| {
-        let (v, valid) = load(b, var);
-        let d = distance(b, &v);
+    let count = sums[0];
+    let ty = b.value_type(count).expect("a reduced value has a type").clone();
+    let zero = b.constant(Scalar::Float(0.0, dt), dt, &ty.shape);
+    let mean = mean_of(b, sums[1], count, zero);
+    let m2 = stats.pass(b, BinaryOp::Add, 0.0, 1, &|b, v| {
+        let d = distance(b, v);
         let mean_b = b.broadcast(mean, shape);
-        let mut part = spread(b, v[2], v[3], d, mean_b);
-        if let Some(k) = valid {
-            let zero = float(b, 0.0);
-            part = b.select(k, part, zero);
-        }
-        b.acc_update(m2, BinaryOp::Add, part);
-    });
-    let m = b.acc_read(m2);
-    let m2 = b.reduce(TileReduce::Sum, m, row_axis);
+        vec![spread(b, v[2], v[3], d, mean_b)]
+    })[0];
     Combined::Square {
         shift,
         mean,
         m2,
         count,
+    }
+}
+
+/// The last point's view of the runs' statistics of one shifted sum.
+struct Stats<'s, 'l> {
+    dt: DType,
+    shape: &'s [u32],
+    row_axis: u8,
+    loops: u64,
+    load: &'s StatsLoad<'l>,
+}
+
+impl Stats<'_, '_> {
+    /// One pass over the runs in row order: each of the `outputs` values
+    /// `f` makes of a tile's statistics, `pad` where a row holds no run,
+    /// folded by `fold`
+    /// (`Maximum` or `Add`) over the tiles and then the row axis.
+    fn pass(
+        &self,
+        b: &mut Builder,
+        fold: BinaryOp,
+        pad: f64,
+        outputs: usize,
+        f: &dyn Fn(&mut Builder, &[ValueId]) -> Vec<ValueId>,
+    ) -> Vec<ValueId> {
+        let (dt, shape) = (self.dt, self.shape);
+        let accs: Vec<AccId> = (0..outputs)
+            .map(|_| b.acc(ValueType::new(dt, shape), Scalar::Float(pad, dt)))
+            .collect();
+        b.loop_(self.loops, |b, var| {
+            let (v, valid) = (self.load)(b, var);
+            let values = f(b, &v);
+            debug_assert_eq!(values.len(), outputs);
+            for (&acc, mut x) in accs.iter().zip(values) {
+                if let Some(k) = valid {
+                    let low = b.constant(Scalar::Float(pad, dt), dt, shape);
+                    x = b.select(k, x, low);
+                }
+                b.acc_update(acc, fold, x);
+            }
+        });
+        let tile_op = if fold == BinaryOp::Maximum {
+            TileReduce::Max
+        } else {
+            TileReduce::Sum
+        };
+        accs.into_iter()
+            .map(|acc| {
+                let x = b.acc_read(acc);
+                b.reduce(tile_op, x, self.row_axis)
+            })
+            .collect()
     }
 }
 
