@@ -25,6 +25,6 @@ for s in ${SEEDS:-}; do
     echo "base sweep $s rc=$?"; tail -4 $OUT/b$s.txt
   fi
   [ -n "${NO_TORCH:-}" ] && continue
-  PYTHONUNBUFFERED=1 timeout ${TORCH_LIMIT:-280} python3 benches/compare_torch.py --sweep $OUT/s$s.json --json $OUT/t$s.json --reps 30 > $OUT/t$s.txt 2>&1
+  PYTHONUNBUFFERED=1 timeout ${TORCH_LIMIT:-280} python3 benches/compare_torch.py --sweep $OUT/s$s.json --json $OUT/t$s.json --reps ${TORCH_REPS:-50} > $OUT/t$s.txt 2>&1
   echo "torch $s rc=$?"; tail -16 $OUT/t$s.txt
 done

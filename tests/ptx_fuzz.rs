@@ -810,8 +810,12 @@ fn odd_row_tiles_move_as_runs_and_run_on_the_interpreter_model_like_the_executor
     let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(90, 13000);
     let (mut ran, mut loads, mut stores, mut unaligned, mut looped) = (0, 0, 0, 0, 0);
     for staging in [RunStaging::OutsideLoops, RunStaging::Everywhere] {
+        // Every element width moves as a run here (the default keeps runs
+        // to 2-byte elements and narrower), so the integer kernels that run
+        // on the model cover 1-, 4- and 8-byte runs.
         let mut tuning = CodegenConfig::default();
         tuning.stage_runs = staging;
+        tuning.run_element_bytes = 8;
         for (rows, width) in [
             (37, 58),
             (101, 61),
@@ -840,6 +844,20 @@ fn odd_row_tiles_move_as_runs_and_run_on_the_interpreter_model_like_the_executor
                 let graph = g.finish(&[y]);
                 for k in &plan(&graph, &FusionOptions::gpu()).unwrap().kernels {
                     let module = generate_with(&k.program, &target, &tuning).unwrap();
+                    let default = generate_with(&k.program, &target, &CodegenConfig::default()).unwrap();
+                    if dtype.size_in_bytes() > 2 {
+                        assert!(
+                            !default.mapping.contains("(run)"),
+                            "{dtype}[{rows}, {width}] moved as a run by default:\n{}",
+                            default.mapping
+                        );
+                    } else if module.mapping.contains("load (run)") && staging == RunStaging::OutsideLoops {
+                        assert!(
+                            default.mapping.contains("load (run)"),
+                            "{dtype}[{rows}, {width}]: no run by default:\n{}",
+                            default.mapping
+                        );
+                    }
                     loads += module.mapping.contains("load (run)") as usize;
                     stores += module.mapping.contains("store (run)") as usize;
                     unaligned += module.mapping.contains("unaligned") as usize;

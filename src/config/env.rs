@@ -63,6 +63,7 @@ pub const SETTINGS: &[Setting] = &[
     s("TILEFUSE_GPU_RELOAD", "0 or 1"),
     s("TILEFUSE_GPU_STAGE", "0 or 1"),
     s("TILEFUSE_GPU_RUNS", "off, outside or all"),
+    s("TILEFUSE_GPU_RUN_ELEMENT", "1, 2, 4 or 8"),
     s("TILEFUSE_GPU_STAGED_THREADS", "a power of two from 32 to 1024"),
     s("TILEFUSE_GPU_STAGED_RESIDENT", "a multiple of 32 from 32 to 2048"),
     s("TILEFUSE_GPU_ROW_RCP", "f64 or f32"),
@@ -125,6 +126,8 @@ pub(super) fn from_env() -> Config {
         _ => None,
     })
     .unwrap_or(g.stage_runs);
+    g.run_element_bytes =
+        number("TILEFUSE_GPU_RUN_ELEMENT", 1..=8, u64::is_power_of_two).map_or(g.run_element_bytes, |n| n as u32);
     g.staged_threads = threads("TILEFUSE_GPU_STAGED_THREADS").unwrap_or(g.staged_threads);
     g.staged_resident_threads = resident("TILEFUSE_GPU_STAGED_RESIDENT").unwrap_or(g.staged_resident_threads);
     g.row_reciprocal_f64 = either("TILEFUSE_GPU_ROW_RCP", "f64", "f32", g.row_reciprocal_f64);

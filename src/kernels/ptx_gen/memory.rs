@@ -1078,6 +1078,9 @@ impl Emitter<'_> {
             }
         }
         let esize = self.prog.params[v.param.index()].dtype.size_in_bytes() as i128;
+        if esize > self.tuning.run_element_bytes as i128 {
+            return None;
+        }
         let row = u64::try_from(v.strides[axis]).ok()?;
         let bytes = (v.tile[axis] as u64).checked_mul(row)?.checked_mul(esize as u64)?;
         if bytes > RUN_LIMIT as u64 {
