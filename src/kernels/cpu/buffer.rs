@@ -55,7 +55,14 @@ impl<T> Slab<T> {
     fn borrowed_ptr(&self) -> Option<*mut T> {
         self.borrowed.map(|b| b.0)
     }
+
+    fn borrow_state(&self) -> Borrow {
+        self.borrowed.map(|(ptr, len, writable)| (ptr.cast(), len, writable))
+    }
 }
+
+/// What a tile borrows: memory, element count and whether it is writable.
+pub(crate) type Borrow = Option<(*mut u8, usize, bool)>;
 
 impl<T> Deref for Slab<T> {
     type Target = [T];
@@ -163,6 +170,53 @@ impl Buf {
         }
     }
 
+    /// What the tile borrows now, for [`Buf::restore`].
+    pub fn borrow_state(&self) -> Borrow {
+        match self {
+            Buf::Bool(v) | Buf::U8(v) => v.borrow_state(),
+            Buf::I32(v) => v.borrow_state(),
+            Buf::I64(v) => v.borrow_state(),
+            Buf::U32(v) => v.borrow_state(),
+            Buf::F16(v) => v.borrow_state(),
+            Buf::BF16(v) => v.borrow_state(),
+            Buf::F32(v) => v.borrow_state(),
+            Buf::F64(v) => v.borrow_state(),
+        }
+    }
+
+    /// Makes the tile borrow what [`Buf::borrow_state`] said it did.
+    ///
+    /// # Safety
+    /// As [`Buf::borrow`], for a borrowed `state`.
+    pub unsafe fn restore(&mut self, state: Borrow) {
+        match state {
+            Some((ptr, len, writable)) => self.borrow(ptr, len, writable),
+            None => self.release(),
+        }
+    }
+
+    /// The address of the tile's first element (of its borrowed memory or
+    /// its own buffer), for reading.
+    pub fn start(&self) -> *const u8 {
+        match self.bits() {
+            Bits::B1(v) => v.as_ptr(),
+            Bits::B2(v) => v.as_ptr().cast(),
+            Bits::B4(v) => v.as_ptr().cast(),
+            Bits::B8(v) => v.as_ptr().cast(),
+        }
+    }
+
+    /// The address of the tile's first element for writing: writable
+    /// borrowed memory, or else its own buffer (ending a read-only borrow).
+    pub fn start_mut(&mut self) -> *mut u8 {
+        match self.bits_mut() {
+            BitsMut::B1(v) => v.as_mut_ptr(),
+            BitsMut::B2(v) => v.as_mut_ptr().cast(),
+            BitsMut::B4(v) => v.as_mut_ptr().cast(),
+            BitsMut::B8(v) => v.as_mut_ptr().cast(),
+        }
+    }
+
     /// The memory the tile borrows, if any.
     pub fn borrowed_ptr(&self) -> Option<*mut u8> {
         match self {
@@ -174,6 +228,16 @@ impl Buf {
             Buf::BF16(v) => v.borrowed_ptr().map(<*mut bf16>::cast),
             Buf::F32(v) => v.borrowed_ptr().map(<*mut f32>::cast),
             Buf::F64(v) => v.borrowed_ptr().map(<*mut f64>::cast),
+        }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        match self.bits() {
+            Bits::B1(v) => v.len(),
+            Bits::B2(v) => v.len(),
+            Bits::B4(v) => v.len(),
+            Bits::B8(v) => v.len(),
         }
     }
 

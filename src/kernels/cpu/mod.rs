@@ -79,6 +79,7 @@ mod buffer;
 mod elementwise;
 mod memory;
 mod shape_ops;
+mod strips;
 #[cfg(test)]
 mod tests;
 pub(crate) mod vmath;
@@ -92,6 +93,7 @@ use buffer::{malformed, typed_mut, Buf, ScalarBits};
 use elementwise::Spread;
 use memory::{SharedMem, ViewPlan};
 use rayon::prelude::*;
+use strips::Step;
 
 /// One kernel argument: the buffer bound to one of the program's parameters.
 #[derive(Debug)]
@@ -258,6 +260,11 @@ struct Context<'p> {
     cycle_loads: Vec<bool>,
     /// The parameters' memory (for the flags gathers set).
     mems: Vec<SharedMem>,
+    /// What the body runs, and the body of its last point.
+    steps: Vec<Step<'p>>,
+    last_steps: Vec<Step<'p>>,
+    /// The dtype of each slot of reduction lanes the steps use.
+    lanes: Vec<crate::DType>,
 }
 
 impl<'p> Context<'p> {
@@ -290,16 +297,32 @@ impl<'p> Context<'p> {
             .map(|a| ScalarBits::new(a.init.0, a.ty.dtype))
             .collect();
         let (forms, cycle_loads) = analysis::spread_operands(program);
+        let forward = analysis::forwarded_stores(program);
+        let mut facts = strips::Facts::new(
+            program,
+            &forms,
+            &cycle_loads,
+            forward.iter().map(Option::is_some).collect(),
+        );
+        let steps = strips::schedule(program, &program.body, &mut facts);
+        let last_steps = match program.body.last() {
+            Some(Inst::LastPoint { body, .. }) => strips::schedule(program, body, &mut facts),
+            _ => Vec::new(),
+        };
+        let lanes = facts.lanes;
         Ok(Context {
             program,
             views,
             consts,
             acc_init,
             work_per_point: work(program, &program.body),
-            forward: analysis::forwarded_stores(program),
+            forward,
             forms,
             cycle_loads,
             mems: mems.to_vec(),
+            steps,
+            last_steps,
+            lanes,
         })
     }
 
@@ -332,7 +355,7 @@ impl<'p> Context<'p> {
     /// group of grid points, now that every point has run: at the group's
     /// last point along the counted axis (the body cannot tell which).
     fn run_last_points(&self, points: u64) -> Result<()> {
-        let Some(Inst::LastPoint { axis, body, .. }) = self.program.body.last() else {
+        let Some(Inst::LastPoint { axis, .. }) = self.program.body.last() else {
             return Ok(());
         };
         let grid = &self.program.grid;
@@ -357,7 +380,7 @@ impl<'p> Context<'p> {
             for (acc, &init) in frame.accs.iter_mut().zip(&self.acc_init) {
                 acc.fill(init);
             }
-            self.run_block(&mut frame, body)?;
+            self.run_block(&mut frame, &self.last_steps)?;
         }
         Ok(())
     }
@@ -387,7 +410,7 @@ impl<'p> Context<'p> {
             for (acc, &init) in frame.accs.iter_mut().zip(&self.acc_init) {
                 acc.fill(init);
             }
-            self.run_block(frame, &self.program.body)?;
+            self.run_block(frame, &self.steps)?;
             for k in (0..grid.len()).rev() {
                 frame.grid[k] += 1;
                 if frame.grid[k] < grid[k] {
@@ -399,164 +422,176 @@ impl<'p> Context<'p> {
         Ok(())
     }
 
-    /// Interprets `body` at the frame's grid point.
-    fn run_block(&self, frame: &mut Frame, body: &[Inst]) -> Result<()> {
-        let program = self.program;
-        let dtype = |v: &crate::kernels::ir::ValueId| program.values[v.index()].dtype;
-        let shape = |v: &crate::kernels::ir::ValueId| &program.values[v.index()].shape[..];
-        for inst in body {
-            match inst {
-                Inst::Load {
-                    dst,
-                    view,
-                    index,
-                    masked,
-                } => {
-                    let part = frame.partition(index);
-                    let (plan, tile) = (&self.views[view.index()], &mut frame.values[dst.index()]);
-                    frame.forms[dst.index()] = if self.cycle_loads[dst.index()] {
-                        match plan.load_period(&part, *masked, tile)? {
-                            Some(period) => Form::Cycle {
-                                src: dst.index(),
-                                period,
-                            },
-                            None => Form::Dense,
-                        }
-                    } else {
-                        plan.load(&part, *masked, tile)?;
-                        Form::Dense
-                    };
-                }
-                Inst::Store {
-                    view,
-                    index,
-                    src,
-                    masked,
-                } => {
-                    let part = frame.partition(index);
-                    self.views[view.index()].store(&part, *masked, &frame.values[src.index()])?;
-                }
-                Inst::Gather {
-                    dst,
-                    view,
-                    index,
-                    at,
-                    stride,
-                    bound,
-                    flag,
-                } => {
-                    let part = frame.partition(index);
-                    let mut bad = false;
-                    let plan = &self.views[view.index()];
-                    frame.with_dst(dst.index(), |d, v| {
-                        bad = plan.gather(&part, &v[at.index()], *stride, *bound, d)?;
-                        Ok(())
-                    })?;
-                    if let (true, Some(flag)) = (bad, flag) {
-                        self.raise(*flag)?;
-                    }
-                }
-                Inst::InBounds { dst, view, index } => {
-                    let part = frame.partition(index);
-                    let mask = &mut frame.values[dst.index()];
-                    if mask.dtype() != crate::DType::Bool {
-                        return Err(malformed(format!("in_bounds into a {} tile", mask.dtype())));
-                    }
-                    self.views[view.index()].in_bounds(&part, typed_mut(mask)?)?;
-                }
-                // Constant tiles were filled when the frame was made.
-                Inst::Const { .. } | Inst::Scalar { .. } => {}
-                Inst::Iota { dst, axis, index } => {
-                    let i = frame.eval(index);
-                    shape_ops::iota(shape(dst), *axis as usize, i, &mut frame.values[dst.index()])?;
-                }
-                Inst::Unary { dst, op, src } => {
-                    self.place(frame, *dst);
-                    frame.with_dst(dst.index(), |d, v| {
-                        elementwise::unary(*op, dtype(src), d, &v[src.index()])
-                    })?
-                }
-                Inst::Binary { dst, op, lhs, rhs } => {
-                    self.place(frame, *dst);
-                    let (l, r) = (frame.operand(*lhs), frame.operand(*rhs));
-                    frame.with_dst(dst.index(), |d, v| match (l, r) {
-                        ((l, Spread::Dense), (r, Spread::Dense)) => {
-                            elementwise::binary(*op, dtype(lhs), d, Some(&v[l]), &v[r])
-                        }
-                        ((l, ls), (r, rs)) => elementwise::arith_spread(*op, dtype(lhs), d, (&v[l], ls), (&v[r], rs)),
-                    })?
-                }
-                Inst::Select {
-                    dst,
-                    cond,
-                    on_true,
-                    on_false,
-                } => {
-                    self.place(frame, *dst);
-                    frame.with_dst(dst.index(), |d, v| {
-                        elementwise::select(d, &v[cond.index()], &v[on_true.index()], &v[on_false.index()])
-                    })?
-                }
-                Inst::Uniform {
-                    dst,
-                    counter,
-                    key,
-                    bits,
-                } => {
-                    self.place(frame, *dst);
-                    frame.with_dst(dst.index(), |d, v| {
-                        shape_ops::uniform(d, &v[counter.index()], &v[key.index()], *bits)
-                    })?
-                }
-                Inst::Cast { dst, src } => {
-                    self.place(frame, *dst);
-                    frame.with_dst(dst.index(), |d, v| elementwise::cast(d, &v[src.index()]))?
-                }
-                // A spread broadcast is read through its source by its users.
-                Inst::Broadcast { dst, .. } if self.forms[dst.index()] != Form::Dense => {}
-                Inst::Broadcast { dst, src } => frame.with_dst(dst.index(), |d, v| {
-                    shape_ops::broadcast(shape(dst), shape(src), d, &v[src.index()])
-                })?,
-                Inst::Reduce { dst, op, src, axis } => frame.with_dst(dst.index(), |d, v| {
-                    shape_ops::reduce(*op, dtype(src), shape(src), *axis as usize, d, &v[src.index()])
-                })?,
-                Inst::Scan { dst, op, src, axis } => frame.with_dst(dst.index(), |d, v| {
-                    shape_ops::scan(*op, dtype(src), shape(src), *axis as usize, d, &v[src.index()])
-                })?,
-                Inst::AccUpdate { acc, op, src } => {
-                    use crate::ops::BinaryOp::{Add, Maximum, Minimum, Mul};
-                    if !matches!(op, Add | Mul | Maximum | Minimum) {
-                        return Err(malformed(format!("accumulator update with {op:?}")));
-                    }
-                    let acc_dtype = program.accs[acc.index()].ty.dtype;
-                    let operand = &frame.values[src.index()];
-                    elementwise::binary(*op, acc_dtype, &mut frame.accs[acc.index()], None, operand)?;
-                }
-                Inst::AccRead { dst, acc } => frame.values[dst.index()].copy_from(&frame.accs[acc.index()])?,
-                Inst::Loop { var, count, body } => {
+    /// Runs `steps` at the frame's grid point.
+    fn run_block(&self, frame: &mut Frame, steps: &[Step<'_>]) -> Result<()> {
+        for step in steps {
+            match step {
+                Step::Inst(inst) => self.run_inst(frame, inst)?,
+                Step::Loop { var, count, body } => {
                     for i in 0..*count {
                         frame.loops[var.index()] = i;
                         self.run_block(frame, body)?;
                     }
                 }
-                Inst::Atomic {
-                    op,
-                    view,
-                    index,
-                    src,
-                    masked,
-                    scope: _,
-                } => {
-                    // Every scope is honoured by host atomics, which are
-                    // atomic with respect to all threads.
-                    let part = frame.partition(index);
-                    self.views[view.index()].atomic(*op, &part, *masked, &frame.values[src.index()])?;
-                }
-                // One host thread runs a grid point, so there is nothing to wait for.
-                Inst::Barrier => {}
-                // Run once per group after every grid point, by `run_last_points`.
-                Inst::LastPoint { .. } => {}
+                Step::Strips(group) => self.run_strips(frame, group)?,
             }
+        }
+        Ok(())
+    }
+
+    /// Interprets one instruction over whole tiles, computing an
+    /// elementwise result into the memory it is stored to where it can.
+    fn run_inst(&self, frame: &mut Frame, inst: &Inst) -> Result<()> {
+        if let Inst::Unary { dst, .. }
+        | Inst::Binary { dst, .. }
+        | Inst::Select { dst, .. }
+        | Inst::Uniform { dst, .. }
+        | Inst::Cast { dst, .. } = inst
+        {
+            self.place(frame, *dst);
+        }
+        self.compute(frame, inst)
+    }
+
+    /// Interprets one instruction on the frame's tiles as they are pointed.
+    fn compute(&self, frame: &mut Frame, inst: &Inst) -> Result<()> {
+        let program = self.program;
+        let dtype = |v: &crate::kernels::ir::ValueId| program.values[v.index()].dtype;
+        let shape = |v: &crate::kernels::ir::ValueId| &program.values[v.index()].shape[..];
+        match inst {
+            Inst::Load {
+                dst,
+                view,
+                index,
+                masked,
+            } => {
+                let part = frame.partition(index);
+                let (plan, tile) = (&self.views[view.index()], &mut frame.values[dst.index()]);
+                frame.forms[dst.index()] = if self.cycle_loads[dst.index()] {
+                    match plan.load_period(&part, *masked, tile)? {
+                        Some(period) => Form::Cycle {
+                            src: dst.index(),
+                            period,
+                        },
+                        None => Form::Dense,
+                    }
+                } else {
+                    plan.load(&part, *masked, tile)?;
+                    Form::Dense
+                };
+            }
+            Inst::Store {
+                view,
+                index,
+                src,
+                masked,
+            } => {
+                let part = frame.partition(index);
+                self.views[view.index()].store(&part, *masked, &frame.values[src.index()])?;
+            }
+            Inst::Gather {
+                dst,
+                view,
+                index,
+                at,
+                stride,
+                bound,
+                flag,
+            } => {
+                let part = frame.partition(index);
+                let mut bad = false;
+                let plan = &self.views[view.index()];
+                frame.with_dst(dst.index(), |d, v| {
+                    bad = plan.gather(&part, &v[at.index()], *stride, *bound, d)?;
+                    Ok(())
+                })?;
+                if let (true, Some(flag)) = (bad, flag) {
+                    self.raise(*flag)?;
+                }
+            }
+            Inst::InBounds { dst, view, index } => {
+                let part = frame.partition(index);
+                let mask = &mut frame.values[dst.index()];
+                if mask.dtype() != crate::DType::Bool {
+                    return Err(malformed(format!("in_bounds into a {} tile", mask.dtype())));
+                }
+                self.views[view.index()].in_bounds(&part, typed_mut(mask)?)?;
+            }
+            // Constant tiles were filled when the frame was made.
+            Inst::Const { .. } | Inst::Scalar { .. } => {}
+            Inst::Iota { dst, axis, index } => {
+                let i = frame.eval(index);
+                shape_ops::iota(shape(dst), *axis as usize, i, &mut frame.values[dst.index()])?;
+            }
+            Inst::Unary { dst, op, src } => frame.with_dst(dst.index(), |d, v| {
+                elementwise::unary(*op, dtype(src), d, &v[src.index()])
+            })?,
+            Inst::Binary { dst, op, lhs, rhs } => {
+                let (l, r) = (frame.operand(*lhs), frame.operand(*rhs));
+                frame.with_dst(dst.index(), |d, v| match (l, r) {
+                    ((l, Spread::Dense), (r, Spread::Dense)) => {
+                        elementwise::binary(*op, dtype(lhs), d, Some(&v[l]), &v[r])
+                    }
+                    ((l, ls), (r, rs)) => elementwise::arith_spread(*op, dtype(lhs), d, (&v[l], ls), (&v[r], rs)),
+                })?
+            }
+            Inst::Select {
+                dst,
+                cond,
+                on_true,
+                on_false,
+            } => frame.with_dst(dst.index(), |d, v| {
+                elementwise::select(d, &v[cond.index()], &v[on_true.index()], &v[on_false.index()])
+            })?,
+            Inst::Uniform {
+                dst,
+                counter,
+                key,
+                bits,
+            } => frame.with_dst(dst.index(), |d, v| {
+                shape_ops::uniform(d, &v[counter.index()], &v[key.index()], *bits)
+            })?,
+            Inst::Cast { dst, src } => frame.with_dst(dst.index(), |d, v| elementwise::cast(d, &v[src.index()]))?,
+            // A spread broadcast is read through its source by its users.
+            Inst::Broadcast { dst, .. } if self.forms[dst.index()] != Form::Dense => {}
+            Inst::Broadcast { dst, src } => frame.with_dst(dst.index(), |d, v| {
+                shape_ops::broadcast(shape(dst), shape(src), d, &v[src.index()])
+            })?,
+            Inst::Reduce { dst, op, src, axis } => frame.with_dst(dst.index(), |d, v| {
+                shape_ops::reduce(*op, dtype(src), shape(src), *axis as usize, d, &v[src.index()])
+            })?,
+            Inst::Scan { dst, op, src, axis } => frame.with_dst(dst.index(), |d, v| {
+                shape_ops::scan(*op, dtype(src), shape(src), *axis as usize, d, &v[src.index()])
+            })?,
+            Inst::AccUpdate { acc, op, src } => {
+                use crate::ops::BinaryOp::{Add, Maximum, Minimum, Mul};
+                if !matches!(op, Add | Mul | Maximum | Minimum) {
+                    return Err(malformed(format!("accumulator update with {op:?}")));
+                }
+                let acc_dtype = program.accs[acc.index()].ty.dtype;
+                let operand = &frame.values[src.index()];
+                elementwise::binary(*op, acc_dtype, &mut frame.accs[acc.index()], None, operand)?;
+            }
+            Inst::AccRead { dst, acc } => frame.values[dst.index()].copy_from(&frame.accs[acc.index()])?,
+            // Run by the steps of their blocks.
+            Inst::Loop { .. } => {}
+            Inst::Atomic {
+                op,
+                view,
+                index,
+                src,
+                masked,
+                scope: _,
+            } => {
+                // Every scope is honoured by host atomics, which are
+                // atomic with respect to all threads.
+                let part = frame.partition(index);
+                self.views[view.index()].atomic(*op, &part, *masked, &frame.values[src.index()])?;
+            }
+            // One host thread runs a grid point, so there is nothing to wait for.
+            Inst::Barrier => {}
+            // Run once per group after every grid point, by `run_last_points`.
+            Inst::LastPoint { .. } => {}
         }
         Ok(())
     }
@@ -621,12 +656,22 @@ struct Frame {
     accs: Vec<Buf>,
     grid: Vec<u64>,
     loops: Vec<u64>,
+    /// The partial results of strip reductions, one slot each.
+    lanes: Vec<Buf>,
+    /// Scratch lists of a strip-mined chain, kept to reuse.
+    windows: Vec<strips::Window>,
+    spread: Vec<(usize, Form)>,
 }
 
 impl Drop for Frame {
     /// Hands the tiles back for the next frame on this thread.
     fn drop(&mut self) {
-        for b in self.values.drain(..).chain(self.accs.drain(..)) {
+        for b in self
+            .values
+            .drain(..)
+            .chain(self.accs.drain(..))
+            .chain(self.lanes.drain(..))
+        {
             b.recycle();
         }
     }
@@ -653,6 +698,13 @@ impl Frame {
                 .collect::<Result<_>>()?,
             grid: vec![0; program.grid.len()],
             loops: vec![0; program.loops as usize],
+            lanes: context
+                .lanes
+                .iter()
+                .map(|&d| Buf::scratch(d, shape_ops::LANES))
+                .collect::<Result<_>>()?,
+            windows: Vec::new(),
+            spread: Vec::new(),
         })
     }
 

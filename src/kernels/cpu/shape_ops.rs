@@ -102,6 +102,126 @@ fn reduce_typed<T: Num>(op: TileReduce, split: (usize, usize, usize), d: &mut [T
     Ok(())
 }
 
+/// Adds one strip of a tile to its reduction: `src` holds the elements
+/// `lo .. lo + src.len()` (row-major) of a tile of `shape` and `dtype`
+/// reduced along `axis` into `dst`. Strips must come in order from `lo = 0`
+/// and cover the tile; `lanes` (of [`LANES`] elements of `dtype`) carries a
+/// row's partial results from one strip to the next. The result is the
+/// same, bit for bit, as [`reduce`] of the whole tile.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn reduce_strip(
+    op: TileReduce,
+    dtype: DType,
+    shape: &[u32],
+    axis: usize,
+    lo: usize,
+    dst: &mut Buf,
+    lanes: &mut Buf,
+    src: &Buf,
+) -> Result<()> {
+    if axis >= shape.len() || shape[axis] == 0 {
+        return Err(malformed(format!("strip reduction along axis {axis} of {shape:?}")));
+    }
+    let split = split_at_axis(shape, axis);
+    macro_rules! run {
+        ($($d:ident => $t:ty),*) => {
+            match dtype {
+                $(DType::$d => {
+                    let lanes: &mut [$t; LANES] = typed_mut(lanes)?
+                        .try_into()
+                        .map_err(|_| malformed("reduction lanes of another length".into()))?;
+                    strip_typed::<$t>(op, split, lo, typed_mut(dst)?, lanes, typed(src)?)
+                })*
+                _ => Err(unsupported("tile reduce", dtype, "reductions take bool (max/min), integers, f32 and f64")),
+            }
+        };
+    }
+    match op {
+        TileReduce::Max | TileReduce::Min => {
+            run!(Bool => u8, U8 => u8, I32 => i32, I64 => i64, U32 => u32, F32 => f32, F64 => f64)
+        }
+        TileReduce::Sum | TileReduce::Prod if dtype != DType::Bool => {
+            run!(U8 => u8, I32 => i32, I64 => i64, U32 => u32, F32 => f32, F64 => f64)
+        }
+        _ => Err(unsupported(
+            "tile reduce",
+            dtype,
+            "this reduction does not take this dtype",
+        )),
+    }
+}
+
+fn strip_typed<T: Num>(
+    op: TileReduce,
+    split: (usize, usize, usize),
+    lo: usize,
+    d: &mut [T],
+    lanes: &mut [T; LANES],
+    s: &[T],
+) -> Result<()> {
+    let (outer, n, inner) = split;
+    if d.len() != outer * inner || lo + s.len() > outer * n * inner {
+        return Err(malformed(format!(
+            "strip {lo}..{} of a {}-element reduction into {}",
+            lo + s.len(),
+            outer * n * inner,
+            d.len()
+        )));
+    }
+    match op {
+        TileReduce::Sum => strip_with(split, lo, d, lanes, s, T::ZERO, T::add),
+        TileReduce::Prod => strip_with(split, lo, d, lanes, s, T::ONE, T::mul),
+        TileReduce::Max => strip_with(split, lo, d, lanes, s, T::LOWEST, T::maximum),
+        TileReduce::Min => strip_with(split, lo, d, lanes, s, T::HIGHEST, T::minimum),
+        TileReduce::LogAddExp => return Err(malformed("a logaddexp reduction".into())),
+    }
+    Ok(())
+}
+
+/// [`reduce_with`] for the elements `lo .. lo + s.len()`, in the same order.
+#[inline(always)]
+fn strip_with<T: Copy>(
+    (_, n, inner): (usize, usize, usize),
+    lo: usize,
+    d: &mut [T],
+    lanes: &mut [T; LANES],
+    mut s: &[T],
+    identity: T,
+    f: impl Fn(T, T) -> T,
+) {
+    let mut i = lo;
+    if inner == 1 {
+        // Rows of `n` elements; a row's lanes are folded at its end.
+        while !s.is_empty() {
+            let (row, at) = (i / n, i % n);
+            if at == 0 {
+                *lanes = [identity; LANES];
+            }
+            let take = (n - at).min(s.len());
+            add_to_lanes(lanes, at, &s[..take], &f);
+            if at + take == n {
+                d[row] = fold_lanes(*lanes, &f);
+            }
+            s = &s[take..];
+            i += take;
+        }
+        return;
+    }
+    if lo == 0 {
+        d.fill(identity);
+    }
+    // Rows of `inner` elements, each combined into its outer index's row of `d`.
+    while !s.is_empty() {
+        let (o, j) = (i / (n * inner), i % inner);
+        let take = (inner - j).min(s.len());
+        for (d, &x) in d[o * inner + j..][..take].iter_mut().zip(&s[..take]) {
+            *d = f(*d, x);
+        }
+        s = &s[take..];
+        i += take;
+    }
+}
+
 /// Lowers `Inst::Uniform`: each element from its counter and key.
 pub(crate) fn uniform(dst: &mut Buf, counter: &Buf, key: &Buf, bits: u8) -> Result<()> {
     let (c, k) = (typed::<i64>(counter)?, typed::<i64>(key)?);
@@ -200,32 +320,53 @@ fn scan_lines<T: Copy>(
 
 /// Lanes of independent partial results when reducing a contiguous row:
 /// they let the loop vectorise and keep float sums accurate.
-const LANES: usize = 16;
+pub(crate) const LANES: usize = 16;
+
+/// Combines `xs`, the elements of a row from position `at` on, into the
+/// row's partial results: the element at position `p` into lane `p % LANES`.
+#[inline(always)]
+fn add_to_lanes<T: Copy>(lanes: &mut [T; LANES], at: usize, xs: &[T], f: &impl Fn(T, T) -> T) {
+    // A local copy stays in registers.
+    let mut acc = *lanes;
+    let head = ((LANES - at % LANES) % LANES).min(xs.len());
+    for (k, &x) in xs[..head].iter().enumerate() {
+        let i = (at + k) % LANES;
+        acc[i] = f(acc[i], x);
+    }
+    let chunks = xs[head..].chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for i in 0..LANES {
+            acc[i] = f(acc[i], c[i]);
+        }
+    }
+    for (a, &x) in acc.iter_mut().zip(rest) {
+        *a = f(*a, x);
+    }
+    *lanes = acc;
+}
+
+/// The lanes combined pairwise into one result.
+#[inline(always)]
+fn fold_lanes<T: Copy>(mut acc: [T; LANES], f: &impl Fn(T, T) -> T) -> T {
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for i in 0..width {
+            acc[i] = f(acc[i], acc[i + width]);
+        }
+    }
+    acc[0]
+}
 
 #[inline(always)]
 fn reduce_with<T: Copy>(split: (usize, usize, usize), d: &mut [T], s: &[T], identity: T, f: impl Fn(T, T) -> T) {
     let (_, n, inner) = split;
     if inner == 1 {
         for (d, row) in d.iter_mut().zip(s.chunks_exact(n.max(1))) {
-            let mut acc = [identity; LANES];
-            let chunks = row.chunks_exact(LANES);
-            let rest = chunks.remainder();
-            for c in chunks {
-                for i in 0..LANES {
-                    acc[i] = f(acc[i], c[i]);
-                }
-            }
-            for (a, &x) in acc.iter_mut().zip(rest) {
-                *a = f(*a, x);
-            }
-            let mut width = LANES;
-            while width > 1 {
-                width /= 2;
-                for i in 0..width {
-                    acc[i] = f(acc[i], acc[i + width]);
-                }
-            }
-            *d = if n == 0 { identity } else { acc[0] };
+            let mut lanes = [identity; LANES];
+            add_to_lanes(&mut lanes, 0, row, &f);
+            *d = if n == 0 { identity } else { fold_lanes(lanes, &f) };
         }
         return;
     }

@@ -4,6 +4,7 @@ mod in_place;
 mod memory;
 mod ops;
 mod programs;
+mod strips;
 
 use super::{execute, run_verified, Arg};
 use crate::dtype::{DType, Scalar};
