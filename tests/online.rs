@@ -112,6 +112,50 @@ fn variance_of_a_large_mean_keeps_its_digits() {
     }
 }
 
+/// Long rows and long columns whose first tile lies far from the rest (the
+/// first 4096 values of each 100 above the others, which vary by less than
+/// 1): the shift of a looped variance, the first tile's mean, is about two
+/// standard deviations from the row's mean, and the variance stays right to
+/// 1e-5 of itself, on both options' plans, over rows and over columns.
+#[test]
+fn variance_with_a_first_tile_far_from_the_rest_is_right() {
+    let (rows, cols) = (6, 20000);
+    let value = |r: usize, c: usize| {
+        let step = if c < 4096 { 100.0 } else { 0.0 };
+        step + ((c * 37 + r * 11) % 101) as f32 / 101.0
+    };
+    let vals: Vec<f32> = (0..rows * cols).map(|i| value(i / cols, i % cols)).collect();
+    let by_rows = Tensor::from_vec(vals.clone(), &[rows, cols]);
+    let transposed: Vec<f32> = (0..rows * cols).map(|i| value(i % rows, i / rows)).collect();
+    let by_cols = Tensor::from_vec(transposed, &[cols, rows]);
+    let want: Vec<f64> = vals
+        .chunks(cols)
+        .map(|row| {
+            let mean = row.iter().map(|&v| v as f64).sum::<f64>() / cols as f64;
+            // `var` divides by n - 1.
+            row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / (cols - 1) as f64
+        })
+        .collect();
+    for (what, y) in [
+        ("rows", by_rows.var(&[1], false)),
+        ("columns", by_cols.var(&[0], false)),
+    ] {
+        let g = tilefuse::graph::extract(&[y.node()]);
+        for opts in [FusionOptions::cpu(), FusionOptions::gpu()] {
+            let p = plan(&g, &opts).unwrap();
+            let got = &common::run_plan(&g, &p).unwrap()[0];
+            for (r, &want) in want.iter().enumerate() {
+                let got = got.get(r).to_f64();
+                assert!(
+                    (got - want).abs() <= 1e-5 * want,
+                    "var over {what}, {r} on {:?}: got {got}, want {want}",
+                    opts.target
+                );
+            }
+        }
+    }
+}
+
 /// Groups the statistics cannot run unsplit are planned without the
 /// rewrite, and stay right: a full variance, a few long rows on the GPU, a
 /// variance over the leading axis, over a middle axis, and through a

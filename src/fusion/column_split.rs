@@ -46,16 +46,16 @@
 
 use super::analysis::is_arg_reduce;
 use super::emit::{arg_pick, arg_step, Lowerer, PartRows};
-use super::shifted::{mean_of, rescaled, spread, Combined};
 use super::group::{Group, Space};
 use super::lower::{bind_flags, declare, declare_scalars, last_point_counter, Ctx, Lowered, MemAccess, ViewSpec};
 use super::plan::{BufferDecl, BufferRef, Strategy};
 use super::reduction::{acc_dtype, acc_op, effective, identity, tile_op};
+use super::shifted::{mean_of, rescaled, spread, Combined};
 use super::tiling::Axis;
 use super::TileTarget;
 use crate::dtype::{DType, Scalar};
 use crate::graph::Op;
-use crate::kernels::ir::{Access, AccId, Builder, IndexExpr, LoopId, TileReduce, ValueId, ValueType, ViewId};
+use crate::kernels::ir::{AccId, Access, Builder, IndexExpr, LoopId, TileReduce, ValueId, ValueType, ViewId};
 use crate::ops::{BinaryOp, Padding, ReduceOp};
 use std::collections::HashMap;
 
@@ -163,9 +163,15 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
         .copied()
         .filter(|&n| matches!(g.nodes[n].op, Op::Reduce { .. }))
         .collect();
-    let arg = reduces
-        .iter()
-        .any(|&n| matches!(g.nodes[n].op, Op::Reduce { op: ReduceOp::ArgMax | ReduceOp::ArgMin, .. }));
+    let arg = reduces.iter().any(|&n| {
+        matches!(
+            g.nodes[n].op,
+            Op::Reduce {
+                op: ReduceOp::ArgMax | ReduceOp::ArgMin,
+                ..
+            }
+        )
+    });
     // Every result is in the reduced space: nothing of the full space is
     // stored, since the partial kernel's points each see a run of rows.
     let reduced_results = stores.iter().all(|n| group.shape.space[n] == Space::Reduced);
@@ -187,22 +193,31 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
     // column axes spilled on sm_75 and sm_80).
     let wide = |n: usize| g.nodes[n].dtype.size_in_bytes() >= 8;
     let partial_tile = match arg {
-        false if reduces.iter().any(|&r| acc_dtype(g.nodes[r].dtype).size_in_bytes() >= 8) => PARTIAL_TILE / 2,
+        false
+            if reduces
+                .iter()
+                .any(|&r| acc_dtype(g.nodes[r].dtype).size_in_bytes() >= 8) =>
+        {
+            PARTIAL_TILE / 2
+        }
         false => PARTIAL_TILE,
         true if wide(g.nodes[reduces[0]].inputs[0]) => PARTIAL_TILE / 4,
         true => PARTIAL_TILE / 2,
     };
-    // Shifted sums keep several statistics an element (a square sum four,
-    // an exp sum two): a group with one holds all its accumulators in 16
-    // KiB a tile (the element budget let an f64 variance spill).
-    let stat_bytes: u64 = reduces
+    // Shifted sums keep several statistics an element: a square sum two
+    // accumulators in the partial kernel (its shift is one per column) and
+    // four statistics at the last point, an exp sum two. A group with one
+    // holds four words a square sum in 16 KiB a tile at each (the element
+    // budget let an f64 variance spill).
+    let stat_bytes = |square_words: u64| -> u64 {
+        reduces
             .iter()
             .map(|&r| {
                 let words = match g.nodes[r].op {
                     Op::Reduce {
                         op: ReduceOp::ShiftedSquareSum,
                         ..
-                    } => 4,
+                    } => square_words,
                     Op::Reduce {
                         op: ReduceOp::ShiftedExpSum,
                         ..
@@ -211,11 +226,22 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
                 };
                 words * acc_dtype(g.nodes[r].dtype).size_in_bytes() as u64
             })
-            .sum();
-    // Tiles of at most 16 KiB of statistics, at the partial kernel and at
-    // the last point.
-    let stat_tile = if shifted { pow2_floor(PARTIAL_TILE * 4 / stat_bytes.max(1)) } else { u64::MAX };
-    let partial_tile = partial_tile.min(stat_tile);
+            .sum()
+    };
+    let stat_tile = |square_words: u64| {
+        if shifted {
+            pow2_floor(PARTIAL_TILE * 4 / stat_bytes(square_words).max(1))
+        } else {
+            u64::MAX
+        }
+    };
+    // The partial tile is sized as for four words a square sum too: the
+    // grid's points are as many as fill the device once, and wider tiles
+    // (two words: twice the rows) took more registers than a fourth block
+    // of an SM allows (an f32 mean_var over [21547516, 16] 94 -> 60 % of
+    // copy, v40).
+    let partial_tile = partial_tile.min(stat_tile(4));
+    let last_read = LAST_POINT_READ.min(stat_tile(4));
     // The CPU executor's tiles are rows of up to the whole partial tile.
     let widest = if gpu { PARTIAL_TILE / 4 } else { PARTIAL_TILE };
     let padded: u64 = cols.iter().map(|&c| pow2(c)).product();
@@ -245,7 +271,7 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
         step,
         rows_per_part: rows.extent - step * (parts - 1),
         row_tile: row_tile as u32,
-        last_read: LAST_POINT_READ.min(stat_tile),
+        last_read,
         col_tiles: column_tiles(&cols, col_tile),
         cols,
     })
@@ -277,7 +303,12 @@ pub(crate) fn column_split(
         tile,
     };
     let lead_axes: Vec<Axis> = cs.lead.iter().map(|&e| kept_axis(e, 1)).collect();
-    let col_axes: Vec<Axis> = cs.cols.iter().zip(&cs.col_tiles).map(|(&e, &t)| kept_axis(e, t)).collect();
+    let col_axes: Vec<Axis> = cs
+        .cols
+        .iter()
+        .zip(&cs.col_tiles)
+        .map(|(&e, &t)| kept_axis(e, t))
+        .collect();
     let col_tile: u32 = cs.col_tiles.iter().product();
     let col_points = column_points(&cs.cols, &cs.col_tiles);
     let masked_cols = col_axes.iter().any(Axis::ragged);
@@ -484,7 +515,13 @@ pub(crate) fn column_split(
                 .iter()
                 .find(|&&n| is_arg_reduce(&g.nodes[n].op))
                 .expect("an arg column split has an arg reduction");
-            let is_max = matches!(g.nodes[r].op, Op::Reduce { op: ReduceOp::ArgMax, .. });
+            let is_max = matches!(
+                g.nodes[r].op,
+                Op::Reduce {
+                    op: ReduceOp::ArgMax,
+                    ..
+                }
+            );
             let best = if is_max { ReduceOp::Max } else { ReduceOp::Min };
             let dt = partial_dtypes[0];
             let vacc = b.acc(ValueType::new(dt, &shape), identity(best, dt));
@@ -519,7 +556,12 @@ pub(crate) fn column_split(
         let accs: Vec<AccId> = ops
             .iter()
             .zip(&plain)
-            .map(|(&op, &(_, k))| b.acc(ValueType::new(partial_dtypes[k], &shape), identity(op, partial_dtypes[k])))
+            .map(|(&op, &(_, k))| {
+                b.acc(
+                    ValueType::new(partial_dtypes[k], &shape),
+                    identity(op, partial_dtypes[k]),
+                )
+            })
             .collect();
         b.loop_(loops, |b, var| {
             let mut valid = None;
@@ -548,8 +590,10 @@ pub(crate) fn column_split(
             let first = owner.iter().position(|&o| o == r).expect("a shifted sum has partials");
             let ks: Vec<usize> = (first..first + if op == ReduceOp::ShiftedSquareSum { 4 } else { 2 }).collect();
             let c = combine_shifted(b, op, partial_dtypes[first], &shape, row_axis, loops, &|b, var| {
-                let loaded: Vec<ValueId> =
-                    ks.iter().map(|&k| b.load(pvs[k], &index(var), ragged || masked_cols)).collect();
+                let loaded: Vec<ValueId> = ks
+                    .iter()
+                    .map(|&k| b.load(pvs[k], &index(var), ragged || masked_cols))
+                    .collect();
                 (loaded, inside(b, var))
             });
             fin.combined.insert(r, c);
@@ -630,12 +674,7 @@ fn combine_shifted(
         let mean_b = b.broadcast(mean, shape);
         vec![spread(b, v[2], v[3], d, mean_b)]
     })[0];
-    Combined::Square {
-        shift,
-        mean,
-        m2,
-        count,
-    }
+    Combined::Square { shift, mean, m2, count }
 }
 
 /// The last point's view of the runs' statistics of one shifted sum.

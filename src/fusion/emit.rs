@@ -5,16 +5,17 @@
 use super::analysis::{is_arg_reduce, ChainKind, Source};
 use super::group::{Group, Space};
 use super::lower::{in_group, internal, use_space, Ctx, LoadKey, Window};
+use super::plan::IndexCheck;
 use super::reduction::{acc_dtype, acc_op, effective, identity, tile_op};
+use super::shifted::{shifted_op, Combined, Stats};
 use super::tiling::Axis;
 use super::TileTarget;
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::graph::Op;
-use super::plan::IndexCheck;
-use super::shifted::{shifted_op, Combined, Stats};
 use crate::kernels::ir::{
-    AccId, Access, AtomicOp, ParamId, Builder, IndexExpr, LoopId, ScalarId, ScalarKey, TileReduce, ValueId, ValueType, ViewId,
+    AccId, Access, AtomicOp, Builder, IndexExpr, LoopId, ParamId, ScalarId, ScalarKey, TileReduce, ValueId, ValueType,
+    ViewId,
 };
 use crate::ops::{BinaryOp, ReduceOp, ScanOp, ThreadScope, UnaryOp};
 use std::collections::HashMap;
@@ -216,7 +217,7 @@ impl<'a> Lowerer<'a> {
             .collect()
     }
 
-    fn index(&self, k: usize, space: Space) -> IndexExpr {
+    pub(crate) fn index(&self, k: usize, space: Space) -> IndexExpr {
         if let Some(g) = self.grid_axis[k] {
             return IndexExpr::grid(g);
         }
@@ -578,7 +579,11 @@ impl<'a> Lowerer<'a> {
             Op::Random => {
                 let key = self.coerce(b, ops[0], DType::I64);
                 let at = self.position(b, n)?;
-                let dt = if node.dtype == DType::F64 { DType::F64 } else { DType::F32 };
+                let dt = if node.dtype == DType::F64 {
+                    DType::F64
+                } else {
+                    DType::F32
+                };
                 let v = b.uniform(at, key, dt, crate::philox::significand_bits(node.dtype) as u8);
                 self.coerce(b, v, compute)
             }
@@ -605,10 +610,23 @@ impl<'a> Lowerer<'a> {
             input: g.nodes[g.nodes[n].inputs[0]].shape.dims().to_vec(),
             index: g.nodes[n].shape.dims().to_vec(),
         };
-        let flag = b.param_init(format!("f{}", self.flags.len()), DType::U32, 1, Access::Write, Scalar::Int(0, DType::U32));
+        let flag = b.param_init(
+            format!("f{}", self.flags.len()),
+            DType::U32,
+            1,
+            Access::Write,
+            Scalar::Int(0, DType::U32),
+        );
         self.flags.push((flag, check));
         let index = self.partition(use_space(g, n, 0, self.space(n)));
-        let v = b.gather(self.views[&i], &index, at, layout.strides[axis], layout.dims[axis] as u64, Some(flag));
+        let v = b.gather(
+            self.views[&i],
+            &index,
+            at,
+            layout.strides[axis],
+            layout.dims[axis] as u64,
+            Some(flag),
+        );
         let dt = self.dtype_of(b, v);
         Ok(self.coerce(b, v, dt.compute_type()))
     }
@@ -785,7 +803,11 @@ impl<'a> Lowerer<'a> {
         let shape = self.tile(space);
         let mut inside: Option<ValueId> = None;
         for k in 0..self.axes.len() {
-            let whole = if self.axes[k].reduced && space == Space::Reduced { 1 } else { self.axes[k].extent };
+            let whole = if self.axes[k].reduced && space == Space::Reduced {
+                1
+            } else {
+                self.axes[k].extent
+            };
             if lo[k] == 0 && hi[k] >= whole {
                 continue;
             }
@@ -906,7 +928,7 @@ impl<'a> Lowerer<'a> {
 
     /// Full tile `x` of a node of `dtype` ready to be reduced by `op`: in the
     /// accumulation dtype, with out-of-bounds elements set to the identity.
-    fn reducible(&mut self, b: &mut Builder, x: ValueId, op: ReduceOp, dtype: DType) -> ValueId {
+    pub(crate) fn reducible(&mut self, b: &mut Builder, x: ValueId, op: ReduceOp, dtype: DType) -> ValueId {
         let op = effective(op, dtype);
         let acc = acc_dtype(dtype);
         let mut v = self.coerce(b, x, dtype.compute_type());
@@ -1014,13 +1036,17 @@ impl<'a> Lowerer<'a> {
         let m = if looped {
             let acc = b.acc(ValueType::new(dt, &red_shape), identity(best, dt));
             let mut failure = Ok(());
-            self.looped(b, 0, &mut |lw, b| match lw.arg_chain(b, true).and_then(|()| lw.operand(b, n, 0)) {
-                Ok(x) => {
-                    let r = lw.reduce_tile(b, x, best, in_dtype);
-                    b.acc_update(acc, best_op, r);
-                }
-                Err(e) => failure = Err(e),
-            });
+            self.looped(
+                b,
+                0,
+                &mut |lw, b| match lw.arg_chain(b, true).and_then(|()| lw.operand(b, n, 0)) {
+                    Ok(x) => {
+                        let r = lw.reduce_tile(b, x, best, in_dtype);
+                        b.acc_update(acc, best_op, r);
+                    }
+                    Err(e) => failure = Err(e),
+                },
+            );
             failure?;
             b.acc_read(acc)
         } else {
@@ -1042,19 +1068,31 @@ impl<'a> Lowerer<'a> {
             if let Some(mask) = lw.mask(b) {
                 hit = b.binary(BinaryOp::BitAnd, hit, mask);
             }
-            let iota = b.iota(&full, k as u8, lw.index(k, Space::Full));
-            let none = b.constant(Scalar::Int(i64::MAX as i128, DType::I64), DType::I64, &full);
+            // Within one tile the indices count in 32 bits (half the
+            // registers and shuffles of i64 ones), cast to i64 at the end.
+            let it = if looped { DType::I64 } else { DType::I32 };
+            let iota = b.iota_of(&full, k as u8, lw.index(k, Space::Full), it);
+            let none = b.constant(
+                Scalar::Int(if looped { i64::MAX as i128 } else { i32::MAX as i128 }, it),
+                it,
+                &full,
+            );
             let idx = b.select(hit, iota, none);
-            Ok(b.reduce(TileReduce::Min, idx, k as u8))
+            let idx = b.reduce(TileReduce::Min, idx, k as u8);
+            Ok(if looped { idx } else { b.cast(idx, DType::I64) })
         };
         let idx = if looped {
             let ty = ValueType::new(DType::I64, &red_shape);
             let acc = b.acc(ty, Scalar::Int(i64::MAX as i128, DType::I64));
             let mut failure = Ok(());
-            self.looped(b, 0, &mut |lw, b| match lw.arg_chain(b, false).and_then(|()| first(lw, b)) {
-                Ok(r) => b.acc_update(acc, BinaryOp::Minimum, r),
-                Err(e) => failure = Err(e),
-            });
+            self.looped(
+                b,
+                0,
+                &mut |lw, b| match lw.arg_chain(b, false).and_then(|()| first(lw, b)) {
+                    Ok(r) => b.acc_update(acc, BinaryOp::Minimum, r),
+                    Err(e) => failure = Err(e),
+                },
+            );
             failure?;
             b.acc_read(acc)
         } else {
@@ -1196,7 +1234,11 @@ pub(crate) fn arg_pick(
     let none = b.constant(Scalar::Int(-1, it), it, &shape);
     let counted = b.binary(BinaryOp::Ne, i, none);
     hit = b.binary(BinaryOp::BitAnd, hit, counted);
-    let top = if it == DType::I32 { i32::MAX as i128 } else { i64::MAX as i128 };
+    let top = if it == DType::I32 {
+        i32::MAX as i128
+    } else {
+        i64::MAX as i128
+    };
     let far = b.constant(Scalar::Int(top, it), it, &shape);
     let idx = b.select(hit, i, far);
     (m, b.reduce(TileReduce::Min, idx, axis))

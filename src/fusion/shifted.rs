@@ -25,6 +25,21 @@ pub(crate) enum Stats {
         second: AccId,
         count: AccId,
     },
+    /// Over whole rows (no column split, no split loop): one shift per row,
+    /// the mean of the row's first tile (`shift`, in the reduced space,
+    /// and `over`, broadcast over the full tile), and each element's
+    /// `Σ (x - shift)` and `Σ (x - shift)^2`. Two accumulator words an
+    /// element where `Square` holds four (its shift, two sums and a
+    /// count), and the same bound on cancellation: a first tile of `m` of
+    /// a row's `n` values has its mean within `sqrt(n / m)` standard
+    /// deviations of the row's, as one value (`Square`'s shift) is within
+    /// `sqrt(trips)` of its element's.
+    Row {
+        shift: ValueId,
+        over: ValueId,
+        first: AccId,
+        second: AccId,
+    },
 }
 
 /// The shifted sum's op of node `n`, if it is one.
@@ -78,6 +93,7 @@ impl Lowerer<'_> {
                 sum: b.acc(ty, zero),
             });
         }
+        let rows = self.split.is_none();
         let saved = self.scope_snapshot();
         for m in self.group.nodes.clone() {
             if m < n && self.space(m) == Space::Full && !matches!(self.cx.g.nodes[m].op, Op::Reduce { .. }) {
@@ -86,6 +102,22 @@ impl Lowerer<'_> {
             }
         }
         let x = self.operand(b, n, 0)?;
+        if rows {
+            let dtype = self.cx.g.nodes[n].dtype;
+            let v = self.reducible(b, x, ReduceOp::Sum, dtype);
+            let total = self.reduce_over(b, v, ReduceOp::Sum);
+            let m = self.counted(b, true, ad);
+            let zero_r = self.float(b, 0.0, ad, Space::Reduced);
+            let shift = mean_of(b, total, m, zero_r);
+            let over = b.broadcast(shift, &self.tile(Space::Full));
+            self.restore_scope(saved);
+            return Ok(Stats::Row {
+                shift,
+                over,
+                first: b.acc(ty.clone(), zero),
+                second: b.acc(ty, zero),
+            });
+        }
         let shift = self.coerce(b, x, ad);
         self.restore_scope(saved);
         Ok(Stats::Square {
@@ -131,6 +163,17 @@ impl Lowerer<'_> {
                 b.acc_update(sum, BinaryOp::Mul, factor);
                 b.acc_update(sum, BinaryOp::Add, term);
                 b.acc_update(max, BinaryOp::Maximum, candidate);
+            }
+            Stats::Row {
+                over, first, second, ..
+            } => {
+                let mut d = b.binary(BinaryOp::Sub, x, over);
+                if let Some(k) = mask {
+                    d = b.select(k, d, zero);
+                }
+                let sq = b.binary(BinaryOp::Mul, d, d);
+                b.acc_update(first, BinaryOp::Add, d);
+                b.acc_update(second, BinaryOp::Add, sq);
             }
             Stats::Square {
                 shift,
@@ -195,7 +238,63 @@ impl Lowerer<'_> {
                 let part = b.select(some, part, zero);
                 Ok(sum(self, b, part))
             }
+            Stats::Row {
+                shift, first, second, ..
+            } => {
+                // Over the row's n values: Σ (x - s)^2 = S2 - S1^2 / n +
+                // n ((k - s) + S1 / n)^2, with S1 and S2 about shift k; the
+                // last term is small where s is the row's mean.
+                let (s1, s2) = (b.acc_read(first), b.acc_read(second));
+                let s1 = sum(self, b, s1);
+                let s2 = sum(self, b, s2);
+                let count = self.counted(b, false, ad);
+                let ratio = b.binary(BinaryOp::Div, s1, count);
+                let back = b.binary(BinaryOp::Mul, s1, ratio);
+                let centred = b.binary(BinaryOp::Sub, s2, back);
+                let s = self.operand(b, n, 1)?;
+                let s = self.coerce(b, s, ad);
+                let near = b.binary(BinaryOp::Sub, shift, s);
+                let dev = b.binary(BinaryOp::Add, near, ratio);
+                let dev2 = b.binary(BinaryOp::Mul, dev, dev);
+                let spread = b.binary(BinaryOp::Mul, count, dev2);
+                Ok(b.binary(BinaryOp::Add, centred, spread))
+            }
         }
+    }
+
+    /// The number of values each element of the reduced space counts, in
+    /// dtype `ad`: those of the loop's first tile (`first`) or of all its
+    /// trips. Every ragged reduced axis is masked from its extent on, the
+    /// first trip starting at 0; a column split's part counts its first
+    /// `step` rows, the last part all of its rows.
+    fn counted(&mut self, b: &mut Builder, first: bool, ad: DType) -> ValueId {
+        let pr = self.part_rows.filter(|pr| self.axes[pr.axis].extent != pr.step);
+        let fixed: u64 = (0..self.axes.len())
+            .filter(|&k| self.axes[k].reduced && pr.map_or(true, |pr| pr.axis != k))
+            .map(|k| {
+                let a = &self.axes[k];
+                if first {
+                    a.extent.min(a.tile as u64)
+                } else {
+                    a.extent
+                }
+            })
+            .product();
+        let fixed = self.float(b, fixed as f64, ad, Space::Reduced);
+        let Some(pr) = pr else { return fixed };
+        let shape = self.tile(Space::Reduced);
+        let int = |b: &mut Builder, v: u64| b.constant(Scalar::Int(v as i128, DType::I64), DType::I64, &shape);
+        let part = b.iota(&shape, pr.part_axis as u8, self.index(pr.part_axis, Space::Reduced));
+        let last = int(b, pr.parts - 1);
+        let is_last = b.binary(BinaryOp::Eq, part, last);
+        let (all, step) = (int(b, self.axes[pr.axis].extent), int(b, pr.step));
+        let mut rows = b.select(is_last, all, step);
+        if first {
+            let tile = int(b, self.axes[pr.axis].tile as u64);
+            rows = b.binary(BinaryOp::Minimum, rows, tile);
+        }
+        let rows = self.coerce(b, rows, ad);
+        b.binary(BinaryOp::Mul, rows, fixed)
     }
 }
 
@@ -206,7 +305,7 @@ impl Lowerer<'_> {
 pub(crate) enum Combined {
     /// The largest value and `Σ exp(x - max)`.
     Exp { max: ValueId, sum: ValueId },
-    /// A shift (one of the values), the mean's distance from it, the sum
+    /// A shift (a mean of some of the values), the mean's distance from it, the sum
     /// of squared deviations from the mean, and the count.
     Square {
         shift: ValueId,
@@ -268,6 +367,19 @@ impl Lowerer<'_> {
                 let part = b.select(some, part, zero);
                 let m2 = self.reduce_over(b, part, ReduceOp::Sum);
                 vec![top, mean, m2, count]
+            }
+            Stats::Row {
+                shift, first, second, ..
+            } => {
+                let (s1, s2) = (b.acc_read(first), b.acc_read(second));
+                let s1 = self.reduce_over(b, s1, ReduceOp::Sum);
+                let s2 = self.reduce_over(b, s2, ReduceOp::Sum);
+                let count = self.counted(b, false, ad);
+                let zero_r = self.float(b, 0.0, ad, Space::Reduced);
+                let mean = mean_of(b, s1, count, zero_r);
+                let back = b.binary(BinaryOp::Mul, s1, mean);
+                let m2 = b.binary(BinaryOp::Sub, s2, back);
+                vec![shift, mean, m2, count]
             }
         }
     }

@@ -108,8 +108,9 @@ pub(super) fn elementwise_only(body: &[Inst]) -> bool {
 /// reductions and broadcasts back): no loops, atomic updates or last-point
 /// sections, so each grid point reads its tile once.
 fn in_tile_only(body: &[Inst]) -> bool {
-    body.iter()
-        .all(|inst| matches!(inst, Inst::Reduce { .. } | Inst::Scan { .. }) || elementwise_only(std::slice::from_ref(inst)))
+    body.iter().all(|inst| {
+        matches!(inst, Inst::Reduce { .. } | Inst::Scan { .. }) || elementwise_only(std::slice::from_ref(inst))
+    })
 }
 
 /// The largest atom (in elements, a power of two, at most 16) at which
@@ -125,7 +126,11 @@ fn aligned_atom(program: &Program) -> u32 {
         if inner != 1 || width < 2 {
             continue;
         }
-        let outer = outer.iter().zip(&v.extents).filter(|(_, &e)| e > 1).map(|(&s, _)| s.unsigned_abs());
+        let outer = outer
+            .iter()
+            .zip(&v.extents)
+            .filter(|(_, &e)| e > 1)
+            .map(|(&s, _)| s.unsigned_abs());
         // A window's origin (which may lie below the buffer) and the start
         // of its innermost axis count as offsets.
         let origin = (v.origin().unsigned_abs() as u64, v.lower(v.extents.len() - 1));
@@ -215,7 +220,26 @@ pub(super) fn choose_block(program: &Program, most: u32, atom_cap: u32) -> Block
     while threads < 1024 && layout(BlockShape { threads, max_atom }, &largest).slots() > 32 {
         threads *= 2;
     }
+    // Accumulators live through their loops: more than `ACC_WORDS` 32-bit
+    // words of them a thread (an f64 variance's sums over a strided axis,
+    // 96 at 256 threads) spill beside the loads of a trip.
+    while threads < 1024 && acc_words(program, BlockShape { threads, max_atom }) > ACC_WORDS {
+        threads *= 2;
+    }
     BlockShape { threads, max_atom }
+}
+
+/// The most 32-bit words of accumulators a thread of [`choose_block`]'s
+/// blocks holds, where more threads can share them.
+const ACC_WORDS: usize = 64;
+
+/// The 32-bit words of accumulators a thread of `block` holds.
+fn acc_words(program: &Program, block: BlockShape) -> usize {
+    program
+        .accs
+        .iter()
+        .map(|a| layout(block, &a.ty.shape).slots() * a.ty.dtype.size_in_bytes().div_ceil(4))
+        .sum()
 }
 
 #[cfg(test)]
