@@ -238,26 +238,19 @@ impl Lowerer<'_> {
                 let part = b.select(some, part, zero);
                 Ok(sum(self, b, part))
             }
-            Stats::Row {
-                shift, first, second, ..
-            } => {
-                // Over the row's n values: Σ (x - s)^2 = S2 - S1^2 / n +
-                // n ((k - s) + S1 / n)^2, with S1 and S2 about shift k; the
-                // last term is small where s is the row's mean.
-                let (s1, s2) = (b.acc_read(first), b.acc_read(second));
-                let s1 = sum(self, b, s1);
-                let s2 = sum(self, b, s2);
-                let count = self.counted(b, false, ad);
-                let ratio = b.binary(BinaryOp::Div, s1, count);
-                let back = b.binary(BinaryOp::Mul, s1, ratio);
-                let centred = b.binary(BinaryOp::Sub, s2, back);
-                let s = self.operand(b, n, 1)?;
-                let s = self.coerce(b, s, ad);
-                let near = b.binary(BinaryOp::Sub, shift, s);
-                let dev = b.binary(BinaryOp::Add, near, ratio);
-                let dev2 = b.binary(BinaryOp::Mul, dev, dev);
-                let spread = b.binary(BinaryOp::Mul, count, dev2);
-                Ok(b.binary(BinaryOp::Add, centred, spread))
+            Stats::Row { .. } => {
+                // Over the row's n values: Σ (x - s)^2 = M2 + n ((k - s) +
+                // S1 / n)^2 with M2 = S2 - S1^2 / n, S1 and S2 about shift
+                // k: the statistics a column split's part stores, combined
+                // as its last point combines them.
+                let v = self.shifted_columns(b, n, stats);
+                let c = Combined::Square {
+                    shift: v[0],
+                    mean: v[1],
+                    m2: v[2],
+                    count: v[3],
+                };
+                self.shifted_combined(b, n, c)
             }
         }
     }
