@@ -134,19 +134,73 @@ fn rows_too_long_for_one_tile_take_a_statistics_kernel_and_an_output_kernel() {
     // Two rows do not fill the GPU's grid: the row is split across it, and
     // the max, the sum and the output each take a kernel.
     assert_eq!(plan(&g, &FusionOptions::gpu()).unwrap().kernels.len(), 3);
-    // Enough rows to fill it keep the one-pass statistics.
-    assert_eq!(
-        plan(&pipelines::softmax(512, 1 << 15), &FusionOptions::gpu())
-            .unwrap()
-            .kernels
-            .len(),
-        2
-    );
+    // Enough rows to fill it keep the one-pass statistics; rows of up to
+    // 128 KiB are walked twice in one kernel instead (the second walk from
+    // L2), longer ones take the output kernel.
+    let kernels = |g: &Subgraph| plan(g, &FusionOptions::gpu()).unwrap().kernels.len();
+    assert_eq!(kernels(&pipelines::softmax(512, 1 << 15)), 1);
+    assert_eq!(kernels(&pipelines::softmax(512, 1 << 16)), 2);
+    // Too few rows to walk one a grid point: the statistics kernel and
+    // the output kernel.
+    assert_eq!(kernels(&pipelines::softmax(100, 1 << 15)), 2);
     let opts = FusionOptions {
         max_row_tile: 1 << 16,
         ..FusionOptions::cpu()
     };
     assert_eq!(plan(&g, &opts).unwrap().kernels.len(), 1);
+}
+
+#[test]
+fn long_rows_walked_twice_compute_as_the_reference() {
+    // Rows longer than the row tile, broadcast back: with enough rows each
+    // grid point walks its row for the statistics, then again for the
+    // output, in one kernel with two loops; ragged rows (1000 = 3 tiles of
+    // 256 + 232) and one tile (200) too.
+    let opts = FusionOptions {
+        max_row_tile: 256,
+        tile_elements: 256,
+        two_pass_rows: 4,
+        ..FusionOptions::gpu()
+    };
+    for cols in [1000, 1024, 200] {
+        let graphs = [
+            ("softmax", pipelines::softmax(6, cols)),
+            ("log_softmax", pipelines::log_softmax(6, cols)),
+            ("layer_norm", pipelines::layer_norm(6, cols)),
+            ("rms_norm", pipelines::rms_norm(6, cols)),
+        ];
+        for (name, g) in &graphs {
+            let p = plan(g, &opts).unwrap();
+            let text = explain(g, &opts).unwrap();
+            assert_eq!(p.kernels.len(), 1, "{name} {cols}: {text}");
+            let program = p.kernels[0].program.to_string();
+            let loops = program.matches("loop i").count();
+            assert_eq!(loops, if cols > 256 { 2 } else { 0 }, "{name} {cols}: {program}");
+            assert_eq!(text.contains("rows walked twice"), cols > 256, "{name} {cols}: {text}");
+            let want = tilefuse::graph::reference::evaluate(g).unwrap();
+            let got = common::run_plan(g, &p).unwrap();
+            common::compare(&got[0], &want[0]).unwrap_or_else(|e| panic!("{name} {cols}: {e}\n{text}"));
+        }
+    }
+    // Fewer rows than `two_pass_rows`, or rows over `reread_row_bytes`:
+    // the statistics are stored for a second kernel.
+    for opts in [
+        FusionOptions {
+            two_pass_rows: 7,
+            ..opts
+        },
+        FusionOptions {
+            reread_row_bytes: 999 * 4,
+            ..opts
+        },
+    ] {
+        let g = pipelines::softmax(6, 1000);
+        assert!(
+            plan(&g, &opts).unwrap().kernels.len() > 1,
+            "{}",
+            explain(&g, &opts).unwrap()
+        );
+    }
 }
 
 #[test]

@@ -394,6 +394,7 @@ fn version_is_the_targets_minimum_capped_by_the_driver() {
     let old = PtxTarget {
         sm: 90,
         ptx_version: (7, 4),
+        sms: 0,
     };
     assert!(matches!(generate(&p, &old), Err(Error::InvalidProgram { .. })));
 }

@@ -29,6 +29,8 @@ fn gpu_options(seed: u64) -> Vec<FusionOptions> {
     let fuzz = FusionOptions {
         max_row_tile: fuzz.max_row_tile.min(gpu.max_row_tile),
         deterministic: fuzz.deterministic,
+        reread_row_bytes: fuzz.reread_row_bytes.max(gpu.reread_row_bytes),
+        two_pass_rows: fuzz.two_pass_rows.min(gpu.two_pass_rows),
         ..gpu
     };
     if fuzz == gpu {

@@ -28,7 +28,7 @@ pub fn write(cases: &[Case], dir: &str) -> Result<(), String> {
     let io = |e: std::io::Error| format!("--ptx {dir}: {e}");
     let tf = |e: tilefuse::Error| e.to_string();
     std::fs::create_dir_all(dir).map_err(io)?;
-    let target = PtxTarget::for_driver(90, 13000);
+    let target = PtxTarget::for_driver(90, 13000).with_sms(132);
     let options = FusionOptions::for_target(TileTarget::Gpu, &Config::current().fusion);
     let assembler = ptxas::find_ptxas();
     let mut table = String::new();

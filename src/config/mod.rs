@@ -214,7 +214,8 @@ pub struct CodegenConfig {
     pub run_element_bytes: u32,
     /// The most threads of a block with a staged tile
     /// (`TILEFUSE_GPU_STAGED_THREADS`; 512, a power of two from 32 to
-    /// 1024); 256 and 1024 were slower (v8).
+    /// 1024); 256 and 1024 were slower (v8). Blocks whose threads would
+    /// hold one atom of the tile each halve from it, to 128 at least (v42).
     pub staged_threads: u32,
     /// `resident_threads` of a kernel with a staged tile
     /// (`TILEFUSE_GPU_STAGED_RESIDENT`; 2048), so that a few more live

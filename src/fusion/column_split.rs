@@ -206,37 +206,39 @@ pub(crate) fn column_split_of(cx: &Ctx, group: &Group, stores: &[usize], axes: &
     };
     // Shifted sums keep several statistics an element: a square sum two
     // accumulators in the partial kernel (its shift is one per column) and
-    // four statistics at the last point, an exp sum two. A group with one
-    // holds four words a square sum in 16 KiB a tile at both (the element
-    // budget let an f64 variance spill). In the partial kernel wider tiles
-    // (two words: twice the rows) took more registers than a fourth block
-    // of an SM allows, and the points, as many as fill the device once,
-    // ran in two waves (an f32 mean_var over [21547516, 16] 94 -> 60 % of
-    // copy, v40).
-    let stat_bytes: u64 = reduces
-        .iter()
-        .map(|&r| {
-            let words = match g.nodes[r].op {
-                Op::Reduce {
-                    op: ReduceOp::ShiftedSquareSum,
-                    ..
-                } => 4,
-                Op::Reduce {
-                    op: ReduceOp::ShiftedExpSum,
-                    ..
-                } => 2,
-                _ => 1,
-            };
-            words * acc_dtype(g.nodes[r].dtype).size_in_bytes() as u64
-        })
-        .sum();
-    let stat_tile = if shifted {
-        pow2_floor(PARTIAL_TILE * 4 / stat_bytes.max(1))
-    } else {
-        u64::MAX
+    // four statistics at the last point, an exp sum two at both. Each
+    // kernel's tile holds its statistics in 16 KiB (the element budget let
+    // an f64 variance spill). The partial kernel's points are as many as
+    // fill the device once; its wider tile takes more registers, and the
+    // generator keeps such a grid in one wave (`ptx_gen`'s residency, v42).
+    let stat_bytes = |square_words: u64| -> u64 {
+        reduces
+            .iter()
+            .map(|&r| {
+                let words = match g.nodes[r].op {
+                    Op::Reduce {
+                        op: ReduceOp::ShiftedSquareSum,
+                        ..
+                    } => square_words,
+                    Op::Reduce {
+                        op: ReduceOp::ShiftedExpSum,
+                        ..
+                    } => 2,
+                    _ => 1,
+                };
+                words * acc_dtype(g.nodes[r].dtype).size_in_bytes() as u64
+            })
+            .sum()
     };
-    let partial_tile = partial_tile.min(stat_tile);
-    let last_read = LAST_POINT_READ.min(stat_tile);
+    let stat_tile = |square_words: u64| {
+        if shifted {
+            pow2_floor(PARTIAL_TILE * 4 / stat_bytes(square_words).max(1))
+        } else {
+            u64::MAX
+        }
+    };
+    let partial_tile = partial_tile.min(stat_tile(2));
+    let last_read = LAST_POINT_READ.min(stat_tile(4));
     // The CPU executor's tiles are rows of up to the whole partial tile.
     let widest = if gpu { PARTIAL_TILE / 4 } else { PARTIAL_TILE };
     let padded: u64 = cols.iter().map(|&c| pow2(c)).product();

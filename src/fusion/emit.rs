@@ -18,7 +18,7 @@ use crate::kernels::ir::{
     ViewId,
 };
 use crate::ops::{BinaryOp, ReduceOp, ScanOp, ThreadScope, UnaryOp};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// `log(exp(a) + exp(b))` of float tiles, elementwise: the larger plus
 /// `log(1 + exp(-|a - b|))`, an infinite larger one as it is (NaN
@@ -336,10 +336,19 @@ impl<'a> Lowerer<'a> {
                 carries.insert(n, b.acc(ty, init));
             }
         }
+        // Rows walked twice: the first walk computes what the reductions
+        // read (and stores nothing), the second everything of the full
+        // space, with the reduced values, and stores it.
+        let two_pass = self.group.shape.two_pass;
+        let feeds = if two_pass { self.feeding_reductions() } else { HashSet::new() };
         let mut failure = Ok(());
         self.looped(b, 0, &mut |lw, b| {
             for &n in &nodes {
                 let r = match &g.nodes[n].op {
+                    _ if two_pass && lw.space(n) == Space::Full => match feeds.contains(&n) {
+                        true => lw.node(b, n).map(|v| lw.define_value(n, v)),
+                        false => Ok(()),
+                    },
                     Op::Scan { op, .. } => lw.operand(b, n, 0).map(|x| {
                         let (s, x) = lw.scan_tile(b, n, *op, x);
                         let carry = carries[&n];
@@ -429,7 +438,40 @@ impl<'a> Lowerer<'a> {
                 self.define(b, n, v);
             }
         }
+        if two_pass {
+            let mut failure = Ok(());
+            self.looped(b, 0, &mut |lw, b| {
+                for &n in &nodes {
+                    if lw.space(n) != Space::Full {
+                        continue;
+                    }
+                    if let Err(e) = lw.node(b, n).map(|v| lw.define(b, n, v)) {
+                        failure = Err(e);
+                    }
+                }
+            });
+            failure?;
+        }
         Ok(())
+    }
+
+    /// The group's nodes whose values its reductions read, directly or
+    /// through other nodes of the group.
+    pub(crate) fn feeding_reductions(&self) -> HashSet<usize> {
+        let g = self.cx.g;
+        let mut feeds = HashSet::new();
+        for &n in self.group.nodes.iter().rev() {
+            if matches!(g.nodes[n].op, Op::Reduce { .. }) || feeds.contains(&n) {
+                for src in self.cx.an.sources(g, n) {
+                    if let Source::Chain { base, kind, .. } = src {
+                        if in_group(self.group, base, kind) {
+                            feeds.insert(base);
+                        }
+                    }
+                }
+            }
+        }
+        feeds
     }
 
     /// The second kernel of a split reduction: reduces the `count` partials

@@ -33,8 +33,13 @@ pub(crate) struct GroupShape {
     pub axes: Vec<usize>,
     /// The space of each node.
     pub space: HashMap<usize, Space>,
-    /// Whether reduced values are broadcast back, so rows must fit one tile.
+    /// Whether reduced values are broadcast back, so rows must fit one tile
+    /// (or be walked twice, `two_pass`).
     pub broadcast: bool,
+    /// Whether the broadcast rows are longer than one tile and each grid
+    /// point walks its row twice: its reductions over the loop's tiles
+    /// first, then, in a second loop, what uses them ([`RowLimits`]).
+    pub two_pass: bool,
     /// Whether the group scans along its reduced axis (one axis, walked in
     /// order by each grid point, so never split across points).
     pub scan: bool,
@@ -45,8 +50,9 @@ impl GroupShape {
     /// form one kernel: reductions over different spaces, shapes that fit
     /// neither space, an in-group operand through a view that is neither
     /// trivial nor a broadcast of a reduced value, or a broadcast back whose
-    /// rows do not fit `max_row_tile`.
-    pub fn of(g: &Subgraph, an: &Analysis, nodes: &[usize], max_row_tile: usize) -> Option<GroupShape> {
+    /// rows fit neither one tile nor a second pass ([`RowLimits`]).
+    pub fn of(g: &Subgraph, an: &Analysis, nodes: &[usize], limits: RowLimits) -> Option<GroupShape> {
+        let max_row_tile = limits.max_row_tile;
         let reduces: Vec<usize> = nodes
             .iter()
             .copied()
@@ -106,9 +112,14 @@ impl GroupShape {
             axes,
             space: HashMap::new(),
             broadcast: false,
+            two_pass: false,
             scan: !scans.is_empty(),
         };
         let set: BTreeSet<usize> = nodes.iter().copied().collect();
+        // Nodes that use a reduced value (through any chain of nodes), and
+        // whether a reduction does: then the reductions are of two levels.
+        let mut after: BTreeSet<usize> = BTreeSet::new();
+        let mut two_levels = false;
         for &n in nodes {
             let node = &g.nodes[n];
             let mut wanted: Vec<Space> = vec![];
@@ -133,6 +144,10 @@ impl GroupShape {
                         return None;
                     }
                     continue;
+                }
+                if have == Space::Reduced || after.contains(&base) {
+                    after.insert(n);
+                    two_levels |= matches!(node.op, Op::Reduce { .. });
                 }
                 match kind {
                     ChainKind::Trivial => wanted.push(have),
@@ -223,7 +238,19 @@ impl GroupShape {
                 .max()
                 .unwrap_or(4);
             if row > limit * 4 / widest.max(4) {
-                return None;
+                // Walked twice: one level of reductions over trailing axes
+                // of rows many enough to fill the device one a point, and
+                // short enough that the second walk reads them from L2.
+                let rows: usize = (0..gs.full.len())
+                    .filter(|k| !gs.axes.contains(k))
+                    .map(|k| gs.full[k])
+                    .product();
+                let elements: usize = gs.axes.iter().map(|&a| gs.full[a]).product();
+                let bytes = elements as u64 * read_bytes(g, an, nodes, &gs.full);
+                if strided || two_levels || gs.scan || arg_group || (rows as u64) < limits.two_pass_rows || bytes > limits.reread_row_bytes {
+                    return None;
+                }
+                gs.two_pass = true;
             }
         }
         Some(gs)
@@ -258,6 +285,33 @@ impl GroupShape {
             .collect();
         bcast == reduced
     }
+}
+
+/// What rows [`GroupShape::of`] takes whole in a tile, or walks twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RowLimits {
+    /// [`super::FusionOptions::max_row_tile`].
+    pub max_row_tile: usize,
+    /// [`super::FusionOptions::reread_row_bytes`].
+    pub reread_row_bytes: u64,
+    /// [`super::FusionOptions::two_pass_rows`].
+    pub two_pass_rows: u64,
+}
+
+/// The widest element (in bytes) `nodes` read over the full space `full`
+/// from outside them: what a row of the input takes in memory.
+fn read_bytes(g: &Subgraph, an: &Analysis, nodes: &[usize], full: &[usize]) -> u64 {
+    nodes
+        .iter()
+        .flat_map(|&n| an.sources(g, n))
+        .filter_map(|src| match src {
+            Source::Chain { base, layout, .. } if !nodes.contains(&base) => {
+                super::layout::map_onto(&layout, full).map(|_| g.nodes[base].dtype.size_in_bytes() as u64)
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(4)
 }
 
 /// The most elements (of 4 bytes) of a row kernel's tile whose rows run
@@ -304,12 +358,12 @@ pub(crate) struct Group {
 
 /// Groups the computed nodes of `g` and returns the groups in an order in
 /// which every group comes after the groups whose results it loads.
-pub(crate) fn group(g: &Subgraph, an: &Analysis, max_row_tile: usize) -> Vec<Group> {
+pub(crate) fn group(g: &Subgraph, an: &Analysis, limits: RowLimits) -> Vec<Group> {
     let mut sets: Vec<Option<(BTreeSet<usize>, BTreeSet<usize>)>> = vec![];
     let mut home: Vec<Option<usize>> = vec![None; g.nodes.len()];
     let legal = |sets: &[Option<(BTreeSet<usize>, BTreeSet<usize>)>], home: &[Option<usize>], k: usize| {
         let nodes: Vec<usize> = sets[k].as_ref().unwrap().0.iter().copied().collect();
-        GroupShape::of(g, an, &nodes, max_row_tile).is_some() && acyclic(g, an, sets, home)
+        GroupShape::of(g, an, &nodes, limits).is_some() && acyclic(g, an, sets, home)
     };
     for n in 0..g.nodes.len() {
         if !an.computed[n] {
@@ -397,7 +451,7 @@ pub(crate) fn group(g: &Subgraph, an: &Analysis, max_row_tile: usize) -> Vec<Gro
         .map(|k| {
             let (nodes, homed) = sets[k].clone().unwrap();
             let nodes: Vec<usize> = nodes.into_iter().collect();
-            let shape = GroupShape::of(g, an, &nodes, max_row_tile).expect("groups are checked when formed");
+            let shape = GroupShape::of(g, an, &nodes, limits).expect("groups are checked when formed");
             Group {
                 nodes,
                 home: homed.into_iter().collect(),

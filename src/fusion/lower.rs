@@ -310,9 +310,11 @@ pub(crate) fn lower(
         (super::TileTarget::Gpu, Some(bytes)) => budget.min(SCAN_TILE_BYTES / bytes.max(1)).max(1),
         _ => budget,
     };
-    choose_tiles(&mut axes, budget, gs.broadcast);
+    // Rows walked twice are tiled along the row like any reduction's.
+    let whole_rows = gs.broadcast && !gs.two_pass;
+    choose_tiles(&mut axes, budget, whole_rows);
     if cx.opts.target == super::TileTarget::Gpu {
-        spread_kept(&mut axes, budget, gs.broadcast, super::column_split::FEW_POINTS);
+        spread_kept(&mut axes, budget, whole_rows, super::column_split::FEW_POINTS);
     }
     if axes.iter().any(|a| !a.reduced && a.extent == 0) {
         return Ok(Some(vec![]));
@@ -431,7 +433,9 @@ pub(crate) fn lower(
         // statistics where the column split's partials combine; no other
         // split takes them.
         let whole = matches!(axes[..], [a] if a.reduced && a.count() >= MIN_SPLIT_TILES);
-        let few_rows = matches!(axes[..], [outer, row] if !outer.reduced && row.reduced
+        // (Rows walked twice were judged many enough when grouped.)
+        let few_rows = !gs.two_pass
+            && matches!(axes[..], [outer, row] if !outer.reduced && row.reduced
             && outer.extent < super::column_split::FEW_POINTS / 2 && row.count() > 1);
         let gpu = cx.opts.target == super::TileTarget::Gpu;
         let rows_split = !windowed && column_split_of(cx, group, stores, &unit).is_some();
@@ -480,8 +484,12 @@ pub(crate) fn lower(
         lw.scalars = scalars;
         lw.piece_windows = piece_windows.clone();
         lw.random_strides = random_strides.clone();
-        let strategy = Strategy::Tiled {
-            axes: lw.axes.iter().map(|a| (a.extent, a.tile, a.reduced)).collect(),
+        let axes = lw.axes.iter().map(|a| (a.extent, a.tile, a.reduced)).collect();
+        let looped = lw.axes.iter().any(|a| a.reduced && a.count() > 1);
+        let strategy = if gs.two_pass && looped {
+            Strategy::RowsTwice { axes }
+        } else {
+            Strategy::Tiled { axes }
         };
         lw.body(&mut b)?;
         bind_flags(&mut lw, buffers, &mut args);

@@ -61,9 +61,15 @@
 //!   reduced value is broadcast back over the reduced axes (an `Expand` of
 //!   the keepdim result), the group takes whole rows in one tile (padded to a
 //!   power of two and masked), reduces in-tile and broadcasts in-tile. This
-//!   needs the row to fit [`FusionOptions::max_row_tile`]; otherwise the
-//!   reduction is materialised and the consumers read it through a stride-0
-//!   view, one kernel per reduction level.
+//!   needs the row to fit [`FusionOptions::max_row_tile`]. Longer rows of
+//!   one level of reductions (after the shifted sums below), at most
+//!   [`FusionOptions::reread_row_bytes`] each and at least
+//!   [`FusionOptions::two_pass_rows`] of them, are still one kernel
+//!   ([`Strategy::RowsTwice`]): each grid point walks its row in tiles
+//!   twice, for the reductions and then for what uses them, the second
+//!   walk finding the row in L2. Otherwise the reduction is materialised
+//!   and the consumers read it through a stride-0 view, one kernel per
+//!   reduction level.
 //! - **Shifted sums are one pass.** Before grouping, `sum(exp(x - s))` and
 //!   `sum((x - s)^2)` with `s` reduced from `x` over the same axes (a
 //!   softmax's maximum, a variance's mean) become two-input reductions
@@ -178,6 +184,18 @@ pub struct FusionOptions {
     /// On a GPU 16384: a row of 2^14 f32 is 32 registers a thread at 512
     /// threads, and 2^15 spills at 1024 threads (64 registers a thread).
     pub max_row_tile: usize,
+    /// The most bytes of a row longer than `max_row_tile` whose reduced
+    /// values are broadcast back in one kernel all the same: each grid
+    /// point walks its row twice, for its statistics and then for what uses
+    /// them, the second time from L2 (0: never; then the statistics are
+    /// stored and a second kernel reads the rows again from memory). GPU
+    /// 128 KiB: 264 such rows in flight, two blocks on each of 132 SMs,
+    /// are 33 MiB, within the 50 MiB L2 of an H100 or H200. CPU 0.
+    pub reread_row_bytes: u64,
+    /// The fewest rows walked twice (`reread_row_bytes`), one a grid point:
+    /// fewer leave a device part empty, and their statistics are split
+    /// across the grid instead. GPU 264 (two blocks on each of 132 SMs).
+    pub two_pass_rows: u64,
     /// The number of elements a tile aims at, a power of two (rows of row
     /// kernels may exceed it).
     pub tile_elements: usize,
@@ -204,10 +222,11 @@ impl FusionOptions {
     /// determinism on both, its tile sizes on the GPU (the CPU executor's
     /// tiles are about 8K elements, and its full reductions split in 16).
     pub fn for_target(target: TileTarget, config: &FusionConfig) -> FusionOptions {
-        let (max_row_tile, tile_elements, split_parts) = match target {
-            TileTarget::Cpu => (16384, 8192, 16),
+        let (max_row_tile, reread_row_bytes, tile_elements, split_parts) = match target {
+            TileTarget::Cpu => (16384, 0, 8192, 16),
             TileTarget::Gpu => (
                 16384,
+                128 << 10,
                 config.gpu_tile_elements.clamp(1, 1 << 40).next_power_of_two(),
                 config.gpu_split_parts.max(1),
             ),
@@ -217,6 +236,8 @@ impl FusionOptions {
             deterministic: config.deterministic,
             math: config.math,
             max_row_tile,
+            reread_row_bytes,
+            two_pass_rows: column_split::FEW_POINTS,
             tile_elements,
             split_parts,
         }
@@ -290,7 +311,12 @@ fn build(g: &Subgraph, opts: &FusionOptions) -> Result<Plan> {
 fn build_prepared(g: &Subgraph, opts: &FusionOptions, shifted: bool) -> Result<Option<Plan>> {
     let g = &*prepared(g, shifted);
     let an = Analysis::new(g);
-    let groups = group::group(g, &an, opts.max_row_tile);
+    let limits = group::RowLimits {
+        max_row_tile: opts.max_row_tile,
+        reread_row_bytes: opts.reread_row_bytes,
+        two_pass_rows: opts.two_pass_rows,
+    };
+    let groups = group::group(g, &an, limits);
     let mut buffer: HashMap<usize, BufferRef> = HashMap::new();
     let mut full_position: HashMap<usize, usize> = HashMap::new();
     let (mut k, mut f) = (0, 0);

@@ -105,6 +105,14 @@ pub enum Strategy {
         /// The coalesced axes.
         axes: Vec<(u64, u32, bool)>,
     },
+    /// Rows longer than a tile whose reduced values are broadcast back
+    /// (softmax, layer norm): one grid point a row, which walks it twice in
+    /// tiles, first for its reductions, then for what uses them (the second
+    /// walk reading from L2). `axes` as [`Strategy::Tiled`]'s.
+    RowsTwice {
+        /// The coalesced axes.
+        axes: Vec<(u64, u32, bool)>,
+    },
     /// An elementwise kernel over one flat axis of `total` elements in tiles
     /// of `tile`, whose `broadcasts` operands that repeat along some axis
     /// are read element by element at offsets computed from each
@@ -157,10 +165,11 @@ fn join<T: std::fmt::Display>(items: &[T]) -> String {
 impl std::fmt::Display for Strategy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Strategy::Tiled { axes } => {
+            Strategy::Tiled { axes } | Strategy::RowsTwice { axes } => {
                 let axis = |&(e, t, r): &(u64, u32, bool)| format!("{e}{}/{t}", if r { "r" } else { "" });
                 let axes: Vec<String> = axes.iter().map(axis).collect();
-                write!(f, "tiled [{}]", axes.join(", "))
+                let twice = if matches!(self, Strategy::RowsTwice { .. }) { ", rows walked twice" } else { "" };
+                write!(f, "tiled [{}]{twice}", axes.join(", "))
             }
             Strategy::Flat { total, tile, broadcasts } => {
                 write!(f, "flat [{total}/{tile}], {broadcasts} broadcast operand(s) read by position")

@@ -95,8 +95,11 @@ impl Lowerer<'_> {
         }
         let rows = self.split.is_none();
         let saved = self.scope_snapshot();
+        // The first tile of what the reductions read (of a row walked twice,
+        // not what uses the reductions).
+        let feeds = self.feeding_reductions();
         for m in self.group.nodes.clone() {
-            if m < n && self.space(m) == Space::Full && !matches!(self.cx.g.nodes[m].op, Op::Reduce { .. }) {
+            if m < n && self.space(m) == Space::Full && feeds.contains(&m) {
                 let v = self.node(b, m)?;
                 self.define_value(m, v);
             }

@@ -515,12 +515,16 @@ pub fn options(seed: u64) -> FusionOptions {
 }
 
 /// `base` varied by seed: small row tiles now and then, so row patterns
-/// also take the multi-kernel path, and non-deterministic reductions.
+/// also take the multi-kernel path or, every third time, walk their rows
+/// twice in one kernel, and non-deterministic reductions.
 pub fn vary_options(seed: u64, base: FusionOptions) -> FusionOptions {
     if seed % 5 == 0 {
+        let twice = seed % 3 == 0;
         FusionOptions {
             max_row_tile: 16,
             deterministic: seed % 10 != 0,
+            reread_row_bytes: if twice { 1 << 20 } else { base.reread_row_bytes },
+            two_pass_rows: if twice { 1 } else { base.two_pass_rows },
             ..base
         }
     } else {

@@ -462,6 +462,7 @@ pub fn signature(p: &Plan) -> String {
         .iter()
         .map(|k| match &k.strategy {
             Strategy::Tiled { .. } => "tiled",
+            Strategy::RowsTwice { .. } => "rows twice",
             Strategy::Flat { .. } => "flat",
             Strategy::SplitReduction { atomic: true, .. } => "atomic split",
             Strategy::SplitReduction { .. } => "split",

@@ -229,6 +229,11 @@ pub(super) fn choose_block(program: &Program, most: u32, atom_cap: u32) -> Block
     BlockShape { threads, max_atom }
 }
 
+/// The atoms a thread of `block` holds of `program`'s largest tile.
+pub(super) fn atoms_per_thread(program: &Program, block: BlockShape) -> u32 {
+    layout(block, &largest_tile(program)).repeats
+}
+
 /// The most 32-bit words of accumulators a thread of [`choose_block`]'s
 /// blocks holds, where more threads can share them.
 const ACC_WORDS: usize = 64;

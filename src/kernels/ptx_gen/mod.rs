@@ -168,6 +168,9 @@ pub struct PtxTarget {
     pub sm: u32,
     /// The newest PTX ISA version the driver accepts.
     pub ptx_version: (u32, u32),
+    /// The device's streaming multiprocessors, where known (0: not known);
+    /// see [`PtxTarget::with_sms`].
+    pub sms: u32,
 }
 
 impl PtxTarget {
@@ -186,7 +189,15 @@ impl PtxTarget {
             },
             _ => (9, minor),
         };
-        PtxTarget { sm, ptx_version }
+        PtxTarget { sm, ptx_version, sms: 0 }
+    }
+
+    /// This target on a device of `sms` streaming multiprocessors: a grid
+    /// that fits one wave of resident blocks there asks ptxas for as many
+    /// resident blocks as that wave needs (up to 1024 resident threads, a
+    /// budget of 64 registers a thread), rather than running in two.
+    pub fn with_sms(self, sms: u32) -> PtxTarget {
+        PtxTarget { sms, ..self }
     }
 
     /// The oldest PTX ISA version that can target `sm_<sm>`.
@@ -346,7 +357,16 @@ fn generate_once(program: &Program, target: &PtxTarget, tuning: &CodegenConfig) 
     } else {
         (tuning.max_threads, u32::MAX)
     };
-    let block = layout::choose_block_aligned(program, most, atom_cap);
+    let mut block = layout::choose_block_aligned(program, most, atom_cap);
+    // A staged kernel whose threads would hold one atom of its largest tile
+    // each spends its time in the block's reductions, not its loads: its
+    // block halves (to 128 threads at least) until a thread holds two
+    // (argmax and short f64 rows 1.3-1.6x, v42).
+    if tuning.stage && reloaded.is_some() {
+        while block.threads > 128 && layout::atoms_per_thread(program, block) < 2 {
+            block = layout::choose_block_aligned(program, block.threads / 2, atom_cap);
+        }
+    }
     let grid_blocks: u64 = program.grid.iter().product();
     let entry = format!(
         "tf_{}",
@@ -390,18 +410,23 @@ fn generate_once(program: &Program, target: &PtxTarget, tuning: &CodegenConfig) 
     // f64 reciprocal) do not cost it a resident block.
     // Unless its accumulators alone would take most of those 32 registers
     // (the four of a long row's shifted variance spilled).
-    let acc_words: usize = e
+    let words: Vec<usize> = e
         .accs
         .iter()
         .zip(&program.accs)
         .map(|(regs, a)| regs.len() * a.ty.dtype.size_in_bytes().div_ceil(4))
-        .sum();
+        .collect();
+    let acc_words: usize = words.iter().sum();
     let resident = if e.staged_bytes > 0 && acc_words <= STAGED_ACC_WORDS {
         tuning.staged_resident_threads
     } else {
         tuning.resident_threads
     };
-    let residency = format!(".minnctapersm {}", (resident / block.threads).max(1));
+    let mut blocks = (resident / block.threads).max(1);
+    if point_acc_words(program, &words) <= WAVE_ACC_WORDS {
+        blocks = one_wave(grid_blocks, target.sms, block.threads, blocks);
+    }
+    let residency = format!(".minnctapersm {blocks}");
     header.push_str(&format!(
         ".visible .entry {entry}(\n{}\n)\n.maxntid {}, 1, 1\n{residency}\n",
         params.join(",\n"),
@@ -415,6 +440,49 @@ fn generate_once(program: &Program, target: &PtxTarget, tuning: &CodegenConfig) 
         mapping,
         shared_bytes,
     })
+}
+
+/// The resident threads per SM that [`one_wave`] asks for at most: 64
+/// registers a thread.
+const WAVE_RESIDENT: u32 = 1024;
+
+/// The most 32-bit words of accumulators a thread holds where [`one_wave`]
+/// applies: at 64 registers, more spilled (a looped f16 variance's 48
+/// words, 620 bytes, where 120 registers at two blocks an SM held them).
+const WAVE_ACC_WORDS: usize = 16;
+
+/// The resident blocks per SM to ask for: `blocks`, or more where a grid of
+/// `grid` blocks of `threads` would then run in one wave over `sms` SMs
+/// and not in two or more (a column split's partials at 74 registers were
+/// three blocks an SM, and their 512 points two waves on 132 SMs, v40).
+fn one_wave(grid: u64, sms: u32, threads: u32, blocks: u32) -> u32 {
+    if sms == 0 {
+        return blocks;
+    }
+    let need = grid.div_ceil(sms as u64);
+    if need > blocks as u64 && need * threads as u64 <= WAVE_RESIDENT as u64 {
+        need as u32
+    } else {
+        blocks
+    }
+}
+
+/// The 32-bit words of accumulators a thread holds outside last-point
+/// sections, `words` a thread of each of `program`'s: a last-point section
+/// runs once per group of points, so what it spills costs little.
+fn point_acc_words(program: &Program, words: &[usize]) -> usize {
+    fn mark(body: &[Inst], used: &mut [bool]) {
+        for inst in body {
+            match inst {
+                Inst::AccUpdate { acc, .. } | Inst::AccRead { acc, .. } => used[acc.index()] = true,
+                Inst::Loop { body, .. } => mark(body, used),
+                _ => {}
+            }
+        }
+    }
+    let mut used = vec![false; words.len()];
+    mark(&program.body, &mut used);
+    words.iter().zip(&used).filter(|(_, &u)| u).map(|(w, _)| w).sum()
 }
 
 /// The most 32-bit words of accumulators a thread of a kernel with a
@@ -712,6 +780,66 @@ mod tuning_tests {
                 m.text
             );
         }
+    }
+
+    /// Sums rows of `trips` tiles of 256 over a grid of `points`, in an
+    /// accumulator of `acc` elements a tile (a multiple of 256).
+    fn grid_sum(points: u64, acc: u32) -> Program {
+        let mut b = Builder::new("grid_sum", &[points]);
+        let cols = 4 * acc as u64;
+        let x = b.param("x", DType::F32, points * cols, Access::Read);
+        let y = b.param("y", DType::F32, points, Access::Write);
+        let vx = b.view_contiguous(x, &[points, cols], &[1, acc], Padding::Zero);
+        let vy = b.view_contiguous(y, &[points, 1], &[1, 1], Padding::Zero);
+        let a = b.acc(ValueType::new(DType::F32, &[1, acc]), Scalar::Float(0.0, DType::F32));
+        b.loop_(4, |b, i| {
+            let t = b.load(vx, &[IndexExpr::grid(0), IndexExpr::loop_var(i)], false);
+            b.acc_update(a, BinaryOp::Add, t);
+        });
+        let total = b.acc_read(a);
+        let s = b.reduce(TileReduce::Sum, total, 1);
+        b.store(vy, &[IndexExpr::grid(0), IndexExpr::constant(0)], s, false);
+        b.finish().unwrap()
+    }
+
+    #[test]
+    fn a_grid_that_fits_one_wave_asks_for_the_blocks_it_needs() {
+        let on = |sms: u32, p: &Program| {
+            generate_with(p, &PtxTarget::for_driver(90, 13000).with_sms(sms), &CodegenConfig::default()).unwrap()
+        };
+        let blocks = |m: &PtxModule| {
+            let line = m.text.lines().find(|l| l.starts_with(".minnctapersm")).unwrap();
+            line.rsplit(' ').next().unwrap().parse::<u64>().unwrap()
+        };
+        // 512 points of 256 threads on 132 SMs: four blocks an SM hold them
+        // in one wave, where the default budget (512 threads) gives two.
+        let p = grid_sum(512, 1024);
+        let m = on(132, &p);
+        assert_eq!(m.block_threads, 256, "{}", m.text);
+        assert_eq!(blocks(&m), 4, "{}", m.text);
+        // The device unknown, or a grid of several waves even at 1024
+        // resident threads: the default.
+        assert_eq!(blocks(&on(0, &p)), 2);
+        assert_eq!(blocks(&on(132, &grid_sum(4096, 1024))), 2);
+        // Accumulators of 32 words a thread would spill at 64 registers.
+        let big = on(132, &grid_sum(512, 8192));
+        assert_eq!(big.block_threads, 256, "{}", big.text);
+        assert_eq!(blocks(&big), 2, "{}", big.text);
+        assert_eq!(one_wave(300, 132, 256, 2), 3);
+        assert_eq!(one_wave(264, 132, 256, 2), 2);
+        assert_eq!(one_wave(600, 132, 256, 2), 2);
+    }
+
+    #[test]
+    fn staged_blocks_halve_until_a_thread_holds_two_atoms() {
+        // [1, 2048] f32 rows: 512 atoms of four, one a thread at 512
+        // threads; 256 threads hold two. [1, 4096] rows keep 512.
+        let m = gen(&normalize(2048, false), CodegenConfig::default());
+        assert!(m.shared_bytes > 0, "{}", m.text);
+        assert_eq!(m.block_threads, 256);
+        let m = gen(&normalize(4096, false), CodegenConfig::default());
+        assert!(m.shared_bytes > 0, "{}", m.text);
+        assert_eq!(m.block_threads, 512);
     }
 
     /// y = x / sum(x) over rows of `cols`: x is used after the reduction.

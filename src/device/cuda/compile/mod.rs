@@ -103,6 +103,6 @@ impl CudaCompiler {
     pub fn target(&self) -> PtxTarget {
         let info = self.device.info();
         let (major, minor) = info.compute_capability;
-        PtxTarget::for_driver(major * 10 + minor, info.driver_version.max(0) as u32)
+        PtxTarget::for_driver(major * 10 + minor, info.driver_version.max(0) as u32).with_sms(info.sm_count)
     }
 }
