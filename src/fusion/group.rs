@@ -47,6 +47,10 @@ impl GroupShape {
     /// trivial nor a broadcast of a reduced value, or a broadcast back whose
     /// rows do not fit `max_row_tile`.
     pub fn of(g: &Subgraph, an: &Analysis, nodes: &[usize], max_row_tile: usize) -> Option<GroupShape> {
+        // A scatter is a kernel of its own (`scatter.rs`).
+        if nodes.len() > 1 && nodes.iter().any(|&n| matches!(g.nodes[n].op, Op::ScatterAdd { .. })) {
+            return None;
+        }
         let reduces: Vec<usize> = nodes
             .iter()
             .copied()

@@ -101,6 +101,11 @@ pub(crate) fn lower(
     name: &str,
     buffers: &mut Vec<BufferDecl>,
 ) -> Result<Option<Vec<Lowered>>> {
+    for &n in &group.nodes {
+        if let Op::ScatterAdd { axis } = cx.g.nodes[n].op {
+            return super::scatter::lower_scatter(cx, group, n, axis, name, buffers).map(Some);
+        }
+    }
     let gs = &group.shape;
     let mut accesses: Vec<MemAccess> = vec![];
     let mut add = |a: MemAccess| match accesses.iter().position(|x| *x == a) {

@@ -50,6 +50,7 @@ mod print;
 mod random;
 mod reduce;
 mod scan;
+mod scatter;
 mod view;
 
 pub use view::ReshapeShape;
