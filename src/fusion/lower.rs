@@ -103,6 +103,10 @@ pub(crate) fn lower(
 ) -> Result<Option<Vec<Lowered>>> {
     for &n in &group.nodes {
         if let Op::ScatterAdd { axis } = cx.g.nodes[n].op {
+            // A scatter nothing reads computes nothing.
+            if !stores.contains(&n) {
+                return Ok(Some(vec![]));
+            }
             return super::scatter::lower_scatter(cx, group, n, axis, name, buffers).map(Some);
         }
     }

@@ -322,6 +322,10 @@ impl Gen {
             self.gather(x, &shape, leaf);
             return;
         }
+        if rank > 0 && self.rng.chance(5) && self.g.dtype(x) != DType::Bool {
+            self.scatter(x, &shape, leaf);
+            return;
+        }
         if rank > 0 && self.rng.chance(20) {
             // A concatenation with x itself, a fresh leaf, a slice of x or a
             // constant (a piece like a pad's border), in any order.
@@ -463,6 +467,46 @@ impl Gen {
             dtype,
             &[x, index],
         );
+        self.push_leaf(y, leaf);
+    }
+}
+
+impl Gen {
+    /// A scatter of `x` (f16 and bf16 cast to f32 first, as the front end
+    /// sums them) along a random axis into zeros of a shape as wide as `x`
+    /// or wider off the axis, by an index leaf of positions in range (i64
+    /// or i32): of `x`'s shape, or one row of positions spread over it like
+    /// `index_add`'s.
+    fn scatter(&mut self, x: usize, shape: &[usize], leaf: bool) {
+        let axis = self.rng.below(shape.len());
+        let mut out: Vec<usize> = shape.iter().map(|&d| d + if self.rng.chance(25) { self.rng.below(3) } else { 0 }).collect();
+        out[axis] = self.rng.pick(&[1, 2, 5, 17]);
+        if out.iter().product::<usize>() > 4000 || shape.iter().product::<usize>() > 4000 {
+            return;
+        }
+        let x = match self.g.dtype(x) {
+            DType::F16 | DType::BF16 => self.g.cast(x, DType::F32),
+            _ => x,
+        };
+        let index_dtype = self.rng.pick(&[DType::I64, DType::I32]);
+        let spread = self.rng.chance(30);
+        let lifted: Vec<usize> = if spread {
+            (0..shape.len()).map(|k| if k == axis { shape[k] } else { 1 }).collect()
+        } else {
+            shape.to_vec()
+        };
+        let n: usize = lifted.iter().product();
+        let mut buf = HostBuffer::zeros(index_dtype, n);
+        for i in 0..n {
+            let at = self.rng.below(out[axis]);
+            buf.set(i, Scalar::Int(at as i128, index_dtype));
+        }
+        let mut index = self.g.data_buf(buf, &lifted);
+        if spread && lifted != shape {
+            index = self.g.broadcast_to(index, shape);
+        }
+        let dtype = self.g.dtype(x);
+        let y = self.g.push(tilefuse::graph::Op::ScatterAdd { axis }, &out, dtype, &[index, x]);
         self.push_leaf(y, leaf);
     }
 }
