@@ -51,6 +51,7 @@ mod random;
 mod reduce;
 mod scan;
 mod scatter;
+mod sort;
 mod view;
 
 pub use view::ReshapeShape;

@@ -1,0 +1,242 @@
+//! Order statistics: `sort` and `topk` along one axis.
+//!
+//! A sort is written from ops the rest of the library already fuses, so
+//! it runs on every device with no kernel of its own:
+//!
+//! 1. The *rank* of each element in its line (of `n` elements) is the
+//!    number of elements that come before it in the sorted order: those
+//!    that compare less (more, descending) and the equal ones at smaller
+//!    positions, which makes the sort stable. This is a reduction over a
+//!    broadcast `[.., n, n, ..]` comparison that fusion computes in one
+//!    kernel without storing it: `n²` comparisons a line, read from the
+//!    line itself (on a GPU from cache), one i64 written per element.
+//! 2. The ranks are a permutation of `0..n` in each line; scattering each
+//!    element's position to its rank (`Op::ScatterAdd`, one addition per
+//!    output element) gives the indices of the sorted order.
+//! 3. The values are a gather of the input by those indices.
+//!
+//! The result depends on no schedule and is exact (no arithmetic on the
+//! values). Its cost is the `n²` comparisons of step 1: fine for lines of
+//! a few thousand elements (a line of 4096 is 16.8 M comparisons), slow
+//! for long lines (a line of 10⁶ is 10¹², minutes on a CPU). A `topk`
+//! with a small `k` takes `k` passes over each line instead (see
+//! [`Tensor::topk`]).
+
+use super::Tensor;
+use crate::dtype::{DType, Scalar};
+use crate::error::{dims, Error, Result};
+use crate::graph::Op;
+use crate::shape::Shape;
+
+/// Whether `a` comes strictly before `b` in ascending (`descending`:
+/// descending) order of values, NaN the largest, as bools of their
+/// broadcast shape.
+fn ahead(a: &Tensor, b: &Tensor, descending: bool) -> Result<Tensor> {
+    let (a, b) = if descending { (b, a) } else { (a, b) };
+    let less = a.try_lt(b)?;
+    if !a.dtype().is_float() {
+        return Ok(less);
+    }
+    // `b` is NaN and `a` is not.
+    less.try_bitor(&b.try_ne(b)?.try_bitand(&a.try_eq(a)?)?)
+}
+
+/// Whether `a` and `b` hold equal values (NaN equal to NaN).
+fn same(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let eq = a.try_eq(b)?;
+    if !a.dtype().is_float() {
+        return Ok(eq);
+    }
+    eq.try_bitor(&a.try_ne(a)?.try_bitand(&b.try_ne(b)?)?)
+}
+
+/// The lowest value of `x`'s dtype (-inf for floats), as a scalar on its device.
+fn lowest(x: &Tensor) -> Tensor {
+    let d = x.dtype();
+    let s = match d {
+        d if d.is_float() => Scalar::Float(f64::NEG_INFINITY, d),
+        DType::I32 => Scalar::Int(i32::MIN as i128, d),
+        DType::I64 => Scalar::Int(i64::MIN as i128, d),
+        _ => Scalar::Int(0, d),
+    };
+    Tensor::constant(Shape::scalar(), s, d).to(x.device())
+}
+
+/// `0..n` as i64 of shape `at` (ones but `n` on one axis) on `like`'s device.
+fn positions(n: usize, at: &[usize], like: &Tensor) -> Result<Tensor> {
+    Tensor::arange(0i64, n as i64, 1).to(like.device()).try_reshape(at)
+}
+
+impl Tensor {
+    /// The stable sort of `self` along `axis`: values and i64 indices.
+    fn sort_as(&self, op: &'static str, axis: isize, descending: bool) -> Result<(Tensor, Tensor)> {
+        if self.rank() == 0 {
+            return Err(Error::AxisOutOfRange {
+                op,
+                axis,
+                shape: vec![],
+            });
+        }
+        let ax = self.shape().axis(op, axis)?;
+        let d = self.dims().to_vec();
+        let n = d[ax];
+        if self.numel() == 0 || n == 1 {
+            let zeros = Tensor::zeros(&d, DType::I64).to(self.device());
+            return Ok((self.clone(), zeros));
+        }
+        let outer: usize = d[..ax].iter().product();
+        let inner: usize = d[ax + 1..].iter().product();
+        let line = [outer, n, inner];
+        let keys = if self.dtype() == DType::Bool {
+            self.cast_to(DType::U8)
+        } else {
+            self.clone()
+        };
+        let keys = keys.try_reshape(&line)?;
+        // Element i of a line along axis 1, element j along axis 2.
+        let square = [outer, n, n, inner];
+        let xi = keys.try_reshape(&[outer, n, 1, inner])?.try_expand(&square)?;
+        let xj = keys.try_reshape(&[outer, 1, n, inner])?.try_expand(&square)?;
+        let earlier = positions(n, &[1, 1, n, 1], self)?.try_lt(&positions(n, &[1, n, 1, 1], self)?)?;
+        let before = ahead(&xj, &xi, descending)?.try_bitor(&same(&xj, &xi)?.try_bitand(&earlier)?)?;
+        let rank = before.cast_to(DType::I64).try_sum(&[2], false)?;
+        let at = positions(n, &[1, n, 1], self)?.try_expand(&line)?;
+        let shape = Shape::try_new(op, &line)?;
+        let order = Tensor::record(Op::ScatterAdd { axis: 1 }, &[&rank, &at], shape, DType::I64, self.device());
+        let values = self.try_reshape(&line)?.try_gather(1, &order)?;
+        Ok((values.try_reshape(&d)?, order.try_reshape(&d)?))
+    }
+
+    /// `topk` by `k` selection passes: each finds the largest value
+    /// among the elements after the previous pick in descending stable
+    /// order, then the first position holding it.
+    fn select_top(&self, k: usize, ax: usize) -> Result<(Tensor, Tensor)> {
+        let d = self.dims().to_vec();
+        let n = d[ax];
+        let outer: usize = d[..ax].iter().product();
+        let inner: usize = d[ax + 1..].iter().product();
+        let keys = if self.dtype() == DType::Bool {
+            self.cast_to(DType::U8)
+        } else {
+            self.clone()
+        };
+        let keys = keys.try_reshape(&[outer, n, inner])?;
+        let at = positions(n, &[1, n, 1], self)?;
+        let (mut values, mut indices): (Vec<Tensor>, Vec<Tensor>) = (vec![], vec![]);
+        for _ in 0..k {
+            // The elements still to pick: all at first, then those after
+            // the last pick (value `v` at position `p`).
+            let open = match (values.last(), indices.last()) {
+                (Some(v), Some(p)) => Some(ahead(v, &keys, true)?.try_bitor(&same(v, &keys)?.try_bitand(&p.try_lt(&at)?)?)?),
+                _ => None,
+            };
+            let candidates = match &open {
+                Some(open) => Tensor::try_where(open, &keys, &lowest(&keys))?,
+                None => keys.clone(),
+            };
+            let best = candidates.try_max(&[1], true)?;
+            let mut hit = same(&keys, &best)?;
+            if let Some(open) = &open {
+                hit = hit.try_bitand(open)?;
+            }
+            let none = Tensor::constant(Shape::scalar(), Scalar::Int(n as i128, DType::I64), DType::I64).to(self.device());
+            let first = Tensor::try_where(&hit, &at, &none)?.try_min(&[1], true)?;
+            values.push(best);
+            indices.push(first);
+        }
+        let v: Vec<&Tensor> = values.iter().collect();
+        let i: Vec<&Tensor> = indices.iter().collect();
+        let mut out = d.clone();
+        out[ax] = k;
+        let v = Tensor::try_cat(&v, 1)?;
+        let v = if self.dtype() == DType::Bool { v.cast_to(DType::Bool) } else { v };
+        Ok((v.try_reshape(&out)?, Tensor::try_cat(&i, 1)?.try_reshape(&out)?))
+    }
+
+    super::fallible! {
+        /// Sorts `self` along `axis` (negative counts from the end):
+        /// the sorted values and, as i64, the position along `axis` each
+        /// came from, as PyTorch's `sort(dim, descending, stable=True)`.
+        /// The sort is stable: equal values keep their order (also when
+        /// descending). NaN sorts as the largest value (last ascending,
+        /// first descending); -0.0 and 0.0 are equal; bools order false
+        /// first. Every dtype.
+        ///
+        /// Cost: `n²` comparisons for each line of `n` elements along
+        /// `axis` (see the module docs): lines of thousands of elements
+        /// sort in one kernel pass over the line's comparisons, lines of
+        /// hundreds of thousands are slow.
+        ///
+        /// ```
+        /// use tilefuse::Tensor;
+        /// let x = Tensor::from_vec(vec![3.0f32, f32::NAN, 1.0, 3.0, -2.0, 0.5], &[2, 3]);
+        /// let (values, indices) = x.sort(1, false);
+        /// let v = values.to_vec::<f32>()?;
+        /// assert_eq!(&v[..2], &[1.0, 3.0]);
+        /// assert!(v[2].is_nan());
+        /// assert_eq!(&v[3..], &[-2.0, 0.5, 3.0]);
+        /// assert_eq!(indices.to_vec::<i64>()?, vec![2, 0, 1, 1, 2, 0]);
+        /// let (_, stable) = Tensor::from_vec(vec![1i32, 2, 1, 2], &[4]).sort(0, true);
+        /// assert_eq!(stable.to_vec::<i64>()?, vec![1, 3, 0, 2]);
+        /// # Ok::<(), tilefuse::Error>(())
+        /// ```
+        ///
+        /// The `try_` form returns [`Error::AxisOutOfRange`] for a bad axis
+        /// or a scalar `self`.
+        pub fn sort / try_sort(&self, axis: isize, descending: bool) -> (Tensor, Tensor) {
+            self.sort_as("sort", axis, descending)
+        }
+
+        /// The `k` largest elements along `axis` (negative counts from the
+        /// end), largest first, and their i64 positions along `axis`, as
+        /// PyTorch's `topk(k, dim)`: equal values in their order along the
+        /// axis, NaN the largest. Every dtype; `k = 0` gives empty results.
+        ///
+        /// Cost: for `k` up to 8 each of the `k`
+        /// picks is two reductions over the line (its largest value after
+        /// the previous pick, then the first position holding it): `2k`
+        /// passes over `n` elements, `k` launches deep. Larger `k` sorts
+        /// the whole line ([`Tensor::sort`], `n²` comparisons) and keeps
+        /// its first `k`.
+        ///
+        /// ```
+        /// use tilefuse::Tensor;
+        /// let x = Tensor::from_vec(vec![1.0f32, 5.0, 3.0, 5.0, f32::NAN, 2.0], &[6]);
+        /// let (values, indices) = x.topk(3, 0);
+        /// let v = values.to_vec::<f32>()?;
+        /// assert!(v[0].is_nan() && v[1] == 5.0 && v[2] == 5.0);
+        /// assert_eq!(indices.to_vec::<i64>()?, vec![4, 1, 3]);
+        /// assert!(x.try_topk(7, 0).is_err());
+        /// # Ok::<(), tilefuse::Error>(())
+        /// ```
+        ///
+        /// The `try_` form returns [`Error::AxisOutOfRange`] for a bad axis
+        /// or a scalar `self`, and [`Error::InvalidShape`] for a `k` larger
+        /// than the axis.
+        pub fn topk / try_topk(&self, k: usize, axis: isize) -> (Tensor, Tensor) {
+            const OP: &str = "topk";
+            if self.rank() == 0 {
+                return Err(Error::AxisOutOfRange { op: OP, axis, shape: vec![] });
+            }
+            let ax = self.shape().axis(OP, axis)?;
+            let n = self.dims()[ax];
+            if k > n {
+                return Err(Error::InvalidShape {
+                    op: OP,
+                    shape: dims(self.dims()),
+                    arg: vec![k as isize, axis],
+                    reason: format!("k = {k} is larger than axis {ax} of extent {n}"),
+                });
+            }
+            if k == 0 || k == n || k > TOPK_SELECTION_MAX {
+                let (values, indices) = self.sort_as(OP, axis, true)?;
+                return Ok((values.try_narrow(axis, 0, k)?, indices.try_narrow(axis, 0, k)?));
+            }
+            self.select_top(k, ax)
+        }
+    }
+}
+
+/// The largest `k` for which [`Tensor::topk`] picks element by element
+/// instead of sorting the line.
+const TOPK_SELECTION_MAX: usize = 8;
