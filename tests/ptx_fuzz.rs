@@ -1144,6 +1144,46 @@ fn scatters_run_on_the_interpreter_model_like_the_executor() {
     assert!(ptxas.is_none() || assembled >= 150, "only {assembled} modules assembled");
 }
 
+/// The kernels of sorts and `topk` planned for the GPU (the rank
+/// reduction over a broadcast comparison, the scatter of positions to
+/// their ranks, the gather of the values; `topk`'s selection passes), in
+/// i32, f32 and u8, along either axis, run on the interpreter's model like
+/// the executor, bit for bit: a sort's outputs are integers or moved
+/// values (NaN keys included, the model's unordered comparisons), and
+/// `topk`'s selection passes run on finite keys.
+#[test]
+fn sorts_and_topk_run_on_the_interpreter_model_like_the_executor() {
+    use tilefuse::{DType, Tensor};
+    let mut ran = 0;
+    for dtype in [DType::I32, DType::F32, DType::U8] {
+        let x = Tensor::from_vec((0..5 * 37).map(|i| (i % 7) as f32).collect(), &[5, 37]).cast(dtype);
+        x.realize().unwrap();
+        for axis in [0, 1] {
+            let (v, i) = x.sort(axis, axis == 0);
+            let (tv, ti) = x.topk(3, axis);
+            for (k, t) in [v, i, tv, ti].iter().enumerate() {
+                let plan = plan(&t.subgraph(), &FusionOptions::gpu()).unwrap();
+                // A selection pass stores reduced maxima, whose NaN may be
+                // another NaN than the executor's: finite keys there.
+                let finite = |_: usize, h: &mut tilefuse::storage::HostBuffer| {
+                    if k >= 2 && h.dtype().is_float() {
+                        for e in 0..h.len() {
+                            h.set(e, tilefuse::Scalar::Float((e % 11) as f64 - 5.0, h.dtype()));
+                        }
+                    }
+                };
+                for kernel in &plan.kernels {
+                    match run_on_model_with(&kernel.program, (k * 2 + axis as usize) as u64 + 1, &finite).0 {
+                        ModelRun::Ran(n) => ran += n,
+                        ModelRun::NotModelled(e) => panic!("{dtype} axis {axis} output {k}: not modelled: {e}"),
+                    }
+                }
+            }
+        }
+    }
+    assert!(ran >= 60, "only {ran} modules ran");
+}
+
 /// Scans planned for the GPU (sum, max and min along the last and the
 /// first axis of a matrix, lines shorter than a tile, a tile long, and many
 /// tiles long, carried from tile to tile; alone and with the work before

@@ -122,6 +122,7 @@ impl Tensor {
         };
         let keys = keys.try_reshape(&[outer, n, inner])?;
         let at = positions(n, &[1, n, 1], self)?;
+        // The value and position of each pick.
         let (mut values, mut indices): (Vec<Tensor>, Vec<Tensor>) = (vec![], vec![]);
         for _ in 0..k {
             // The elements still to pick: all at first, then those after
@@ -144,13 +145,14 @@ impl Tensor {
             values.push(best);
             indices.push(first);
         }
-        let v: Vec<&Tensor> = values.iter().collect();
         let i: Vec<&Tensor> = indices.iter().collect();
         let mut out = d.clone();
         out[ax] = k;
-        let v = Tensor::try_cat(&v, 1)?;
-        let v = if self.dtype() == DType::Bool { v.cast_to(DType::Bool) } else { v };
-        Ok((v.try_reshape(&out)?, Tensor::try_cat(&i, 1)?.try_reshape(&out)?))
+        // The values are gathered, so they are the input's own bits (a
+        // reduced maximum may be another NaN).
+        let order = Tensor::try_cat(&i, 1)?;
+        let v = self.try_reshape(&[outer, n, inner])?.try_gather(1, &order)?;
+        Ok((v.try_reshape(&out)?, order.try_reshape(&out)?))
     }
 
     super::fallible! {

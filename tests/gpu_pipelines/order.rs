@@ -1,6 +1,7 @@
 //! Order statistics and scatters on the GPU: `scatter_add` gives the CPU
 //! executor's bits (both sum each line's sources in source order) run
-//! after run, and reports bad indices through its kernel's flag.
+//! after run, and reports bad indices through its kernel's flag; `sort`
+//! and `topk` give the CPU executor's values and indices exactly.
 
 use super::common::compare;
 use super::{gpu, host_of, GPU};
@@ -71,5 +72,43 @@ fn scatters_compute_as_on_the_cpu_run_after_run_and_report_bad_indices() {
             },
             "{dtype}"
         );
+    }
+}
+
+/// Sorts (both directions, along the last and the first axis, ties and
+/// NaN, a line longer than a GPU tile) and `topk` by selection and by
+/// sorting, in every dtype: the GPU's values and indices are the CPU
+/// executor's, byte for byte (a sort moves values and counts in integers).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn sorts_and_topk_compute_as_on_the_cpu() {
+    let _g = gpu();
+    for dtype in DType::ALL {
+        let raw: Vec<f32> = (0..61 * 301)
+            .map(|i| match (i * 7919) % 23 {
+                0 => f32::NAN,
+                1 => f32::NEG_INFINITY,
+                r => (r % 9) as f32 * 0.5 - 2.0,
+            })
+            .collect();
+        let x = Tensor::from_vec(raw, &[61, 301]).cast(dtype);
+        x.realize().unwrap();
+        let build = |d: tilefuse::Device| {
+            let x = x.to(d);
+            let mut outs = vec![];
+            for (a, b) in [x.sort(1, false), x.sort(0, true), x.topk(5, -1), x.topk(20, 0)] {
+                outs.push(a);
+                outs.push(b);
+            }
+            let (a, b) = x.reshape(&[61 * 301]).sort(0, true);
+            outs.push(a);
+            outs.push(b);
+            outs
+        };
+        let on_cpu = build(tilefuse::Device::Cpu);
+        let on_gpu = build(GPU);
+        for (k, (c, g)) in on_cpu.iter().zip(&on_gpu).enumerate() {
+            assert_eq!(host_of(g).bytes(), host_of(c).bytes(), "{dtype}, output {k}");
+        }
     }
 }
