@@ -207,3 +207,14 @@ fn misuse_is_an_error_naming_the_op() {
     let y = x.scatter_add(1, &none, &Tensor::ones(&[2, 0], DType::F32));
     assert_eq!(y.to_vec::<f32>().unwrap(), vec![0.0; 6]);
 }
+
+#[test]
+fn a_scatter_is_one_kernel_walking_lines() {
+    let x = Tensor::zeros(&[3, 4], DType::F32);
+    let index = Tensor::from_vec(vec![0i64; 12], &[3, 4]);
+    let plan = x.scatter_add(1, &index, &Tensor::ones(&[3, 4], DType::F32)).explain().unwrap();
+    assert!(plan.contains("scatter_add(axis 1)"), "{plan}");
+    // A tile of lines a grid point, the scattered axis walked in order.
+    assert!(plan.contains("strategy: tiled [3/4, 4r/1]"), "{plan}");
+    assert!(plan.contains("loop i0 in 0..4"), "{plan}");
+}
