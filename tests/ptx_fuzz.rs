@@ -1146,21 +1146,24 @@ fn scatters_run_on_the_interpreter_model_like_the_executor() {
 
 /// The kernels of sorts and `topk` planned for the GPU (the rank
 /// reduction over a broadcast comparison, the scatter of positions to
-/// their ranks, the gather of the values; `topk`'s selection passes), in
+/// their ranks, the gather of the values, the merge passes of a line
+/// longer than the rank sort's; `topk`'s selection passes), in
 /// i32, f32 and u8, along either axis, run on the interpreter's model like
 /// the executor, bit for bit: a sort's outputs are integers or moved
 /// values (NaN keys included, the model's unordered comparisons), and
-/// `topk`'s selection passes run on finite keys.
+/// `topk`'s selection passes run on finite keys; each assembles for sm_80
+/// and sm_90.
 #[test]
 fn sorts_and_topk_run_on_the_interpreter_model_like_the_executor() {
     use tilefuse::{DType, Tensor};
     let mut ran = 0;
-    for dtype in [DType::I32, DType::F32, DType::U8] {
-        let x = Tensor::from_vec((0..5 * 37).map(|i| (i % 7) as f32).collect(), &[5, 37]).cast(dtype);
+    let ptxas = ptxas_for_tests("tests/ptx_fuzz.rs (sorts)");
+    for (dtype, rows, cols) in [(DType::I32, 5, 37), (DType::F32, 5, 37), (DType::U8, 5, 37), (DType::F32, 2, 300)] {
+        let x = Tensor::from_vec((0..rows * cols).map(|i| (i % 7) as f32).collect(), &[rows, cols]).cast(dtype);
         x.realize().unwrap();
         for axis in [0, 1] {
             let (v, i) = x.sort(axis, axis == 0);
-            let (tv, ti) = x.topk(3, axis);
+            let (tv, ti) = x.topk(2, axis);
             for (k, t) in [v, i, tv, ti].iter().enumerate() {
                 let plan = plan(&t.subgraph(), &FusionOptions::gpu()).unwrap();
                 // A selection pass stores reduced maxima, whose NaN may be
@@ -1173,6 +1176,15 @@ fn sorts_and_topk_run_on_the_interpreter_model_like_the_executor() {
                     }
                 };
                 for kernel in &plan.kernels {
+                    if let Some(ptxas) = &ptxas {
+                        for sm in [80, 90] {
+                            let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(sm, 13000);
+                            let module = tilefuse::kernels::ptx_gen::generate_with(&kernel.program, &target, &Default::default())
+                                .unwrap_or_else(|e| panic!("{dtype} axis {axis} output {k}: {e}"));
+                            tilefuse::kernels::ptx_gen::ptxas::assemble(ptxas, &module.text, sm)
+                                .unwrap_or_else(|e| panic!("{dtype} axis {axis} output {k}: ptxas for sm_{sm}: {e}"));
+                        }
+                    }
                     match run_on_model_with(&kernel.program, (k * 2 + axis as usize) as u64 + 1, &finite).0 {
                         ModelRun::Ran(n) => ran += n,
                         ModelRun::NotModelled(e) => panic!("{dtype} axis {axis} output {k}: not modelled: {e}"),

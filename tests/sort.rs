@@ -145,3 +145,20 @@ fn misuse_is_an_error_naming_the_op() {
         assert!(err.to_string().contains(op), "{err}");
     }
 }
+
+#[test]
+fn long_lines_sort_by_merging_runs() {
+    // Past the rank sort's longest line: padded runs merged pairwise.
+    check_sort(&data(&[2049], DType::F32, 8), 0, false, "2049, padded");
+    check_sort(&data(&[2, 3000, 3], DType::I32, 9), 1, true, "[2, 3000, 3] descending");
+    check_sort(&data(&[5000, 2], DType::F64, 10), 0, false, "[5000, 2] along the first axis");
+    check_sort(&data(&[3, 4096], DType::BF16, 11), 1, true, "4096 bf16 descending, unpadded");
+    check_sort(&data(&[8193], DType::U8, 12), 0, false, "8193 u8");
+    let x = data(&[2, 3000], DType::F32, 13);
+    let (values, indices) = x.topk(100, 1);
+    let (all_v, all_i) = sorted(&f64s(&x), &[2, 3000], 1, true);
+    let keep = |all: &[f64]| -> Vec<f64> { (0..200).map(|p| all[(p / 100) * 3000 + p % 100]).collect() };
+    let got_i: Vec<f64> = indices.to_vec::<i64>().unwrap().iter().map(|&i| i as f64).collect();
+    assert_eq!(got_i, keep(&all_i.iter().map(|&i| i as f64).collect::<Vec<_>>()));
+    same(&f64s(&values), &keep(&all_v), "top 100 of 3000");
+}

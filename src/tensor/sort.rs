@@ -1,32 +1,36 @@
 //! Order statistics: `sort` and `topk` along one axis.
 //!
 //! A sort is written from ops the rest of the library already fuses, so
-//! it runs on every device with no kernel of its own:
+//! it runs on every device with no kernel of its own, and it is exact (no
+//! arithmetic on the values) and depends on no schedule.
 //!
-//! 1. The *rank* of each element in its line (of `n` elements) is the
+//! A line of up to [`RANK_SORT_MAX`] elements is sorted by *ranks*:
+//!
+//! 1. The rank of each element in its line (of `n` elements) is the
 //!    number of elements that come before it in the sorted order: those
 //!    that compare less (more, descending) and the equal ones at smaller
 //!    positions, which makes the sort stable. This is a reduction over a
 //!    broadcast `[.., n, n, ..]` comparison that fusion computes in one
 //!    kernel without storing it: `n²` comparisons a line, read from the
-//!    line itself (on a GPU from cache), one i64 written per element.
+//!    line itself, one i64 written per element.
 //! 2. The ranks are a permutation of `0..n` in each line; scattering each
 //!    element's position to its rank (`Op::ScatterAdd`, one addition per
 //!    output element) gives the indices of the sorted order.
 //! 3. The values are a gather of the input by those indices.
 //!
-//! The result depends on no schedule and is exact (no arithmetic on the
-//! values). Its cost is the `n²` comparisons of step 1: fine for lines of
-//! a few thousand elements (a line of 4096 is 16.8 M comparisons), slow
-//! for long lines (a line of 10⁶ is 10¹², minutes on a CPU). A `topk`
-//! with a small `k` takes `k` passes over each line instead (see
-//! [`Tensor::topk`]).
+//! A longer line sorts runs of `merge::RUN` elements by ranks and merges
+//! them pairwise, `log2(n / RUN)` passes, each output finding its element
+//! by a binary search along the merge path (`merge.rs`): `O(n log² n)`
+//! gathers in all. A `topk` with a small `k` takes `k` selection passes
+//! over each line instead (see [`Tensor::topk`]).
 
 use super::Tensor;
 use crate::dtype::{DType, Scalar};
 use crate::error::{dims, Error, Result};
 use crate::graph::Op;
 use crate::shape::Shape;
+
+mod merge;
 
 /// Whether `a` comes strictly before `b` in ascending (`descending`:
 /// descending) order of values, NaN the largest, as bools of their
@@ -62,6 +66,65 @@ fn lowest(x: &Tensor) -> Tensor {
     Tensor::constant(Shape::scalar(), s, d).to(x.device())
 }
 
+/// Whether `a` comes strictly before `b` where some elements are padding,
+/// which comes after every value (`None`: no padding).
+fn ahead_of(a: &Tensor, a_pad: Option<&Tensor>, b: &Tensor, b_pad: Option<&Tensor>, descending: bool) -> Result<Tensor> {
+    let by_value = ahead(a, b, descending)?;
+    match (a_pad, b_pad) {
+        (Some(ap), Some(bp)) => {
+            let a_real = ap.try_not()?;
+            a_real.try_bitand(bp)?.try_bitor(&a_real.try_bitand(&bp.try_not()?)?.try_bitand(&by_value)?)
+        }
+        _ => Ok(by_value),
+    }
+}
+
+/// Whether `a` and `b` are equal in the order: both padding, or both
+/// values and equal (NaN equal to NaN).
+fn same_as(a: &Tensor, a_pad: Option<&Tensor>, b: &Tensor, b_pad: Option<&Tensor>) -> Result<Tensor> {
+    let by_value = same(a, b)?;
+    match (a_pad, b_pad) {
+        (Some(ap), Some(bp)) => ap.try_eq(bp)?.try_bitand(&ap.try_bitor(&by_value)?),
+        _ => Ok(by_value),
+    }
+}
+
+/// The stable order of the lines of `keys` along `axis` by ranks: for
+/// each element the number of elements of its line that come before it
+/// (`pads`, bools broadcast to `keys`, marks padding, which comes last),
+/// and at each rank the element of `at` (of `keys`' shape) at the position
+/// of the element of that rank. `n²` comparisons a line of `n`.
+fn ranked_order(keys: &Tensor, axis: usize, pads: Option<&Tensor>, at: &Tensor, descending: bool) -> Result<Tensor> {
+    let dims = keys.dims().to_vec();
+    let m = dims[axis];
+    let mut square = dims.clone();
+    square.insert(axis + 1, m);
+    let a = axis as isize;
+    // Element i of a line along `axis`, element j along `axis + 1`.
+    let xi = keys.try_unsqueeze(a + 1)?.try_expand(&square)?;
+    let xj = keys.try_unsqueeze(a)?.try_expand(&square)?;
+    let (pi, pj) = match pads {
+        Some(p) => (Some(p.try_unsqueeze(a + 1)?), Some(p.try_unsqueeze(a)?)),
+        None => (None, None),
+    };
+    let mut along = vec![1; square.len()];
+    along[axis + 1] = m;
+    let j = positions(m, &along, keys)?;
+    along[axis + 1] = 1;
+    along[axis] = m;
+    let i = positions(m, &along, keys)?;
+    let tie = same_as(&xj, pj.as_ref(), &xi, pi.as_ref())?.try_bitand(&j.try_lt(&i)?)?;
+    let before = ahead_of(&xj, pj.as_ref(), &xi, pi.as_ref(), descending)?.try_bitor(&tie)?;
+    let rank = before.cast_to(DType::I64).try_sum(&[a + 1], false)?;
+    let shape = Shape::try_new("sort", &dims)?;
+    Ok(Tensor::record(Op::ScatterAdd { axis }, &[&rank, at], shape, DType::I64, keys.device()))
+}
+
+/// The longest line sorted by ranks alone; longer ones sort runs of
+/// `merge::RUN` by ranks and merge them (both chosen by timing the CPU
+/// executor: a line of 10⁶ and 512 lines of 2048).
+const RANK_SORT_MAX: usize = 256;
+
 /// `0..n` as i64 of shape `at` (ones but `n` on one axis) on `like`'s device.
 fn positions(n: usize, at: &[usize], like: &Tensor) -> Result<Tensor> {
     Tensor::arange(0i64, n as i64, 1).to(like.device()).try_reshape(at)
@@ -93,16 +156,12 @@ impl Tensor {
             self.clone()
         };
         let keys = keys.try_reshape(&line)?;
-        // Element i of a line along axis 1, element j along axis 2.
-        let square = [outer, n, n, inner];
-        let xi = keys.try_reshape(&[outer, n, 1, inner])?.try_expand(&square)?;
-        let xj = keys.try_reshape(&[outer, 1, n, inner])?.try_expand(&square)?;
-        let earlier = positions(n, &[1, 1, n, 1], self)?.try_lt(&positions(n, &[1, n, 1, 1], self)?)?;
-        let before = ahead(&xj, &xi, descending)?.try_bitor(&same(&xj, &xi)?.try_bitand(&earlier)?)?;
-        let rank = before.cast_to(DType::I64).try_sum(&[2], false)?;
-        let at = positions(n, &[1, n, 1], self)?.try_expand(&line)?;
-        let shape = Shape::try_new(op, &line)?;
-        let order = Tensor::record(Op::ScatterAdd { axis: 1 }, &[&rank, &at], shape, DType::I64, self.device());
+        let order = if n <= RANK_SORT_MAX {
+            let at = positions(n, &[1, n, 1], self)?.try_expand(&line)?;
+            ranked_order(&keys, 1, None, &at, descending)?
+        } else {
+            merge::merged_order(&keys, descending)?
+        };
         let values = self.try_reshape(&line)?.try_gather(1, &order)?;
         Ok((values.try_reshape(&d)?, order.try_reshape(&d)?))
     }
@@ -164,10 +223,11 @@ impl Tensor {
         /// first descending); -0.0 and 0.0 are equal; bools order false
         /// first. Every dtype.
         ///
-        /// Cost: `n²` comparisons for each line of `n` elements along
-        /// `axis` (see the module docs): lines of thousands of elements
-        /// sort in one kernel pass over the line's comparisons, lines of
-        /// hundreds of thousands are slow.
+        /// Cost (a line of `n` elements along `axis`): up to 256
+        /// elements, `n²` comparisons in one fused reduction; longer
+        /// lines sort runs of 128 that way (`128 n` comparisons) and merge
+        /// them in `log2(n / 128)` passes, each a gather kernel of
+        /// `log2(run) + 2` binary-search steps an element: `O(n log² n)`.
         ///
         /// ```
         /// use tilefuse::Tensor;
@@ -198,8 +258,7 @@ impl Tensor {
         /// picks is two reductions over the line (its largest value after
         /// the previous pick, then the first position holding it): `2k`
         /// passes over `n` elements, `k` launches deep. Larger `k` sorts
-        /// the whole line ([`Tensor::sort`], `n²` comparisons) and keeps
-        /// its first `k`.
+        /// the whole line ([`Tensor::sort`]) and keeps its first `k`.
         ///
         /// ```
         /// use tilefuse::Tensor;
