@@ -105,8 +105,11 @@ fn narrow_and_long_indices() {
     check(&[9, 4], &[20, 3], 0, DType::F64, DType::I64, 4);
     // More lines than one tile of lines, ragged.
     check(&[3, 601], &[5, 601], 0, DType::F32, DType::I64, 5);
-    // One line of many sources: sequential.
-    check(&[17], &[5000], 0, DType::I64, DType::I32, 6);
+    // One line of many sources: cut into chunks summed in order, with
+    // padding (5001 is no multiple of the chunks).
+    check(&[17], &[5001], 0, DType::I64, DType::I32, 6);
+    check(&[3, 40], &[20_000, 2], 0, DType::F32, DType::I64, 10);
+    check(&[2, 9], &[2, 9000], 1, DType::F64, DType::I64, 11);
     // Size-1 and prime extents, rank 4.
     check(&[2, 1, 3, 5], &[2, 1, 7, 5], 2, DType::F32, DType::I64, 7);
 }
@@ -153,12 +156,14 @@ fn sums_are_the_same_run_after_run() {
             again.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
         );
     }
-    // And in source order exactly: a sequential f32 sum.
+    // And in source order exactly: four lines of 5000 are cut into two
+    // chunks of 2500 each, summed in f32 in source order, then added.
     let (sv, iv) = (src.to_vec::<f32>().unwrap(), index.to_vec::<i64>().unwrap());
-    let mut want = [0f32; 12];
+    let mut chunks = [[0f32; 12]; 2];
     for (p, (&s, &i)) in sv.iter().zip(&iv).enumerate() {
-        want[(p / 5000) * 3 + i as usize] += s;
+        chunks[(p % 5000) / 2500][(p / 5000) * 3 + i as usize] += s;
     }
+    let want: Vec<f32> = (0..12).map(|e| chunks[0][e] + chunks[1][e]).collect();
     assert_eq!(first, want);
 }
 

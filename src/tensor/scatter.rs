@@ -29,8 +29,12 @@ impl Tensor {
         /// adds `(self + s1) + s2 ...`: floats may differ in the last
         /// place). f16 and bf16 sum in f32 and round once; integers wrap.
         /// The kernel runs each line along `axis` in order on one thread,
-        /// so its parallelism is the number of lines: a scatter of a
-        /// one-dimensional tensor is sequential (linear in `src`'s length).
+        /// so its parallelism is the number of lines. Fewer than 256 lines
+        /// of more than 4096 sources are cut into chunks of at least 2048
+        /// (as many as bring the lines to 256, their partial outputs at
+        /// most four times the sources): each chunk sums into a partial
+        /// output of its own, and the partials are added in chunk order,
+        /// so the sum into an element is still one fixed order.
         ///
         /// An index outside `0..self.dims()[axis]` makes the realization
         /// fail with [`Error::IndexOutOfRange`]; no element outside the
@@ -116,14 +120,66 @@ impl Tensor {
                 DType::F16 | DType::BF16 => DType::F32,
                 d => d,
             };
-            let sums = Tensor::record(
-                Op::ScatterAdd { axis: ax },
-                &[index, &src.cast_to(acc)],
-                self.shape().clone(),
-                acc,
-                device,
-            );
+            let src = src.cast_to(acc);
+            let sums = match chunks(self, ax, index) {
+                Some(parts) => chunked_sums(self, ax, index, &src, parts)?,
+                None => Tensor::record(Op::ScatterAdd { axis: ax }, &[index, &src], self.shape().clone(), acc, device),
+            };
             Ok(self.cast_to(acc).try_add(&sums)?.cast_to(self.dtype()))
         }
     }
+}
+
+/// The fewest lines a scatter runs on before its sources are cut into chunks.
+const FEW_LINES: usize = 256;
+
+/// The fewest sources of a chunk.
+const CHUNK: usize = 2048;
+
+/// The number of chunks to cut each line of sources of `index` into, if
+/// more than one: when there are fewer than [`FEW_LINES`] lines, each
+/// longer than two chunks of [`CHUNK`], as many chunks as bring the lines
+/// to [`FEW_LINES`], while the chunks' partial outputs stay within four
+/// times the sources.
+fn chunks(out: &Tensor, axis: usize, index: &Tensor) -> Option<usize> {
+    let len = index.dims()[axis];
+    let lines = index.numel() / len.max(1);
+    if out.rank() >= crate::MAX_RANK || lines >= FEW_LINES || len < 2 * CHUNK {
+        return None;
+    }
+    let budget = (4 * index.numel() / out.numel().max(1)).max(1);
+    let parts = (len / CHUNK).min(FEW_LINES.div_ceil(lines)).min(budget);
+    (parts > 1).then_some(parts)
+}
+
+/// The sums of a scatter whose sources are cut into `parts` chunks along
+/// `axis`: each chunk scatters into a partial output of its own (a line
+/// of its own, so the chunks run in parallel), and the partials are
+/// summed in chunk order. The sources are padded to whole chunks with
+/// zeros at position 0, which change no sum (a sum that starts from +0
+/// is never -0).
+fn chunked_sums(out: &Tensor, axis: usize, index: &Tensor, src: &Tensor, parts: usize) -> crate::error::Result<Tensor> {
+    let len = index.dims()[axis];
+    let per = len.div_ceil(parts);
+    let pad = |t: &Tensor| -> crate::error::Result<Tensor> {
+        if per * parts == len {
+            return Ok(t.clone());
+        }
+        let mut dims = t.dims().to_vec();
+        dims[axis] = per * parts - len;
+        let zeros = Tensor::zeros(&dims, t.dtype()).to(t.device());
+        Tensor::try_cat(&[t, &zeros], axis as isize)
+    };
+    let split = |t: &Tensor| -> crate::error::Result<Tensor> {
+        let mut dims = t.dims().to_vec();
+        dims[axis] = per;
+        dims.insert(axis, parts);
+        pad(t)?.try_reshape(&dims)
+    };
+    let (index, src) = (split(index)?, split(src)?);
+    let mut dims = out.dims().to_vec();
+    dims.insert(axis, parts);
+    let shape = crate::shape::Shape::try_new("scatter_add", &dims)?;
+    let partials = Tensor::record(Op::ScatterAdd { axis: axis + 1 }, &[&index, &src], shape, src.dtype(), out.device());
+    partials.try_sum(&[axis as isize], false)
 }
