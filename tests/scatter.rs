@@ -223,3 +223,25 @@ fn a_scatter_is_one_kernel_walking_lines() {
     assert!(plan.contains("strategy: tiled [3/4, 4r/1]"), "{plan}");
     assert!(plan.contains("loop i0 in 0..4"), "{plan}");
 }
+
+/// Random shapes (rank 1 to 4, indices narrower than the input off the
+/// axis, lines of sources long enough to be cut into chunks), dtypes and
+/// index dtypes, against the host's scatter.
+#[test]
+fn random_scatters_match_a_host_scatter() {
+    let mut rng = common::Lcg(43);
+    for case in 0..50 {
+        let rank = 1 + rng.below(4) as usize;
+        let axis = rng.below(rank as u64) as usize;
+        let dims: Vec<usize> = (0..rank).map(|_| rng.pick(&[1, 2, 3, 7, 31])).collect();
+        let idims: Vec<usize> = (0..rank)
+            .map(|k| if k == axis { rng.pick(&[1, 5, 300, 4097, 9000]) } else { 1 + rng.below(dims[k] as u64) as usize })
+            .collect();
+        if idims.iter().product::<usize>() > 40_000 {
+            continue;
+        }
+        let dtype = rng.pick(&[DType::F32, DType::F64, DType::F16, DType::I32, DType::I64, DType::U8]);
+        let index_dtype = rng.pick(&[DType::I32, DType::I64]);
+        check(&dims, &idims, axis, dtype, index_dtype, 200 + case);
+    }
+}

@@ -162,3 +162,36 @@ fn long_lines_sort_by_merging_runs() {
     assert_eq!(got_i, keep(&all_i.iter().map(|&i| i as f64).collect::<Vec<_>>()));
     same(&f64s(&values), &keep(&all_v), "top 100 of 3000");
 }
+
+/// Random shapes (rank 1 to 4, extents 1, primes and lines past the rank
+/// sort's 256), dtypes, axes and directions, sorted and topk'd against the
+/// host's stable sort.
+#[test]
+fn random_sorts_and_topk_match_a_stable_host_sort() {
+    let mut rng = common::Lcg(41);
+    for case in 0..60 {
+        let rank = 1 + rng.below(4) as usize;
+        let axis = rng.below(rank as u64) as usize;
+        let dims: Vec<usize> = (0..rank)
+            .map(|k| {
+                if k == axis {
+                    rng.pick(&[1, 2, 7, 31, 255, 256, 257, 600])
+                } else {
+                    rng.pick(&[1, 2, 3, 5])
+                }
+            })
+            .collect();
+        let dtype = rng.pick(&DType::ALL);
+        let descending = rng.below(2) == 1;
+        let x = data(&dims, dtype, 100 + case);
+        let what = format!("case {case}: {dtype} {dims:?} axis {axis} descending {descending}");
+        check_sort(&x, axis, descending, &what);
+        let n = dims[axis];
+        let k = rng.below(n as u64 + 1) as usize;
+        let (values, indices) = x.topk(k, axis as isize);
+        let (full_v, full_i) = x.sort(axis as isize, true);
+        let (want_v, want_i) = (full_v.narrow(axis as isize, 0, k), full_i.narrow(axis as isize, 0, k));
+        assert_eq!(indices.to_vec::<i64>().unwrap(), want_i.to_vec::<i64>().unwrap(), "{what}: top {k}");
+        same(&f64s(&values), &f64s(&want_v), &format!("{what}: top {k} values"));
+    }
+}
