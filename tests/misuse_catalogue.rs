@@ -3129,7 +3129,10 @@ fn names(c: &mut Catalogue) {
     );
     c.check(
         "scatter_add: a source of another dtype",
-        op!(x23(), scatter_add / try_scatter_add(1, &i64s(&[0; 6], &[2, 3]), &x23().cast(F64))),
+        op!(
+            x23(),
+            scatter_add / try_scatter_add(1, &i64s(&[0; 6], &[2, 3]), &x23().cast(F64))
+        ),
         error(DTypeMismatch, &["scatter_add", "f32", "f64"]),
     );
     c.check(
@@ -3142,12 +3145,19 @@ fn names(c: &mut Catalogue) {
     );
     c.check(
         "scatter_add: axis -3 of a matrix",
-        op!(x23(), scatter_add / try_scatter_add(-3, &i64s(&[0; 6], &[2, 3]), &x23())),
+        op!(
+            x23(),
+            scatter_add / try_scatter_add(-3, &i64s(&[0; 6], &[2, 3]), &x23())
+        ),
         error(AxisOutOfRange, &["scatter_add", "[2, 3]"]),
     );
     c.check(
         "scatter_add: an index past the axis fails the realization",
-        read(|| x23().scatter_add(1, &i64s(&[3, 0], &[2, 1]), &f32s(&[1.0, 1.0], &[2, 1])).to_vec::<f32>()),
+        read(|| {
+            x23()
+                .scatter_add(1, &i64s(&[3, 0], &[2, 1]), &f32s(&[1.0, 1.0], &[2, 1]))
+                .to_vec::<f32>()
+        }),
         error(IndexOutOfRange, &["scatter_add", "axis 1", "0..3", "[2, 3]", "[2, 1]"]),
     );
     c.check(
@@ -3181,7 +3191,10 @@ fn names(c: &mut Catalogue) {
     );
     c.check(
         "sort: an empty axis",
-        both(|| zeros(&[2, 0]).try_sort(1, true).map(|s| s.0), || zeros(&[2, 0]).sort(1, true).0),
+        both(
+            || zeros(&[2, 0]).try_sort(1, true).map(|s| s.0),
+            || zeros(&[2, 0]).sort(1, true).0,
+        ),
         empty(F32, &[2, 0]),
     );
     c.check(

@@ -1070,14 +1070,16 @@ fn scatters_run_on_the_interpreter_model_like_the_executor() {
                 let y = g.push(Op::ScatterAdd { axis }, &[rows, cols], dtype, &[idx, src]);
                 let graph = g.finish(&[y]);
                 let plan = plan(&graph, &FusionOptions::gpu()).unwrap();
-                let here = format!("{dtype} [{rows}, {cols}] along {axis} by {index_dtype} {sources:?}, spread {spread}");
+                let here =
+                    format!("{dtype} [{rows}, {cols}] along {axis} by {index_dtype} {sources:?}, spread {spread}");
                 assert_eq!(plan.kernels.len(), 1, "{here}");
                 let kernel = &plan.kernels[0];
                 if let Some(ptxas) = &ptxas {
                     for sm in [80, 90] {
                         let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(sm, 13000);
-                        let module = tilefuse::kernels::ptx_gen::generate_with(&kernel.program, &target, &Default::default())
-                            .unwrap_or_else(|e| panic!("{here}: {e}"));
+                        let module =
+                            tilefuse::kernels::ptx_gen::generate_with(&kernel.program, &target, &Default::default())
+                                .unwrap_or_else(|e| panic!("{here}: {e}"));
                         tilefuse::kernels::ptx_gen::ptxas::assemble(ptxas, &module.text, sm)
                             .unwrap_or_else(|e| panic!("{here}: ptxas for sm_{sm}: {e}\n{}", module.text));
                         assembled += 1;
@@ -1129,7 +1131,11 @@ fn scatters_run_on_the_interpreter_model_like_the_executor() {
                         ModelRun::NotModelled(e) => panic!("{here}: not modelled: {e}"),
                     }
                     let bad = some_bad && executed[index_param].len() > 5;
-                    assert_eq!(executed[flag_param].as_slice::<u32>()[0], bad as u32, "{here}: the flag");
+                    assert_eq!(
+                        executed[flag_param].as_slice::<u32>()[0],
+                        bad as u32,
+                        "{here}: the flag"
+                    );
                     if bad {
                         flagged += 1;
                     } else {
@@ -1140,8 +1146,14 @@ fn scatters_run_on_the_interpreter_model_like_the_executor() {
         }
     }
     assert!(ran >= 120, "only {ran} modules ran");
-    assert!(flagged >= 50 && clean >= 70, "{flagged} runs with bad indices, {clean} without");
-    assert!(ptxas.is_none() || assembled >= 150, "only {assembled} modules assembled");
+    assert!(
+        flagged >= 50 && clean >= 70,
+        "{flagged} runs with bad indices, {clean} without"
+    );
+    assert!(
+        ptxas.is_none() || assembled >= 150,
+        "only {assembled} modules assembled"
+    );
 }
 
 /// The kernels of sorts and `topk` planned for the GPU (the rank
@@ -1158,7 +1170,12 @@ fn sorts_and_topk_run_on_the_interpreter_model_like_the_executor() {
     use tilefuse::{DType, Tensor};
     let mut ran = 0;
     let ptxas = ptxas_for_tests("tests/ptx_fuzz.rs (sorts)");
-    for (dtype, rows, cols) in [(DType::I32, 5, 37), (DType::F32, 5, 37), (DType::U8, 5, 37), (DType::F32, 2, 300)] {
+    for (dtype, rows, cols) in [
+        (DType::I32, 5, 37),
+        (DType::F32, 5, 37),
+        (DType::U8, 5, 37),
+        (DType::F32, 2, 300),
+    ] {
         let x = Tensor::from_vec((0..rows * cols).map(|i| (i % 7) as f32).collect(), &[rows, cols]).cast(dtype);
         x.realize().unwrap();
         for axis in [0, 1] {
@@ -1179,8 +1196,12 @@ fn sorts_and_topk_run_on_the_interpreter_model_like_the_executor() {
                     if let Some(ptxas) = &ptxas {
                         for sm in [80, 90] {
                             let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(sm, 13000);
-                            let module = tilefuse::kernels::ptx_gen::generate_with(&kernel.program, &target, &Default::default())
-                                .unwrap_or_else(|e| panic!("{dtype} axis {axis} output {k}: {e}"));
+                            let module = tilefuse::kernels::ptx_gen::generate_with(
+                                &kernel.program,
+                                &target,
+                                &Default::default(),
+                            )
+                            .unwrap_or_else(|e| panic!("{dtype} axis {axis} output {k}: {e}"));
                             tilefuse::kernels::ptx_gen::ptxas::assemble(ptxas, &module.text, sm)
                                 .unwrap_or_else(|e| panic!("{dtype} axis {axis} output {k}: ptxas for sm_{sm}: {e}"));
                         }

@@ -135,7 +135,8 @@ fn views_and_constants_as_operands() {
     let y = (x.exp().scatter_add(1, &Tensor::zeros(&[6, 4], DType::I32), &(&x * 2.0)) + 1.0).sum(&[1], false);
     let xe: Vec<f64> = xv.iter().map(|v| (*v as f32).exp() as f64).collect();
     for r in 0..6 {
-        let row: f64 = (0..4).map(|c| xe[r * 4 + c] + 1.0).sum::<f64>() + (0..4).map(|c| 2.0 * xv[r * 4 + c]).sum::<f64>();
+        let row: f64 =
+            (0..4).map(|c| xe[r * 4 + c] + 1.0).sum::<f64>() + (0..4).map(|c| 2.0 * xv[r * 4 + c]).sum::<f64>();
         close(&[f64s(&y)[r]], &[row], 1e-5, "computed operands");
     }
 }
@@ -144,7 +145,10 @@ fn views_and_constants_as_operands() {
 fn sums_are_the_same_run_after_run() {
     // Float sums of many sources into few positions: rounding depends on
     // the order, which is fixed.
-    let src = Tensor::from_vec((0..20000).map(|i| ((i * 7919) % 1000) as f32 * 1e-3 + 1e-7).collect(), &[4, 5000]);
+    let src = Tensor::from_vec(
+        (0..20000).map(|i| ((i * 7919) % 1000) as f32 * 1e-3 + 1e-7).collect(),
+        &[4, 5000],
+    );
     let index = Tensor::from_vec(positions(&[4, 5000], 3, 9), &[4, 5000]);
     let x = Tensor::zeros(&[4, 3], DType::F32);
     let first = x.scatter_add(1, &index, &src).to_vec::<f32>().unwrap();
@@ -174,7 +178,13 @@ fn bad_indices_fail_the_realization() {
     for bad in [3i64, -1] {
         let index = Tensor::from_vec(vec![0, 1, 2, 0, bad, 1], &[2, 3]);
         match x.scatter_add(1, &index, &src).to_vec::<f32>() {
-            Err(Error::IndexOutOfRange { op, axis, len, input, index }) => {
+            Err(Error::IndexOutOfRange {
+                op,
+                axis,
+                len,
+                input,
+                index,
+            }) => {
                 assert_eq!((op, axis, len), ("scatter_add", 1, 3));
                 assert_eq!((input.as_slice(), index.as_slice()), (&[2, 3][..], &[2, 3][..]));
             }
@@ -193,12 +203,32 @@ fn misuse_is_an_error_naming_the_op() {
         (x.try_scatter_add(-3, &index, &src), "AxisOutOfRange"),
         (x.try_scatter_add(0, &index.cast(DType::F32), &src), "UnsupportedDType"),
         (x.try_scatter_add(0, &index, &src.cast(DType::F64)), "DTypeMismatch"),
-        (x.cast(DType::Bool).try_scatter_add(0, &index, &src.cast(DType::Bool)), "UnsupportedDType"),
-        (x.try_scatter_add(0, &Tensor::zeros(&[2, 2], DType::I64), &src), "InvalidShape"),
-        (x.try_scatter_add(0, &Tensor::zeros(&[2, 4], DType::I64), &Tensor::ones(&[2, 4], DType::F32)), "InvalidShape"),
-        (x.try_scatter_add(0, &Tensor::zeros(&[6], DType::I64), &Tensor::ones(&[6], DType::F32)), "InvalidShape"),
         (
-            Tensor::zeros(&[0, 3], DType::F32).try_scatter_add(0, &Tensor::zeros(&[1, 3], DType::I64), &src.narrow(0, 0, 1)),
+            x.cast(DType::Bool).try_scatter_add(0, &index, &src.cast(DType::Bool)),
+            "UnsupportedDType",
+        ),
+        (
+            x.try_scatter_add(0, &Tensor::zeros(&[2, 2], DType::I64), &src),
+            "InvalidShape",
+        ),
+        (
+            x.try_scatter_add(
+                0,
+                &Tensor::zeros(&[2, 4], DType::I64),
+                &Tensor::ones(&[2, 4], DType::F32),
+            ),
+            "InvalidShape",
+        ),
+        (
+            x.try_scatter_add(0, &Tensor::zeros(&[6], DType::I64), &Tensor::ones(&[6], DType::F32)),
+            "InvalidShape",
+        ),
+        (
+            Tensor::zeros(&[0, 3], DType::F32).try_scatter_add(
+                0,
+                &Tensor::zeros(&[1, 3], DType::I64),
+                &src.narrow(0, 0, 1),
+            ),
             "IndexOutOfRange",
         ),
     ];
@@ -217,7 +247,10 @@ fn misuse_is_an_error_naming_the_op() {
 fn a_scatter_is_one_kernel_walking_lines() {
     let x = Tensor::zeros(&[3, 4], DType::F32);
     let index = Tensor::from_vec(vec![0i64; 12], &[3, 4]);
-    let plan = x.scatter_add(1, &index, &Tensor::ones(&[3, 4], DType::F32)).explain().unwrap();
+    let plan = x
+        .scatter_add(1, &index, &Tensor::ones(&[3, 4], DType::F32))
+        .explain()
+        .unwrap();
     assert!(plan.contains("scatter_add(axis 1)"), "{plan}");
     // A tile of lines a grid point, the scattered axis walked in order.
     assert!(plan.contains("strategy: tiled [3/4, 4r/1]"), "{plan}");
@@ -235,7 +268,13 @@ fn random_scatters_match_a_host_scatter() {
         let axis = rng.below(rank as u64) as usize;
         let dims: Vec<usize> = (0..rank).map(|_| rng.pick(&[1, 2, 3, 7, 31])).collect();
         let idims: Vec<usize> = (0..rank)
-            .map(|k| if k == axis { rng.pick(&[1, 5, 300, 4097, 9000]) } else { 1 + rng.below(dims[k] as u64) as usize })
+            .map(|k| {
+                if k == axis {
+                    rng.pick(&[1, 5, 300, 4097, 9000])
+                } else {
+                    1 + rng.below(dims[k] as u64) as usize
+                }
+            })
             .collect();
         if idims.iter().product::<usize>() > 40_000 {
             continue;

@@ -65,7 +65,10 @@ fn sorted(x: &[f64], dims: &[usize], axis: usize, descending: bool) -> (Vec<f64>
 fn same(got: &[f64], want: &[f64], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(g == w || (g.is_nan() && w.is_nan()), "{what}: element {i} is {g}, not {w}");
+        assert!(
+            g == w || (g.is_nan() && w.is_nan()),
+            "{what}: element {i} is {g}, not {w}"
+        );
     }
 }
 
@@ -83,7 +86,12 @@ fn sorts_of_every_dtype_along_every_axis_both_ways() {
         let x = data(&[4, 9, 5], dtype, 1);
         for axis in 0..3 {
             for descending in [false, true] {
-                check_sort(&x, axis, descending, &format!("{dtype} axis {axis} descending {descending}"));
+                check_sort(
+                    &x,
+                    axis,
+                    descending,
+                    &format!("{dtype} axis {axis} descending {descending}"),
+                );
             }
         }
     }
@@ -136,7 +144,11 @@ fn misuse_is_an_error_naming_the_op() {
     let x = Tensor::zeros(&[2, 3], DType::F32);
     for (result, op, kind) in [
         (x.try_sort(2, false).map(|_| ()), "sort", "AxisOutOfRange"),
-        (Tensor::scalar(1.0f32).try_sort(0, false).map(|_| ()), "sort", "AxisOutOfRange"),
+        (
+            Tensor::scalar(1.0f32).try_sort(0, false).map(|_| ()),
+            "sort",
+            "AxisOutOfRange",
+        ),
         (x.try_topk(4, 1).map(|_| ()), "topk", "InvalidShape"),
         (x.try_topk(1, -3).map(|_| ()), "topk", "AxisOutOfRange"),
     ] {
@@ -151,8 +163,18 @@ fn long_lines_sort_by_merging_runs() {
     // Past the rank sort's longest line: padded runs merged pairwise.
     check_sort(&data(&[2049], DType::F32, 8), 0, false, "2049, padded");
     check_sort(&data(&[2, 3000, 3], DType::I32, 9), 1, true, "[2, 3000, 3] descending");
-    check_sort(&data(&[5000, 2], DType::F64, 10), 0, false, "[5000, 2] along the first axis");
-    check_sort(&data(&[3, 4096], DType::BF16, 11), 1, true, "4096 bf16 descending, unpadded");
+    check_sort(
+        &data(&[5000, 2], DType::F64, 10),
+        0,
+        false,
+        "[5000, 2] along the first axis",
+    );
+    check_sort(
+        &data(&[3, 4096], DType::BF16, 11),
+        1,
+        true,
+        "4096 bf16 descending, unpadded",
+    );
     check_sort(&data(&[8193], DType::U8, 12), 0, false, "8193 u8");
     let x = data(&[2, 3000], DType::F32, 13);
     let (values, indices) = x.topk(100, 1);
@@ -191,7 +213,11 @@ fn random_sorts_and_topk_match_a_stable_host_sort() {
         let (values, indices) = x.topk(k, axis as isize);
         let (full_v, full_i) = x.sort(axis as isize, true);
         let (want_v, want_i) = (full_v.narrow(axis as isize, 0, k), full_i.narrow(axis as isize, 0, k));
-        assert_eq!(indices.to_vec::<i64>().unwrap(), want_i.to_vec::<i64>().unwrap(), "{what}: top {k}");
+        assert_eq!(
+            indices.to_vec::<i64>().unwrap(),
+            want_i.to_vec::<i64>().unwrap(),
+            "{what}: top {k}"
+        );
         same(&f64s(&values), &f64s(&want_v), &format!("{what}: top {k} values"));
     }
 }

@@ -180,6 +180,12 @@ fn chunked_sums(out: &Tensor, axis: usize, index: &Tensor, src: &Tensor, parts: 
     let mut dims = out.dims().to_vec();
     dims.insert(axis, parts);
     let shape = crate::shape::Shape::try_new("scatter_add", &dims)?;
-    let partials = Tensor::record(Op::ScatterAdd { axis: axis + 1 }, &[&index, &src], shape, src.dtype(), out.device());
+    let partials = Tensor::record(
+        Op::ScatterAdd { axis: axis + 1 },
+        &[&index, &src],
+        shape,
+        src.dtype(),
+        out.device(),
+    );
     partials.try_sum(&[axis as isize], false)
 }

@@ -68,12 +68,20 @@ fn lowest(x: &Tensor) -> Tensor {
 
 /// Whether `a` comes strictly before `b` where some elements are padding,
 /// which comes after every value (`None`: no padding).
-fn ahead_of(a: &Tensor, a_pad: Option<&Tensor>, b: &Tensor, b_pad: Option<&Tensor>, descending: bool) -> Result<Tensor> {
+fn ahead_of(
+    a: &Tensor,
+    a_pad: Option<&Tensor>,
+    b: &Tensor,
+    b_pad: Option<&Tensor>,
+    descending: bool,
+) -> Result<Tensor> {
     let by_value = ahead(a, b, descending)?;
     match (a_pad, b_pad) {
         (Some(ap), Some(bp)) => {
             let a_real = ap.try_not()?;
-            a_real.try_bitand(bp)?.try_bitor(&a_real.try_bitand(&bp.try_not()?)?.try_bitand(&by_value)?)
+            a_real
+                .try_bitand(bp)?
+                .try_bitor(&a_real.try_bitand(&bp.try_not()?)?.try_bitand(&by_value)?)
         }
         _ => Ok(by_value),
     }
@@ -117,7 +125,13 @@ fn ranked_order(keys: &Tensor, axis: usize, pads: Option<&Tensor>, at: &Tensor, 
     let before = ahead_of(&xj, pj.as_ref(), &xi, pi.as_ref(), descending)?.try_bitor(&tie)?;
     let rank = before.cast_to(DType::I64).try_sum(&[a + 1], false)?;
     let shape = Shape::try_new("sort", &dims)?;
-    Ok(Tensor::record(Op::ScatterAdd { axis }, &[&rank, at], shape, DType::I64, keys.device()))
+    Ok(Tensor::record(
+        Op::ScatterAdd { axis },
+        &[&rank, at],
+        shape,
+        DType::I64,
+        keys.device(),
+    ))
 }
 
 /// The longest line sorted by ranks alone; longer ones sort runs of
@@ -187,7 +201,9 @@ impl Tensor {
             // The elements still to pick: all at first, then those after
             // the last pick (value `v` at position `p`).
             let open = match (values.last(), indices.last()) {
-                (Some(v), Some(p)) => Some(ahead(v, &keys, true)?.try_bitor(&same(v, &keys)?.try_bitand(&p.try_lt(&at)?)?)?),
+                (Some(v), Some(p)) => {
+                    Some(ahead(v, &keys, true)?.try_bitor(&same(v, &keys)?.try_bitand(&p.try_lt(&at)?)?)?)
+                }
                 _ => None,
             };
             let candidates = match &open {
@@ -199,7 +215,8 @@ impl Tensor {
             if let Some(open) = &open {
                 hit = hit.try_bitand(open)?;
             }
-            let none = Tensor::constant(Shape::scalar(), Scalar::Int(n as i128, DType::I64), DType::I64).to(self.device());
+            let none =
+                Tensor::constant(Shape::scalar(), Scalar::Int(n as i128, DType::I64), DType::I64).to(self.device());
             let first = Tensor::try_where(&hit, &at, &none)?.try_min(&[1], true)?;
             values.push(best);
             indices.push(first);

@@ -479,7 +479,10 @@ impl Gen {
     /// `index_add`'s.
     fn scatter(&mut self, x: usize, shape: &[usize], leaf: bool) {
         let axis = self.rng.below(shape.len());
-        let mut out: Vec<usize> = shape.iter().map(|&d| d + if self.rng.chance(25) { self.rng.below(3) } else { 0 }).collect();
+        let mut out: Vec<usize> = shape
+            .iter()
+            .map(|&d| d + if self.rng.chance(25) { self.rng.below(3) } else { 0 })
+            .collect();
         out[axis] = self.rng.pick(&[1, 2, 5, 17]);
         if out.iter().product::<usize>() > 4000 || shape.iter().product::<usize>() > 4000 {
             return;
@@ -506,7 +509,9 @@ impl Gen {
             index = self.g.broadcast_to(index, shape);
         }
         let dtype = self.g.dtype(x);
-        let y = self.g.push(tilefuse::graph::Op::ScatterAdd { axis }, &out, dtype, &[index, x]);
+        let y = self
+            .g
+            .push(tilefuse::graph::Op::ScatterAdd { axis }, &out, dtype, &[index, x]);
         self.push_leaf(y, leaf);
     }
 }

@@ -41,8 +41,14 @@ fn scatters_compute_as_on_the_cpu_run_after_run_and_report_bad_indices() {
             vec![
                 x.scatter_add(1, &along_rows.to(d), &src),
                 x.scatter_add(0, &along_cols.to(d), &src.narrow(0, 0, 200)),
-                x.scatter_add(-2, &spread.to(d).expand(&[300, 40]), &src.narrow(0, 0, 300).narrow(1, 0, 40)),
-                Tensor::zeros(&[97], dtype).to(d).scatter_add(0, &line.to(d), &line_src.to(d)),
+                x.scatter_add(
+                    -2,
+                    &spread.to(d).expand(&[300, 40]),
+                    &src.narrow(0, 0, 300).narrow(1, 0, 40),
+                ),
+                Tensor::zeros(&[97], dtype)
+                    .to(d)
+                    .scatter_add(0, &line.to(d), &line_src.to(d)),
             ]
         };
         let on_cpu = build(tilefuse::Device::Cpu);
@@ -56,7 +62,11 @@ fn scatters_compute_as_on_the_cpu_run_after_run_and_report_bad_indices() {
             if matches!(dtype, DType::F16 | DType::BF16) || (k == 3 && dtype.is_float()) {
                 compare(&g, &c).unwrap_or_else(|e| panic!("{dtype}, output {k}: {e}"));
             } else {
-                assert_eq!(g.bytes(), c.bytes(), "{dtype}, output {k}: the GPU's bytes differ from the CPU's");
+                assert_eq!(
+                    g.bytes(),
+                    c.bytes(),
+                    "{dtype}, output {k}: the GPU's bytes differ from the CPU's"
+                );
             }
         }
         let mut bad = positions(rows * cols, cols, 5);

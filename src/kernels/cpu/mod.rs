@@ -520,7 +520,13 @@ impl<'p> Context<'p> {
             } => {
                 let part = frame.partition(index);
                 let plan = &self.views[view.index()];
-                if plan.scatter_add(&part, &frame.values[at.index()], *stride, *bound, &frame.values[src.index()])? {
+                if plan.scatter_add(
+                    &part,
+                    &frame.values[at.index()],
+                    *stride,
+                    *bound,
+                    &frame.values[src.index()],
+                )? {
                     self.raise(*flag)?;
                 }
             }

@@ -94,7 +94,9 @@
 //!   that grid coordinate give one partition. Each store is checked on its
 //!   own; two store instructions are trusted to write disjoint partitions.
 
-use super::{print, AccId, Access, IndexExpr, Inst, LoopId, ParamId, Program, ScalarKey, TileReduce, ValueId, ValueType, View};
+use super::{
+    print, AccId, Access, IndexExpr, Inst, LoopId, ParamId, Program, ScalarKey, TileReduce, ValueId, ValueType, View,
+};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::ops::{BinaryOp, ThreadScope, UnaryOp};
