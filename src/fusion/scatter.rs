@@ -92,7 +92,7 @@ pub(crate) fn lower_scatter(
             args.push(buffer);
             let bn = &g.nodes[*base];
             let p = b.param(if j == 0 { "index" } else { "src" }, bn.dtype, bn.shape.numel() as u64, Access::Read);
-            views.push(b.view(p, &dims, &layout.strides, layout.offset as u64, &tile, Padding::Zero));
+            views.push(b.view(p, &dims, &layout.strides, layout.offset, &tile, Padding::Zero));
         }
         // The output's view addresses the lines; the scatter moves each
         // element along the axis.

@@ -169,14 +169,14 @@ impl Tensor {
         } else {
             self.clone()
         };
-        let keys = keys.try_reshape(&line)?;
+        let keys = keys.try_reshape(line)?;
         let order = if n <= RANK_SORT_MAX {
             let at = positions(n, &[1, n, 1], self)?.try_expand(&line)?;
             ranked_order(&keys, 1, None, &at, descending)?
         } else {
             merge::merged_order(&keys, descending)?
         };
-        let values = self.try_reshape(&line)?.try_gather(1, &order)?;
+        let values = self.try_reshape(line)?.try_gather(1, &order)?;
         Ok((values.try_reshape(&d)?, order.try_reshape(&d)?))
     }
 
@@ -193,7 +193,7 @@ impl Tensor {
         } else {
             self.clone()
         };
-        let keys = keys.try_reshape(&[outer, n, inner])?;
+        let keys = keys.try_reshape([outer, n, inner])?;
         let at = positions(n, &[1, n, 1], self)?;
         // The value and position of each pick.
         let (mut values, mut indices): (Vec<Tensor>, Vec<Tensor>) = (vec![], vec![]);
@@ -227,7 +227,7 @@ impl Tensor {
         // The values are gathered, so they are the input's own bits (a
         // reduced maximum may be another NaN).
         let order = Tensor::try_cat(&i, 1)?;
-        let v = self.try_reshape(&[outer, n, inner])?.try_gather(1, &order)?;
+        let v = self.try_reshape([outer, n, inner])?.try_gather(1, &order)?;
         Ok((v.try_reshape(&out)?, order.try_reshape(&out)?))
     }
 

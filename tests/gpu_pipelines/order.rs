@@ -113,7 +113,7 @@ fn sorts_and_topk_compute_as_on_the_cpu() {
                 outs.push(a);
                 outs.push(b);
             }
-            let (a, b) = x.reshape(&[61 * 301]).sort(0, true);
+            let (a, b) = x.reshape([61 * 301]).sort(0, true);
             outs.push(a);
             outs.push(b);
             outs

@@ -49,8 +49,8 @@ pub(super) fn merged_order(keys: &Tensor, descending: bool) -> Result<Tensor> {
     let at = positions(total, &[1, runs, RUN, 1], keys)?;
     let pads = at.try_ge(&Tensor::scalar(n as i64).to(keys.device()))?;
     let at = at.try_expand(&run_shape)?;
-    let order = ranked_order(&padded.try_reshape(&run_shape)?, 2, Some(&pads), &at, descending)?;
-    let mut order = order.try_reshape(&[outer, total, inner])?;
+    let order = ranked_order(&padded.try_reshape(run_shape)?, 2, Some(&pads), &at, descending)?;
+    let mut order = order.try_reshape([outer, total, inner])?;
     let mut sorted = padded.try_gather(1, &order)?;
     let mut len = RUN;
     while len < total {
