@@ -115,9 +115,10 @@ fn sorts_of_edge_shapes() {
 #[test]
 fn topk_by_selection_and_by_sorting() {
     for dtype in [DType::F32, DType::F16, DType::I64, DType::U8, DType::Bool] {
-        let x = data(&[3, 40, 2], dtype, 6);
-        let (all_v, all_i) = sorted(&f64s(&x), &[3, 40, 2], 1, true);
-        for k in [0, 1, 3, 8, 9, 40] {
+        // Lines past 256: k up to 8 by selection, larger k by sorting.
+        let x = data(&[3, 300, 2], dtype, 6);
+        let (all_v, all_i) = sorted(&f64s(&x), &[3, 300, 2], 1, true);
+        for k in [0, 1, 3, 8, 9, 300] {
             let (values, indices) = x.topk(k, -2);
             assert_eq!((values.dims(), indices.dims()), (&[3, k, 2][..], &[3, k, 2][..]));
             assert_eq!(values.dtype(), dtype);
@@ -126,7 +127,7 @@ fn topk_by_selection_and_by_sorting() {
                 (0..3 * k * 2)
                     .map(|p| {
                         let (o, r, c) = (p / (k * 2), (p / 2) % k, p % 2);
-                        all[o * 80 + r * 2 + c]
+                        all[o * 600 + r * 2 + c]
                     })
                     .collect()
             };

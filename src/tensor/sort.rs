@@ -271,11 +271,13 @@ impl Tensor {
         /// PyTorch's `topk(k, dim)`: equal values in their order along the
         /// axis, NaN the largest. Every dtype; `k = 0` gives empty results.
         ///
-        /// Cost: for `k` up to 8 each of the `k`
-        /// picks is two reductions over the line (its largest value after
-        /// the previous pick, then the first position holding it): `2k`
-        /// passes over `n` elements, `k` launches deep. Larger `k` sorts
-        /// the whole line ([`Tensor::sort`]) and keeps its first `k`.
+        /// Cost: a line of more than 256 elements with `k` up to 8 is
+        /// picked from, element by element: each pick is two reductions
+        /// over the line (its largest value after the previous pick, then
+        /// the first position holding it), `2k` passes over `n` elements,
+        /// `k` launches deep. Otherwise the whole line is sorted
+        /// ([`Tensor::sort`]; a line of up to 256 in one fused pass) and
+        /// its first `k` kept.
         ///
         /// ```
         /// use tilefuse::Tensor;
@@ -306,11 +308,18 @@ impl Tensor {
                     reason: format!("k = {k} is larger than axis {ax} of extent {n}"),
                 });
             }
-            if k == 0 || k == n || k > TOPK_SELECTION_MAX {
-                let (values, indices) = self.sort_as(OP, axis, true)?;
-                return Ok((values.try_narrow(axis, 0, k)?, indices.try_narrow(axis, 0, k)?));
+            if k == 0 {
+                let mut out = self.dims().to_vec();
+                out[ax] = 0;
+                let none = Tensor::zeros(&out, DType::I64).to(self.device());
+                return Ok((self.try_narrow(axis, 0, 0)?, none));
             }
-            self.select_top(k, ax)
+            // A short line sorts in one fused pass, cheaper than 2k.
+            if k <= TOPK_SELECTION_MAX && n > RANK_SORT_MAX {
+                return self.select_top(k, ax);
+            }
+            let (values, indices) = self.sort_as(OP, axis, true)?;
+            Ok((values.try_narrow(axis, 0, k)?, indices.try_narrow(axis, 0, k)?))
         }
     }
 }
