@@ -560,8 +560,12 @@ impl Gen {
         let rank = self.g.reshape(rank, &line);
         let positions = at(self, &[1, n, 1]);
         let positions = self.g.broadcast_to(positions, &line);
-        let order = self.g.push(Op::ScatterAdd { axis: 1 }, &line, DType::I64, &[rank, positions]);
-        let values = self.g.push(Op::Gather { axis: 1, select: false }, &line, dtype, &[x3, order]);
+        let order = self
+            .g
+            .push(Op::ScatterAdd { axis: 1 }, &line, DType::I64, &[rank, positions]);
+        let values = self
+            .g
+            .push(Op::Gather { axis: 1, select: false }, &line, dtype, &[x3, order]);
         let y = self.g.reshape(values, shape);
         self.push_leaf(y, leaf);
     }
