@@ -12,6 +12,8 @@
 #![cfg(feature = "cuda")]
 
 mod common;
+#[path = "gpu_pipelines/order.rs"]
+mod order;
 #[path = "gpu_pipelines/runtime.rs"]
 mod runtime;
 

@@ -3123,6 +3123,94 @@ fn names(c: &mut Catalogue) {
         floats(F32, &[2, 3], &[3.0, 3.0, 1.0, 6.0, 6.0, 4.0]),
     );
     c.check(
+        "scatter_add: an index of another shape than the source",
+        op!(x23(), scatter_add / try_scatter_add(1, &i64s(&[0, 1], &[2, 1]), &x23())),
+        error(InvalidShape, &["scatter_add", "[2, 3]", "[2, 1]"]),
+    );
+    c.check(
+        "scatter_add: a source of another dtype",
+        op!(
+            x23(),
+            scatter_add / try_scatter_add(1, &i64s(&[0; 6], &[2, 3]), &x23().cast(F64))
+        ),
+        error(DTypeMismatch, &["scatter_add", "f32", "f64"]),
+    );
+    c.check(
+        "scatter_add: into bools",
+        op!(
+            bools_of(&[true, false], &[2]),
+            scatter_add / try_scatter_add(0, &i64s(&[0], &[1]), &bools_of(&[true], &[1]))
+        ),
+        error(UnsupportedDType, &["scatter_add", "bool"]),
+    );
+    c.check(
+        "scatter_add: axis -3 of a matrix",
+        op!(
+            x23(),
+            scatter_add / try_scatter_add(-3, &i64s(&[0; 6], &[2, 3]), &x23())
+        ),
+        error(AxisOutOfRange, &["scatter_add", "[2, 3]"]),
+    );
+    c.check(
+        "scatter_add: an index past the axis fails the realization",
+        read(|| {
+            x23()
+                .scatter_add(1, &i64s(&[3, 0], &[2, 1]), &f32s(&[1.0, 1.0], &[2, 1]))
+                .to_vec::<f32>()
+        }),
+        error(IndexOutOfRange, &["scatter_add", "axis 1", "0..3", "[2, 3]", "[2, 1]"]),
+    );
+    c.check(
+        "scatter_add: repeated positions add up, by i32",
+        op!(
+            x23(),
+            scatter_add / try_scatter_add(1, &i32s(&[2, 2], &[1, 2]), &f32s(&[10.0, 20.0], &[1, 2]))
+        ),
+        floats(F32, &[2, 3], &[1.0, 2.0, 33.0, 4.0, 5.0, 6.0]),
+    );
+    c.check(
+        "scatter_add: u8 wraps",
+        op!(
+            u8s(&[250], &[1]),
+            scatter_add / try_scatter_add(0, &i64s(&[0, 0], &[2]), &u8s(&[3, 4], &[2]))
+        ),
+        ints(U8, &[1], &[1]),
+    );
+    c.check(
+        "sort: axis 2 of a matrix",
+        both(|| x23().try_sort(2, false).map(|s| s.0), || x23().sort(2, false).0),
+        error(AxisOutOfRange, &["sort", "[2, 3]"]),
+    );
+    c.check(
+        "sort: NaN last ascending, ties stable",
+        both(
+            || f32s(&[1.0, f32::NAN, 1.0, -1.0], &[4]).try_sort(0, false).map(|s| s.1),
+            || f32s(&[1.0, f32::NAN, 1.0, -1.0], &[4]).sort(0, false).1,
+        ),
+        ints(I64, &[4], &[3, 0, 2, 1]),
+    );
+    c.check(
+        "sort: an empty axis",
+        both(
+            || zeros(&[2, 0]).try_sort(1, true).map(|s| s.0),
+            || zeros(&[2, 0]).sort(1, true).0,
+        ),
+        empty(F32, &[2, 0]),
+    );
+    c.check(
+        "topk: k past the axis",
+        both(|| x23().try_topk(4, 1).map(|s| s.0), || x23().topk(4, 1).0),
+        error(InvalidShape, &["topk", "[2, 3]", "k = 4"]),
+    );
+    c.check(
+        "topk: NaN first, then the largest",
+        both(
+            || f32s(&[1.0, f32::NAN, 3.0], &[3]).try_topk(2, 0).map(|s| s.0),
+            || f32s(&[1.0, f32::NAN, 3.0], &[3]).topk(2, 0).0,
+        ),
+        floats(F32, &[2], &[f64::NAN, 3.0]),
+    );
+    c.check(
         "cumsum: axis 2 of a matrix",
         op!(x23(), cumsum / try_cumsum(2)),
         error(AxisOutOfRange, &["cumsum", "[2, 3]"]),

@@ -549,3 +549,54 @@ fn cross_thread_reductions_guard_only_reads_that_may_not_exist() {
         assert_eq!(reads.len() as u32, rows.div_ceil(group), "{rows} rows\n{}", m.text);
     }
 }
+
+/// A scatter of 8 lines of 8 sources (lines 4 a grid point) into an
+/// 8 × 8 output along its inner axis, with `out` as the output's view.
+fn line_scatter(
+    d: DType,
+    positions: DType,
+    out: impl FnOnce(&mut Builder, tilefuse::kernels::ir::ParamId) -> tilefuse::kernels::ir::ViewId,
+) -> Result<Program, Error> {
+    let mut b = Builder::new(format!("scatter_{d}_{positions}"), &[2]);
+    let y = b.param_init("out", d, 64, Access::ReadWrite, Scalar::Int(0, d));
+    let i = b.param("index", positions, 64, Access::Read);
+    let x = b.param("src", d, 64, Access::Read);
+    let flag = b.param_init("flag", DType::U32, 1, Access::Write, Scalar::Int(0, DType::U32));
+    let vi = b.view_contiguous(i, &[8, 8], &[4, 1], Padding::Zero);
+    let vx = b.view_contiguous(x, &[8, 8], &[4, 1], Padding::Zero);
+    let vy = out(&mut b, y);
+    b.loop_(8, |b, var| {
+        let at = [IndexExpr::grid(0), IndexExpr::loop_var(var)];
+        let p = b.load(vi, &at, true);
+        let s = b.load(vx, &at, true);
+        b.scatter_add(vy, &[IndexExpr::grid(0), IndexExpr::constant(0)], p, 1, 8, s, flag);
+    });
+    b.finish()
+}
+
+#[test]
+fn scatters_of_every_dtype_read_add_and_store_each_element() {
+    let lines = |b: &mut Builder, y| b.view(y, &[8, 1], &[8, 0], 0, &[4, 1], Padding::Zero);
+    for d in [DType::U8, DType::I32, DType::U32, DType::I64, DType::F32, DType::F64] {
+        for positions in [DType::I32, DType::I64] {
+            let m = check(&line_scatter(d, positions, lines).unwrap());
+            assert!(m.mapping.contains("scatter_add v2 tile [4, 1]"), "{}", m.mapping);
+            // Each of a thread's elements: a guarded load, add and store,
+            // and a guarded store of the flag.
+            assert!(count_instructions(&m, "st.global.b32 [") >= 1, "{}", m.text);
+            assert!(count_instructions(&m, "ld.global") >= 2, "{}", m.text);
+        }
+    }
+    // Lines that share an output element, and a view through which one
+    // tile reaches an element twice, are refused by the verifier.
+    for shared in [
+        (|b: &mut Builder, y| b.view(y, &[8, 1], &[0, 0], 0, &[4, 1], Padding::Zero)) as fn(&mut Builder, _) -> _,
+        |b: &mut Builder, y| b.view(y, &[8, 1], &[4, 0], 0, &[4, 1], Padding::Zero),
+    ] {
+        let e = line_scatter(DType::F32, DType::I64, shared).unwrap_err();
+        assert!(e.to_string().contains("several span indices to one element"), "{e}");
+    }
+    // A half-precision output is refused: scatters add in f32 or wider.
+    let e = line_scatter(DType::F16, DType::I64, lines).unwrap_err();
+    assert!(e.to_string().contains("a scatter adds integers, f32 or f64"), "{e}");
+}

@@ -1035,6 +1035,190 @@ fn gathers_run_on_the_interpreter_model_like_the_executor() {
     );
 }
 
+/// Scatters planned for the GPU (along either axis of a matrix, by an
+/// index as wide as the input or narrower, spread like `index_add`'s or of
+/// its own, by i64 and i32 positions, into integers, f32 and f64), one
+/// kernel each, run on the interpreter's model like the executor, bit for
+/// bit (float sums included: both add each line's sources in source
+/// order), flags included: some indices all in range, some with a few
+/// outside the axis (negative and past its end), which set the flag and
+/// update nothing.
+#[test]
+fn scatters_run_on_the_interpreter_model_like_the_executor() {
+    use common::G;
+    use tilefuse::graph::Op;
+    use tilefuse::{DType, Scalar};
+    let (mut ran, mut flagged, mut clean, mut assembled) = (0, 0, 0, 0);
+    let ptxas = ptxas_for_tests("tests/ptx_fuzz.rs (scatters)");
+    for (rows, cols, k) in [(37, 61, 5), (9, 300, 33), (130, 3, 7), (1, 300, 300), (300, 1, 2)] {
+        for dtype in [DType::U8, DType::I32, DType::I64, DType::F32, DType::F64] {
+            for (axis, spread) in [(1, false), (0, false), (0, true)] {
+                let index_dtype = if (rows + axis + spread as usize + dtype.size_in_bytes()) % 2 == 0 {
+                    DType::I64
+                } else {
+                    DType::I32
+                };
+                let mut g = G::default();
+                let len = if axis == 1 { cols } else { rows };
+                let sources = if axis == 1 { [rows, k] } else { [k, cols] };
+                let idx = if spread {
+                    let lifted = if axis == 1 { [1, k] } else { [k, 1] };
+                    let i = g.data(index_dtype, &lifted);
+                    g.broadcast_to(i, &sources)
+                } else {
+                    g.data(index_dtype, &sources)
+                };
+                let src = g.data(dtype, &sources);
+                let y = g.push(Op::ScatterAdd { axis }, &[rows, cols], dtype, &[idx, src]);
+                let graph = g.finish(&[y]);
+                let plan = plan(&graph, &FusionOptions::gpu()).unwrap();
+                let here =
+                    format!("{dtype} [{rows}, {cols}] along {axis} by {index_dtype} {sources:?}, spread {spread}");
+                assert_eq!(plan.kernels.len(), 1, "{here}");
+                let kernel = &plan.kernels[0];
+                if let Some(ptxas) = &ptxas {
+                    for sm in [80, 90] {
+                        let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(sm, 13000);
+                        let module =
+                            tilefuse::kernels::ptx_gen::generate_with(&kernel.program, &target, &Default::default())
+                                .unwrap_or_else(|e| panic!("{here}: {e}"));
+                        tilefuse::kernels::ptx_gen::ptxas::assemble(ptxas, &module.text, sm)
+                            .unwrap_or_else(|e| panic!("{here}: ptxas for sm_{sm}: {e}\n{}", module.text));
+                        assembled += 1;
+                    }
+                }
+                let index_param = kernel
+                    .args
+                    .iter()
+                    .position(|a| *a == tilefuse::fusion::BufferRef::Input(0))
+                    .expect("the index is a parameter");
+                let src_param = kernel
+                    .args
+                    .iter()
+                    .position(|a| *a == tilefuse::fusion::BufferRef::Input(1))
+                    .expect("the source is a parameter");
+                let flag_param = kernel
+                    .args
+                    .iter()
+                    .position(|a| matches!(a, tilefuse::fusion::BufferRef::Temp(t) if plan.index_checks().any(|(f, _)| f == *t)))
+                    .expect("a scatter has a flag");
+                for some_bad in [false, true] {
+                    let fill = |p: usize, h: &mut tilefuse::storage::HostBuffer| {
+                        if p == src_param && dtype.is_float() {
+                            // Finite sources (NaN payloads may differ).
+                            for i in 0..h.len() {
+                                h.set(i, Scalar::Float(((i * 31) % 17) as f64 * 0.37 - 3.1, dtype));
+                            }
+                        }
+                        if p != index_param {
+                            return;
+                        }
+                        for i in 0..h.len() {
+                            let v = (i * 7919 + 13) % len;
+                            let v = if some_bad && i % 16 == 5 {
+                                if i % 32 == 5 {
+                                    -1 - v as i64
+                                } else {
+                                    (len + v) as i64
+                                }
+                            } else {
+                                v as i64
+                            };
+                            h.set(i, Scalar::Int(v as i128, index_dtype));
+                        }
+                    };
+                    let (run, executed) = run_on_model_with(&kernel.program, (rows * cols) as u64, &fill);
+                    match run {
+                        ModelRun::Ran(n) => ran += n,
+                        ModelRun::NotModelled(e) => panic!("{here}: not modelled: {e}"),
+                    }
+                    let bad = some_bad && executed[index_param].len() > 5;
+                    assert_eq!(
+                        executed[flag_param].as_slice::<u32>()[0],
+                        bad as u32,
+                        "{here}: the flag"
+                    );
+                    if bad {
+                        flagged += 1;
+                    } else {
+                        clean += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(ran >= 120, "only {ran} modules ran");
+    assert!(
+        flagged >= 50 && clean >= 70,
+        "{flagged} runs with bad indices, {clean} without"
+    );
+    assert!(
+        ptxas.is_none() || assembled >= 150,
+        "only {assembled} modules assembled"
+    );
+}
+
+/// The kernels of sorts and `topk` planned for the GPU (the rank
+/// reduction over a broadcast comparison, the scatter of positions to
+/// their ranks, the gather of the values, the merge passes of a line
+/// longer than the rank sort's; `topk`'s selection passes), in
+/// i32, f32 and u8, along either axis, run on the interpreter's model like
+/// the executor, bit for bit: a sort's outputs are integers or moved
+/// values (NaN keys included, the model's unordered comparisons), and
+/// `topk`'s selection passes run on finite keys; each assembles for sm_80
+/// and sm_90.
+#[test]
+fn sorts_and_topk_run_on_the_interpreter_model_like_the_executor() {
+    use tilefuse::{DType, Tensor};
+    let mut ran = 0;
+    let ptxas = ptxas_for_tests("tests/ptx_fuzz.rs (sorts)");
+    for (dtype, rows, cols) in [
+        (DType::I32, 5, 37),
+        (DType::F32, 5, 37),
+        (DType::U8, 5, 37),
+        (DType::F32, 2, 300),
+    ] {
+        let x = Tensor::from_vec((0..rows * cols).map(|i| (i % 7) as f32).collect(), &[rows, cols]).cast(dtype);
+        x.realize().unwrap();
+        for axis in [0, 1] {
+            let (v, i) = x.sort(axis, axis == 0);
+            let (tv, ti) = x.topk(2, axis);
+            for (k, t) in [v, i, tv, ti].iter().enumerate() {
+                let plan = plan(&t.subgraph(), &FusionOptions::gpu()).unwrap();
+                // A selection pass stores reduced maxima, whose NaN may be
+                // another NaN than the executor's: finite keys there.
+                let finite = |_: usize, h: &mut tilefuse::storage::HostBuffer| {
+                    if k >= 2 && h.dtype().is_float() {
+                        for e in 0..h.len() {
+                            h.set(e, tilefuse::Scalar::Float((e % 11) as f64 - 5.0, h.dtype()));
+                        }
+                    }
+                };
+                for kernel in &plan.kernels {
+                    if let Some(ptxas) = &ptxas {
+                        for sm in [80, 90] {
+                            let target = tilefuse::kernels::ptx_gen::PtxTarget::for_driver(sm, 13000);
+                            let module = tilefuse::kernels::ptx_gen::generate_with(
+                                &kernel.program,
+                                &target,
+                                &Default::default(),
+                            )
+                            .unwrap_or_else(|e| panic!("{dtype} axis {axis} output {k}: {e}"));
+                            tilefuse::kernels::ptx_gen::ptxas::assemble(ptxas, &module.text, sm)
+                                .unwrap_or_else(|e| panic!("{dtype} axis {axis} output {k}: ptxas for sm_{sm}: {e}"));
+                        }
+                    }
+                    match run_on_model_with(&kernel.program, (k * 2 + axis as usize) as u64 + 1, &finite).0 {
+                        ModelRun::Ran(n) => ran += n,
+                        ModelRun::NotModelled(e) => panic!("{dtype} axis {axis} output {k}: not modelled: {e}"),
+                    }
+                }
+            }
+        }
+    }
+    assert!(ran >= 60, "only {ran} modules ran");
+}
+
 /// Scans planned for the GPU (sum, max and min along the last and the
 /// first axis of a matrix, lines shorter than a tile, a tile long, and many
 /// tiles long, carried from tile to tile; alone and with the work before

@@ -110,7 +110,11 @@ impl Analysis {
                 .nodes
                 .iter()
                 .map(|n| {
-                    n.op.is_elementwise() || matches!(n.op, Op::Reduce { .. } | Op::Gather { .. } | Op::Scan { .. } | Op::Random)
+                    n.op.is_elementwise()
+                        || matches!(
+                            n.op,
+                            Op::Reduce { .. } | Op::Gather { .. } | Op::Scan { .. } | Op::Random | Op::ScatterAdd { .. }
+                        )
                 })
                 .collect(),
         };
@@ -132,6 +136,14 @@ impl Analysis {
         for n in &g.nodes {
             if matches!(n.op, Op::Gather { .. }) && matches!(a.source(g, n.inputs[0]), Source::Const(_)) {
                 a.computed[n.inputs[0]] = true;
+            }
+            // So do a scatter's index and source.
+            if matches!(n.op, Op::ScatterAdd { .. }) {
+                for &p in &n.inputs {
+                    if matches!(a.source(g, p), Source::Const(_)) {
+                        a.computed[p] = true;
+                    }
+                }
             }
         }
         // Outputs that are views or constants get a buffer of their own, except

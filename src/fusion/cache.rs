@@ -118,6 +118,7 @@ mod tag {
     pub const GATHER: u64 = 12;
     pub const SCAN: u64 = 13;
     pub const RANDOM: u64 = 14;
+    pub const SCATTER_ADD: u64 = 15;
 }
 
 /// `list`'s length, then its elements.
@@ -153,6 +154,7 @@ fn push_op(words: &mut Vec<u64>, op: &Op) {
         Op::Cat { axis } => words.extend([tag::CAT, *axis as u64]),
         Op::Gather { axis, select } => words.extend([tag::GATHER, *axis as u64, *select as u64]),
         Op::Scan { op, axis } => words.extend([tag::SCAN, *op as u64, *axis as u64]),
+        Op::ScatterAdd { axis } => words.extend([tag::SCATTER_ADD, *axis as u64]),
         Op::Random => words.push(tag::RANDOM),
     }
 }

@@ -53,6 +53,10 @@ impl GroupShape {
     /// rows fit neither one tile nor a second pass ([`RowLimits`]).
     pub fn of(g: &Subgraph, an: &Analysis, nodes: &[usize], limits: RowLimits) -> Option<GroupShape> {
         let max_row_tile = limits.max_row_tile;
+        // A scatter is a kernel of its own (`scatter.rs`).
+        if nodes.len() > 1 && nodes.iter().any(|&n| matches!(g.nodes[n].op, Op::ScatterAdd { .. })) {
+            return None;
+        }
         let reduces: Vec<usize> = nodes
             .iter()
             .copied()

@@ -101,6 +101,15 @@ pub(crate) fn lower(
     name: &str,
     buffers: &mut Vec<BufferDecl>,
 ) -> Result<Option<Vec<Lowered>>> {
+    for &n in &group.nodes {
+        if let Op::ScatterAdd { axis } = cx.g.nodes[n].op {
+            // A scatter nothing reads computes nothing.
+            if !stores.contains(&n) {
+                return Ok(Some(vec![]));
+            }
+            return super::scatter::lower_scatter(cx, group, n, axis, name, buffers).map(Some);
+        }
+    }
     let gs = &group.shape;
     let mut accesses: Vec<MemAccess> = vec![];
     let mut add = |a: MemAccess| match accesses.iter().position(|x| *x == a) {
@@ -276,6 +285,7 @@ pub(crate) fn lower(
     // bytes a thread and made a 10 000-line module.
     let heavy = |n: usize| transcendental(n) && cx.g.nodes[n].dtype == DType::F64;
     let budget = match cx.opts.target {
+        super::TileTarget::Gpu if !reduces && gather_chain(cx, group) => (cx.opts.tile_elements as u64 / GATHER_CHAIN_SHARE).max(1),
         super::TileTarget::Gpu if !reduces => {
             let bytes_scaled = cx.opts.tile_elements as u64 * 4 / narrowest.clamp(1, 4);
             if group.nodes.iter().any(|&n| transcendental(n)) {
@@ -603,6 +613,23 @@ pub(crate) fn gathered(layout: &Layout, axis: usize, dims: &[usize]) -> Layout {
         strides,
         offset: if dims.contains(&0) { 0 } else { layout.offset },
     }
+}
+
+/// The number of gathers past which an elementwise GPU kernel is a
+/// gather chain (a sort's merge pass: a binary search whose every step
+/// gathers from the line).
+const GATHER_CHAIN: usize = 8;
+
+/// The share of the tile budget a gather chain takes: each element keeps
+/// its search's positions and keys (i64 and the key) live through the
+/// chain. A merge pass of a 10⁵-element sort at the whole budget (16
+/// elements a thread) took 128 registers and spilled 4–7 KB a thread on
+/// sm_90; at a quarter (4 a thread) it takes 122–128 and spills nothing.
+const GATHER_CHAIN_SHARE: u64 = 4;
+
+/// Whether `group` gathers more than [`GATHER_CHAIN`] times.
+fn gather_chain(cx: &Ctx, group: &Group) -> bool {
+    group.nodes.iter().filter(|&&n| matches!(cx.g.nodes[n].op, Op::Gather { .. })).count() > GATHER_CHAIN
 }
 
 /// Binds the flags `lw` declared for its gathers: a [`BufferKind::Flag`]

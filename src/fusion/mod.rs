@@ -50,6 +50,17 @@
 //!   by an earlier kernel. Each gather has a [`BufferKind::Flag`] buffer
 //!   that it sets on a position outside the axis; the runtimes turn a set
 //!   flag into [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange).
+//! - **Scatters are kernels of their own.** A `ScatterAdd` is alone in
+//!   its group, its index and source read from memory (a constant source
+//!   gets a buffer). Its program walks lines: every other axis is a grid
+//!   axis, and a loop runs along the scattered axis in order, adding each
+//!   source element into the output (filled with zeros first) at its
+//!   index's position of the same line
+//!   ([`Inst::ScatterAdd`](crate::kernels::ir::Inst::ScatterAdd)), a
+//!   plain read-modify-write that only the line's grid point makes. So
+//!   each output element is the sum of its sources in source order,
+//!   whatever the schedule. Its [`BufferKind::Flag`] reports an index
+//!   outside the axis as a gather's does (see `scatter.rs` for its cost).
 //! - **Elementwise chains** with broadcasts and views become one kernel over
 //!   the output's iteration space; axes that every operand addresses as one
 //!   contiguous run are coalesced, so a contiguous chain is a 1-D kernel;
@@ -142,6 +153,7 @@ mod lower;
 mod online;
 mod plan;
 mod reduction;
+mod scatter;
 mod shifted;
 mod sink;
 mod tiling;
@@ -418,7 +430,7 @@ fn check(g: &Subgraph) -> Result<()> {
     for (i, n) in g.nodes.iter().enumerate() {
         let arity = match &n.op {
             Op::Data(_) | Op::Full(_) => 0,
-            Op::Binary(_) | Op::Gather { .. } => 2,
+            Op::Binary(_) | Op::Gather { .. } | Op::ScatterAdd { .. } => 2,
             Op::Reduce { op, .. } if op.is_shifted() => 2,
             Op::Where => 3,
             Op::Cat { .. } => n.inputs.len().max(1),

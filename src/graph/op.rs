@@ -82,6 +82,19 @@ pub enum Op {
         /// Whether the user called `index_select` (for error messages).
         select: bool,
     },
+    /// `scatter_add(zeros, axis, index, src)`: zeros of the node's shape
+    /// and dtype, plus each element of `src` (the second input) added at
+    /// its own position with coordinate `axis` replaced by the matching
+    /// element of `index` (the first input, i64 or i32, of `src`'s shape,
+    /// at most the node's extents off `axis`). The elements added to one
+    /// output element are summed in the order of their position along
+    /// `axis`, from zero, in the node's dtype (so the sum does not depend
+    /// on scheduling). An index outside `0..node[axis]` is an error of the
+    /// realization.
+    ScatterAdd {
+        /// The axis scattered along.
+        axis: usize,
+    },
     /// The inputs (one or more, of the node's rank and dtype, equal to it
     /// on every other axis) one after another along `axis`.
     Cat {
@@ -107,6 +120,7 @@ impl Op {
             Op::Slice { axis, start, step } => format!("slice(axis {axis}, start {start}, step {step})"),
             Op::Cat { axis } => format!("cat(axis {axis})"),
             Op::Gather { axis, .. } => format!("gather(axis {axis})"),
+            Op::ScatterAdd { axis } => format!("scatter_add(axis {axis})"),
             Op::Scan { op, axis } => format!("scan.{}(axis {axis})", format!("{op:?}").to_lowercase()),
             Op::Random => "random".into(),
         }
@@ -151,7 +165,7 @@ impl PartialEq for Op {
                     step: v,
                 },
             ) => a == b && s == u && t == v,
-            (Op::Cat { axis: a }, Op::Cat { axis: b }) => a == b,
+            (Op::Cat { axis: a }, Op::Cat { axis: b }) | (Op::ScatterAdd { axis: a }, Op::ScatterAdd { axis: b }) => a == b,
             (Op::Gather { axis: a, select: s }, Op::Gather { axis: b, select: t }) => a == b && s == t,
             (Op::Scan { op: a, axis: x }, Op::Scan { op: b, axis: y }) => a == b && x == y,
             _ => false,
@@ -172,7 +186,7 @@ impl Hash for Op {
             Op::Reduce { op, axes } => (op, axes).hash(state),
             Op::Permute(p) => p.hash(state),
             Op::Slice { axis, start, step } => (axis, start, step).hash(state),
-            Op::Cat { axis } => axis.hash(state),
+            Op::Cat { axis } | Op::ScatterAdd { axis } => axis.hash(state),
             Op::Gather { axis, select } => (axis, select).hash(state),
             Op::Scan { op, axis } => (op, axis).hash(state),
             Op::Where | Op::Cast | Op::Reshape | Op::Expand | Op::Random => {}

@@ -60,6 +60,13 @@
 //!   input's size-1 axes (same rank); `Slice` takes `start, start + step, ...`
 //!   along `axis`, as many as the node's shape says. All four are one strided
 //!   gather.
+//! - **Gathers and scatters.** `Gather` reads the input at each index
+//!   element's position with coordinate `axis` replaced by the index's
+//!   value. `ScatterAdd` starts from zeros of the node's shape and adds
+//!   each source element at its position with coordinate `axis` replaced
+//!   by the index's value; the sums are exact (f64, or i128 for integers)
+//!   and rounded or wrapped once. An index outside the axis is
+//!   [`Error::IndexOutOfRange`] for both.
 //!
 //! # Errors
 //!
@@ -71,6 +78,7 @@
 mod elementwise;
 pub mod erf;
 mod reduce;
+mod scatter;
 #[cfg(test)]
 mod tests;
 
@@ -263,7 +271,7 @@ impl Input<'_> {
 fn evaluate_node(node: &SubNode, inputs: &[Input]) -> Result<Values> {
     let arity = match node.op {
         Op::Data(_) | Op::Full(_) => 0,
-        Op::Binary(_) | Op::Gather { .. } => 2,
+        Op::Binary(_) | Op::Gather { .. } | Op::ScatterAdd { .. } => 2,
         Op::Where => 3,
         Op::Cat { .. } => inputs.len().max(1),
         _ => 1,
@@ -301,6 +309,7 @@ fn evaluate_node(node: &SubNode, inputs: &[Input]) -> Result<Values> {
         &Op::Cat { axis } => cat(node, axis, inputs),
         &Op::Gather { axis, select } => gather(node, axis, select, &inputs[0], &inputs[1]),
         &Op::Scan { op, axis } => reduce::scan(node, op, axis, &inputs[0]),
+        &Op::ScatterAdd { axis } => scatter::scatter_add(node, axis, &inputs[0], &inputs[1]),
         Op::Random => random(node, &inputs[0]),
     }
 }
@@ -544,6 +553,7 @@ fn op_name(op: &Op) -> &'static str {
         Op::Scan { .. } => "logcumsumexp",
         Op::Random => "rand",
         Op::Gather { .. } => "gather",
+        Op::ScatterAdd { .. } => "scatter_add",
     }
 }
 

@@ -50,6 +50,8 @@ mod print;
 mod random;
 mod reduce;
 mod scan;
+mod scatter;
+mod sort;
 mod view;
 
 pub use view::ReshapeShape;

@@ -322,6 +322,15 @@ impl Gen {
             self.gather(x, &shape, leaf);
             return;
         }
+        if rank > 0 && self.rng.chance(5) && self.g.dtype(x) != DType::Bool {
+            self.scatter(x, &shape, leaf);
+            return;
+        }
+        // Comparisons take data leaves or integers (see tests/fuzz.rs).
+        if rank > 0 && self.rng.chance(5) && (leaf || !self.g.dtype(x).is_float()) && self.g.dtype(x) != DType::Bool {
+            self.sort(x, &shape, leaf);
+            return;
+        }
         if rank > 0 && self.rng.chance(20) {
             // A concatenation with x itself, a fresh leaf, a slice of x or a
             // constant (a piece like a pad's border), in any order.
@@ -463,6 +472,101 @@ impl Gen {
             dtype,
             &[x, index],
         );
+        self.push_leaf(y, leaf);
+    }
+}
+
+impl Gen {
+    /// A scatter of `x` (f16 and bf16 cast to f32 first, as the front end
+    /// sums them) along a random axis into zeros of a shape as wide as `x`
+    /// or wider off the axis, by an index leaf of positions in range (i64
+    /// or i32): of `x`'s shape, or one row of positions spread over it like
+    /// `index_add`'s.
+    fn scatter(&mut self, x: usize, shape: &[usize], leaf: bool) {
+        let axis = self.rng.below(shape.len());
+        let mut out: Vec<usize> = shape
+            .iter()
+            .map(|&d| d + if self.rng.chance(25) { self.rng.below(3) } else { 0 })
+            .collect();
+        out[axis] = self.rng.pick(&[1, 2, 5, 17]);
+        if out.iter().product::<usize>() > 4000 || shape.iter().product::<usize>() > 4000 {
+            return;
+        }
+        let x = match self.g.dtype(x) {
+            DType::F16 | DType::BF16 => self.g.cast(x, DType::F32),
+            _ => x,
+        };
+        let index_dtype = self.rng.pick(&[DType::I64, DType::I32]);
+        let spread = self.rng.chance(30);
+        let lifted: Vec<usize> = if spread {
+            (0..shape.len()).map(|k| if k == axis { shape[k] } else { 1 }).collect()
+        } else {
+            shape.to_vec()
+        };
+        let n: usize = lifted.iter().product();
+        let mut buf = HostBuffer::zeros(index_dtype, n);
+        for i in 0..n {
+            let at = self.rng.below(out[axis]);
+            buf.set(i, Scalar::Int(at as i128, index_dtype));
+        }
+        let mut index = self.g.data_buf(buf, &lifted);
+        if spread && lifted != shape {
+            index = self.g.broadcast_to(index, shape);
+        }
+        let dtype = self.g.dtype(x);
+        let y = self
+            .g
+            .push(tilefuse::graph::Op::ScatterAdd { axis }, &out, dtype, &[index, x]);
+        self.push_leaf(y, leaf);
+    }
+}
+
+impl Gen {
+    /// A stable ascending sort of `x` along a random axis as the front end
+    /// writes one: each element's rank from a reduction over a broadcast
+    /// comparison with its line, positions scattered to their ranks, the
+    /// values gathered by them.
+    fn sort(&mut self, x: usize, shape: &[usize], leaf: bool) {
+        use tilefuse::graph::Op;
+        let axis = self.rng.below(shape.len());
+        let n = shape[axis];
+        let (outer, inner): (usize, usize) = (shape[..axis].iter().product(), shape[axis + 1..].iter().product());
+        if n < 2 || n > 64 || outer * n * n * inner > 20_000 {
+            return;
+        }
+        let line = [outer, n, inner];
+        let square = [outer, n, n, inner];
+        let dtype = self.g.dtype(x);
+        let x3 = self.g.reshape(x, &line);
+        let xi = self.g.reshape(x3, &[outer, n, 1, inner]);
+        let xi = self.g.broadcast_to(xi, &square);
+        let xj = self.g.reshape(x3, &[outer, 1, n, inner]);
+        let xj = self.g.broadcast_to(xj, &square);
+        let at = |gen: &mut Gen, dims: &[usize]| {
+            let mut buf = HostBuffer::zeros(DType::I64, n);
+            for i in 0..n {
+                buf.set(i, Scalar::Int(i as i128, DType::I64));
+            }
+            gen.g.data_buf(buf, dims)
+        };
+        let (j, i) = (at(self, &[1, 1, n, 1]), at(self, &[1, n, 1, 1]));
+        let earlier = self.g.binary(BinaryOp::Lt, j, i);
+        let less = self.g.binary(BinaryOp::Lt, xj, xi);
+        let equal = self.g.binary(BinaryOp::Eq, xj, xi);
+        let tie = self.g.binary(BinaryOp::BitAnd, equal, earlier);
+        let before = self.g.binary(BinaryOp::BitOr, less, tie);
+        let before = self.g.cast(before, DType::I64);
+        let rank = self.g.reduce(ReduceOp::Sum, before, &[2]);
+        let rank = self.g.reshape(rank, &line);
+        let positions = at(self, &[1, n, 1]);
+        let positions = self.g.broadcast_to(positions, &line);
+        let order = self
+            .g
+            .push(Op::ScatterAdd { axis: 1 }, &line, DType::I64, &[rank, positions]);
+        let values = self
+            .g
+            .push(Op::Gather { axis: 1, select: false }, &line, dtype, &[x3, order]);
+        let y = self.g.reshape(values, shape);
         self.push_leaf(y, leaf);
     }
 }

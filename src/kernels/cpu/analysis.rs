@@ -62,6 +62,7 @@ fn scan(program: &Program, body: &[Inst], uses: &[u32], forward: &mut [Option<Fo
         let touches = |inst: &Inst| match inst {
             Inst::Load { view, .. }
             | Inst::Gather { view, .. }
+            | Inst::ScatterAdd { view, .. }
             | Inst::Store { view, .. }
             | Inst::Atomic { view, .. } => program.views[view.index()].param == param,
             Inst::Loop { .. } | Inst::LastPoint { .. } => true,

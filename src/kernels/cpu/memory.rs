@@ -23,6 +23,8 @@ use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU16, AtomicU32, AtomicU64, O
 
 use crate::shape::MAX_RANK;
 
+mod scatter;
+
 /// A parameter's memory as the worker threads share it.
 ///
 /// Soundness: the pointer comes from an argument borrowed for the whole

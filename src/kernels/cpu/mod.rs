@@ -509,6 +509,27 @@ impl<'p> Context<'p> {
                     self.raise(*flag)?;
                 }
             }
+            Inst::ScatterAdd {
+                view,
+                index,
+                at,
+                stride,
+                bound,
+                src,
+                flag,
+            } => {
+                let part = frame.partition(index);
+                let plan = &self.views[view.index()];
+                if plan.scatter_add(
+                    &part,
+                    &frame.values[at.index()],
+                    *stride,
+                    *bound,
+                    &frame.values[src.index()],
+                )? {
+                    self.raise(*flag)?;
+                }
+            }
             Inst::InBounds { dst, view, index } => {
                 let part = frame.partition(index);
                 let mask = &mut frame.values[dst.index()];
@@ -624,7 +645,9 @@ fn work(program: &Program, body: &[Inst]) -> u64 {
             Inst::Loop { count, body, .. } => count.saturating_mul(work(program, body)),
             // Run once per group, not per point.
             Inst::LastPoint { .. } => 0,
-            Inst::Store { src: v, .. } | Inst::Atomic { src: v, .. } => program.values[v.index()].numel(),
+            Inst::Store { src: v, .. } | Inst::Atomic { src: v, .. } | Inst::ScatterAdd { src: v, .. } => {
+                program.values[v.index()].numel()
+            }
             Inst::AccUpdate { src: v, .. } => program.values[v.index()].numel(),
             Inst::Barrier => 0,
             Inst::Load { dst, .. }

@@ -237,6 +237,31 @@ impl Builder {
         dst
     }
 
+    /// Adds `src` to partition `index` of `view` with each element moved
+    /// `at * stride` elements, `at` checked against `0 .. bound`; an index
+    /// out of range sets `flag` (see [`Inst::ScatterAdd`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn scatter_add(
+        &mut self,
+        view: ViewId,
+        index: &[IndexExpr],
+        at: ValueId,
+        stride: i64,
+        bound: u64,
+        src: ValueId,
+        flag: ParamId,
+    ) {
+        self.push(Inst::ScatterAdd {
+            view,
+            index: index.iter().copied().collect(),
+            at,
+            stride,
+            bound,
+            src,
+            flag,
+        });
+    }
+
     /// Stores `src` to the partition `index` of `view`.
     pub fn store(&mut self, view: ViewId, index: &[IndexExpr], src: ValueId, masked: bool) {
         self.push(Inst::Store {

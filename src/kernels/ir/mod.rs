@@ -383,6 +383,35 @@ pub enum Inst {
         /// reading padding unreported.
         flag: Option<ParamId>,
     },
+    /// An indirect read-modify-write, the mirror of [`Inst::Gather`]: each
+    /// element of `src` is added to the element of partition `index` of
+    /// `view` moved `at * stride` elements further, where `at` is the
+    /// matching element of an integer tile of `src`'s shape and must lie
+    /// in `0 .. bound`. The update is a plain load, add and store, not an
+    /// atomic: the elements of one tile must reach distinct elements, and
+    /// no two grid points may reach one element (the verifier checks both
+    /// over the view with the moved axis added), so each element is only
+    /// ever updated by one grid point, in program order, and its sum does
+    /// not depend on scheduling. Elements outside the view's extents are
+    /// skipped; an element inside them whose `at` is out of range is
+    /// skipped too and sets element 0 of `flag` (a `u32` parameter that
+    /// starts at zero) to 1. No element is ever touched outside `bound`.
+    ScatterAdd {
+        /// The view giving each element's address before the move.
+        view: ViewId,
+        /// The partition.
+        index: PartitionExprs,
+        /// The integer positions along the scattered axis.
+        at: ValueId,
+        /// The memory stride of the scattered axis, in elements.
+        stride: i64,
+        /// The number of valid positions along the scattered axis (at least 1).
+        bound: u64,
+        /// The added tile (of the parameter's dtype and the view's tile shape).
+        src: ValueId,
+        /// The `u32` flag set when a position is out of range.
+        flag: ParamId,
+    },
     /// A bool tile: which elements of partition `index` of `view` are in bounds.
     InBounds {
         /// The mask.
@@ -591,6 +620,7 @@ macro_rules! operands_of {
             | Inst::Scan { src, .. }
             | Inst::AccUpdate { src, .. } => smallvec::smallvec![src],
             Inst::Gather { at, .. } => smallvec::smallvec![at],
+            Inst::ScatterAdd { at, src, .. } => smallvec::smallvec![at, src],
             Inst::Binary { lhs, rhs, .. } => smallvec::smallvec![lhs, rhs],
             Inst::Uniform { counter, key, .. } => smallvec::smallvec![counter, key],
             Inst::Select {

@@ -176,6 +176,18 @@ pub(crate) fn inst_line(program: &Program, inst: &Inst) -> String {
             AccessView(*view, index),
             flag.map(|f| format!(" flag {f}")).unwrap_or_default()
         ),
+        Inst::ScatterAdd {
+            view,
+            index,
+            at,
+            stride,
+            bound,
+            src,
+            flag,
+        } => format!(
+            "scatter_add {}, {at} stride {stride} bound {bound}, {src} flag {flag}",
+            AccessView(*view, index)
+        ),
         Inst::InBounds { dst, view, index } => format!("{}in_bounds {}", def(dst), AccessView(*view, index)),
         Inst::Const { dst, value } => format!("{}const {}", def(dst), scalar(*value)),
         Inst::Scalar { dst, scalar } => format!("{}scalar {scalar}", def(dst)),

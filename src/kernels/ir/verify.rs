@@ -63,6 +63,13 @@
 //!   (so it does not matter which point of a group runs it); its stores
 //!   are checked for disjointness over the other grid axes only.
 //!
+//! Scatters ([`Inst::ScatterAdd`]): the view is read and written, goes
+//! through no window, and has an integer, `f32` or `f64` parameter; the
+//! positions are integers and the operand has the view's tile type; the
+//! span with the moved axis added lies in the buffer, and stores no
+//! element twice from one tile or from two grid points; the flag is a
+//! written `u32` parameter that starts at 0 and that no view names.
+//!
 //! Memory accesses (load, store, in_bounds, atomic):
 //! - The view exists and the partition index has the view's rank.
 //! - A loaded tile, and a stored or atomic operand, has the parameter's
@@ -87,7 +94,9 @@
 //!   that grid coordinate give one partition. Each store is checked on its
 //!   own; two store instructions are trusted to write disjoint partitions.
 
-use super::{print, AccId, Access, Inst, LoopId, ParamId, Program, ScalarKey, TileReduce, ValueId, ValueType, View};
+use super::{
+    print, AccId, Access, IndexExpr, Inst, LoopId, ParamId, Program, ScalarKey, TileReduce, ValueId, ValueType, View,
+};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::ops::{BinaryOp, ThreadScope, UnaryOp};
@@ -426,6 +435,44 @@ impl<'a> Verifier<'a> {
                     self.flag(*flag)?;
                 }
                 self.define(*dst, tile)
+            }
+            Inst::ScatterAdd {
+                view,
+                index,
+                at,
+                stride,
+                bound,
+                src,
+                flag,
+            } => {
+                let positions = self.use_value(*at)?;
+                let ty = self.use_value(*src)?;
+                let v = self.access(*view, index, Some(true))?;
+                self.param_access(v, false)?;
+                self.param_access(v, true)?;
+                no_window(v)?;
+                let tile = self.tile_of(v, None);
+                if !positions.dtype.is_int() || positions.shape != tile.shape {
+                    return Err(format!(
+                        "the positions {at}: {positions} of a scatter must be integers of the tile's shape {}",
+                        print::list(&tile.shape)
+                    ));
+                }
+                operand_is(*src, ty, &tile)?;
+                if !tile.dtype.is_int() && !matches!(tile.dtype, DType::F32 | DType::F64) {
+                    return Err(format!("a scatter adds integers, f32 or f64, not {}", tile.dtype));
+                }
+                self.gathered_span(v, *stride, *bound)?;
+                self.flag(*flag)?;
+                // The moved axis is an axis of the updated span: no two
+                // elements of a tile, nor two grid points, may reach one element.
+                let mut moved = v.clone();
+                moved.extents.push(*bound);
+                moved.strides.push(*stride);
+                moved.tile.push(1);
+                let mut at_index = index.clone();
+                at_index.push(IndexExpr::constant(0));
+                self.disjoint(*view, &moved, &at_index)
             }
             Inst::InBounds { dst, view, index } => {
                 let v = self.access(*view, index, None)?;

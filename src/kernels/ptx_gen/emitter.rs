@@ -534,6 +534,15 @@ impl<'a> Emitter<'a> {
                 bound,
                 flag,
             } => self.gather(*dst, *view, index, *at, *stride, *bound, *flag),
+            Inst::ScatterAdd {
+                view,
+                index,
+                at,
+                stride,
+                bound,
+                src,
+                flag,
+            } => self.scatter_add(*view, index, *at, *stride, *bound, *src, *flag),
             Inst::InBounds { dst, view, index } => self.in_bounds(*dst, *view, index),
             Inst::Atomic {
                 op,

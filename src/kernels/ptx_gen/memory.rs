@@ -33,6 +33,8 @@ use crate::error::{Error, Result};
 use crate::kernels::ir::{Access, AtomicOp, IndexExpr, ParamId, PartitionExprs, ValueId, View, ViewId};
 use crate::ops::ThreadScope;
 
+mod scatter;
+
 /// Most bytes of staged tiles per block (`CodegenConfig::stage`); static
 /// shared memory is limited to 48 KiB in all, and the exchanges need some.
 const STAGE_LIMIT: u32 = 32 * 1024;

@@ -393,26 +393,36 @@ fn eval(op: &str, s: &[u64], ndst: usize, addrs: &[u64], smem: &mut [u8], mem: &
         "selp" => vec![if s[2] != 0 { s[0] } else { s[1] }],
         "setp" => {
             let cmp = parts[1];
+            // `None`: unordered (a NaN operand).
             let ord = if ty.starts_with('f') {
                 let (a, b) = if ty == "f32" {
                     (f64::from(f32_of(s[0])), f64::from(f32_of(s[1])))
                 } else {
                     (f64_of(s[0]), f64_of(s[1]))
                 };
-                a.partial_cmp(&b)?
+                a.partial_cmp(&b)
             } else if signed {
-                sext(s[0], bits).cmp(&sext(s[1], bits))
+                Some(sext(s[0], bits).cmp(&sext(s[1], bits)))
             } else {
-                (s[0] & mask).cmp(&(s[1] & mask))
+                Some((s[0] & mask).cmp(&(s[1] & mask)))
             };
             use std::cmp::Ordering::*;
-            let r = match cmp {
-                "eq" => ord == Equal,
-                "ne" => ord != Equal,
-                "lt" => ord == Less,
-                "le" => ord != Greater,
-                "gt" => ord == Greater,
-                "ge" => ord != Less,
+            // The ordered comparisons are false on NaN, the unordered
+            // ones (`equ`, `neu`, ...) true, as PTX defines them.
+            let (base, unordered) = match cmp.strip_suffix('u') {
+                Some(base) => (base, true),
+                None => (cmp, false),
+            };
+            let r = match (base, ord) {
+                ("num", o) => o.is_some(),
+                ("nan", o) => o.is_none(),
+                (_, None) => unordered,
+                ("eq", Some(o)) => o == Equal,
+                ("ne", Some(o)) => o != Equal,
+                ("lt", Some(o)) => o == Less,
+                ("le", Some(o)) => o != Greater,
+                ("gt", Some(o)) => o == Greater,
+                ("ge", Some(o)) => o != Less,
                 _ => return None,
             };
             // setp.cmp.and/or/xor.type d, a, b, c combines with c.
