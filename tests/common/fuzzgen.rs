@@ -514,9 +514,12 @@ impl Gen {
             index = self.g.broadcast_to(index, shape);
         }
         let dtype = self.g.dtype(x);
-        let y = self
-            .g
-            .push(tilefuse::graph::Op::ScatterAdd { axis }, &out, dtype, &[index, x]);
+        let y = self.g.push(
+            tilefuse::graph::Op::ScatterAdd { axis, chunked: None },
+            &out,
+            dtype,
+            &[index, x],
+        );
         self.push_leaf(y, leaf);
     }
 }
@@ -560,9 +563,12 @@ impl Gen {
         let rank = self.g.reshape(rank, &line);
         let positions = at(self, &[1, n, 1]);
         let positions = self.g.broadcast_to(positions, &line);
-        let order = self
-            .g
-            .push(Op::ScatterAdd { axis: 1 }, &line, DType::I64, &[rank, positions]);
+        let order = self.g.push(
+            Op::ScatterAdd { axis: 1, chunked: None },
+            &line,
+            DType::I64,
+            &[rank, positions],
+        );
         let values = self
             .g
             .push(Op::Gather { axis: 1, select: false }, &line, dtype, &[x3, order]);
