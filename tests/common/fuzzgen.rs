@@ -534,7 +534,7 @@ impl Gen {
         let axis = self.rng.below(shape.len());
         let n = shape[axis];
         let (outer, inner): (usize, usize) = (shape[..axis].iter().product(), shape[axis + 1..].iter().product());
-        if n < 2 || n > 64 || outer * n * n * inner > 20_000 {
+        if !(2..=64).contains(&n) || outer * n * n * inner > 20_000 {
             return;
         }
         let line = [outer, n, inner];
