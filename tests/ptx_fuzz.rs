@@ -1069,7 +1069,12 @@ fn scatters_run_on_the_interpreter_model_like_the_executor() {
                     g.data(index_dtype, &sources)
                 };
                 let src = g.data(dtype, &sources);
-                let y = g.push(Op::ScatterAdd { axis }, &[rows, cols], dtype, &[idx, src]);
+                let y = g.push(
+                    Op::ScatterAdd { axis, chunked: None },
+                    &[rows, cols],
+                    dtype,
+                    &[idx, src],
+                );
                 let graph = g.finish(&[y]);
                 let plan = plan(&graph, &FusionOptions::gpu()).unwrap();
                 let here =

@@ -191,6 +191,24 @@ fn bad_indices_fail_the_realization() {
             other => panic!("index {bad}: {other:?}"),
         }
     }
+    // A scatter cut into chunks names the shapes written, not the chunks'.
+    let mut at = positions(&[1, 5001], 3, 12);
+    at[4321] = 3;
+    let index = Tensor::from_vec(at, &[1, 5001]);
+    let err = x
+        .narrow(0, 0, 1)
+        .scatter_add(1, &index, &Tensor::ones(&[1, 5001], DType::F32))
+        .to_vec::<f32>();
+    assert_eq!(
+        err.unwrap_err(),
+        Error::IndexOutOfRange {
+            op: "scatter_add",
+            axis: 1,
+            len: 3,
+            input: vec![1, 3],
+            index: vec![1, 5001],
+        }
+    );
 }
 
 #[test]

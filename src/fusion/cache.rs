@@ -154,7 +154,9 @@ fn push_op(words: &mut Vec<u64>, op: &Op) {
         Op::Cat { axis } => words.extend([tag::CAT, *axis as u64]),
         Op::Gather { axis, select } => words.extend([tag::GATHER, *axis as u64, *select as u64]),
         Op::Scan { op, axis } => words.extend([tag::SCAN, *op as u64, *axis as u64]),
-        Op::ScatterAdd { axis } => words.extend([tag::SCATTER_ADD, *axis as u64]),
+        Op::ScatterAdd { axis, chunked } => {
+            words.extend([tag::SCATTER_ADD, *axis as u64, chunked.map_or(0, |len| len as u64 + 1)])
+        }
         Op::Random => words.push(tag::RANDOM),
     }
 }

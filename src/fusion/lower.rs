@@ -102,12 +102,12 @@ pub(crate) fn lower(
     buffers: &mut Vec<BufferDecl>,
 ) -> Result<Option<Vec<Lowered>>> {
     for &n in &group.nodes {
-        if let Op::ScatterAdd { axis } = cx.g.nodes[n].op {
+        if let Op::ScatterAdd { axis, chunked } = cx.g.nodes[n].op {
             // A scatter nothing reads computes nothing.
             if !stores.contains(&n) {
                 return Ok(Some(vec![]));
             }
-            return super::scatter::lower_scatter(cx, group, n, axis, name, buffers).map(Some);
+            return super::scatter::lower_scatter(cx, group, n, (axis, chunked), name, buffers).map(Some);
         }
     }
     let gs = &group.shape;

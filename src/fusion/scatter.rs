@@ -39,7 +39,7 @@ pub(crate) fn lower_scatter(
     cx: &Ctx,
     group: &Group,
     n: usize,
-    axis: usize,
+    (axis, chunked): (usize, Option<usize>),
     name: &str,
     buffers: &mut Vec<BufferDecl>,
 ) -> Result<Vec<Lowered>> {
@@ -103,11 +103,13 @@ pub(crate) fn lower_scatter(
         strides[axis] = 0;
         let target = b.view(out, &line_dims, &strides, 0, &tile, Padding::Zero);
         let flag = b.param_init("flag", DType::U32, 1, Access::Write, Scalar::Int(0, DType::U32));
+        let index_dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+        let (user_axis, input, index) = crate::graph::op::scatter_report(axis, chunked, out_dims, &index_dims);
         let check = IndexCheck {
             op: "scatter_add",
-            axis,
-            input: out_dims.to_vec(),
-            index: dims.iter().map(|&d| d as usize).collect(),
+            axis: user_axis,
+            input,
+            index,
         };
         args.push(BufferRef::Temp(buffers.len()));
         buffers.push(BufferDecl {

@@ -94,6 +94,11 @@ pub enum Op {
     ScatterAdd {
         /// The axis scattered along.
         axis: usize,
+        /// `Some(len)` where the front end cut the user's sources into
+        /// chunks: axis `axis - 1` is the chunk axis it inserted (of both
+        /// inputs and the node), and the user's sources had `len` elements
+        /// along the axis. Errors name the user's shapes ([`scatter_report`]).
+        chunked: Option<usize>,
     },
     /// The inputs (one or more, of the node's rank and dtype, equal to it
     /// on every other axis) one after another along `axis`.
@@ -120,7 +125,11 @@ impl Op {
             Op::Slice { axis, start, step } => format!("slice(axis {axis}, start {start}, step {step})"),
             Op::Cat { axis } => format!("cat(axis {axis})"),
             Op::Gather { axis, .. } => format!("gather(axis {axis})"),
-            Op::ScatterAdd { axis } => format!("scatter_add(axis {axis})"),
+            Op::ScatterAdd { axis, chunked: None } => format!("scatter_add(axis {axis})"),
+            Op::ScatterAdd {
+                axis,
+                chunked: Some(len),
+            } => format!("scatter_add(axis {axis}, chunks of {len} sources)"),
             Op::Scan { op, axis } => format!("scan.{}(axis {axis})", format!("{op:?}").to_lowercase()),
             Op::Random => "random".into(),
         }
@@ -165,7 +174,8 @@ impl PartialEq for Op {
                     step: v,
                 },
             ) => a == b && s == u && t == v,
-            (Op::Cat { axis: a }, Op::Cat { axis: b }) | (Op::ScatterAdd { axis: a }, Op::ScatterAdd { axis: b }) => a == b,
+            (Op::Cat { axis: a }, Op::Cat { axis: b }) => a == b,
+            (Op::ScatterAdd { axis: a, chunked: c }, Op::ScatterAdd { axis: b, chunked: d }) => a == b && c == d,
             (Op::Gather { axis: a, select: s }, Op::Gather { axis: b, select: t }) => a == b && s == t,
             (Op::Scan { op: a, axis: x }, Op::Scan { op: b, axis: y }) => a == b && x == y,
             _ => false,
@@ -186,11 +196,30 @@ impl Hash for Op {
             Op::Reduce { op, axes } => (op, axes).hash(state),
             Op::Permute(p) => p.hash(state),
             Op::Slice { axis, start, step } => (axis, start, step).hash(state),
-            Op::Cat { axis } | Op::ScatterAdd { axis } => axis.hash(state),
+            Op::Cat { axis } => axis.hash(state),
+            Op::ScatterAdd { axis, chunked } => (axis, chunked).hash(state),
             Op::Gather { axis, select } => (axis, select).hash(state),
             Op::Scan { op, axis } => (op, axis).hash(state),
             Op::Where | Op::Cast | Op::Reshape | Op::Expand | Op::Random => {}
         }
+    }
+}
+
+/// The axis, input shape and index shape that a bad index of a scatter
+/// along `axis` into `out` by an index of `index`'s shape is reported
+/// with: its own, or for a chunked scatter (see [`Op::ScatterAdd`]) the
+/// user's, without the chunk axis and with the sources' own extent.
+pub fn scatter_report(axis: usize, chunked: Option<usize>, out: &[usize], index: &[usize]) -> (usize, Vec<usize>, Vec<usize>) {
+    match chunked {
+        Some(len) if axis > 0 && axis < out.len() && out.len() == index.len() => {
+            let mut input = out.to_vec();
+            input.remove(axis - 1);
+            let mut sources = index.to_vec();
+            sources.remove(axis - 1);
+            sources[axis - 1] = len;
+            (axis - 1, input, sources)
+        }
+        _ => (axis, out.to_vec(), index.to_vec()),
     }
 }
 

@@ -309,7 +309,7 @@ fn evaluate_node(node: &SubNode, inputs: &[Input]) -> Result<Values> {
         &Op::Cat { axis } => cat(node, axis, inputs),
         &Op::Gather { axis, select } => gather(node, axis, select, &inputs[0], &inputs[1]),
         &Op::Scan { op, axis } => reduce::scan(node, op, axis, &inputs[0]),
-        &Op::ScatterAdd { axis } => scatter::scatter_add(node, axis, &inputs[0], &inputs[1]),
+        &Op::ScatterAdd { axis, chunked } => scatter::scatter_add(node, axis, chunked, &inputs[0], &inputs[1]),
         Op::Random => random(node, &inputs[0]),
     }
 }

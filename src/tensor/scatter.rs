@@ -123,7 +123,13 @@ impl Tensor {
             let src = src.cast_to(acc);
             let sums = match chunks(self, ax, index) {
                 Some(parts) => chunked_sums(self, ax, index, &src, parts)?,
-                None => Tensor::record(Op::ScatterAdd { axis: ax }, &[index, &src], self.shape().clone(), acc, device),
+                None => Tensor::record(
+                    Op::ScatterAdd { axis: ax, chunked: None },
+                    &[index, &src],
+                    self.shape().clone(),
+                    acc,
+                    device,
+                ),
             };
             Ok(self.cast_to(acc).try_add(&sums)?.cast_to(self.dtype()))
         }
@@ -181,7 +187,10 @@ fn chunked_sums(out: &Tensor, axis: usize, index: &Tensor, src: &Tensor, parts: 
     dims.insert(axis, parts);
     let shape = crate::shape::Shape::try_new("scatter_add", &dims)?;
     let partials = Tensor::record(
-        Op::ScatterAdd { axis: axis + 1 },
+        Op::ScatterAdd {
+            axis: axis + 1,
+            chunked: Some(len),
+        },
         &[&index, &src],
         shape,
         src.dtype(),

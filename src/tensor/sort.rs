@@ -126,7 +126,7 @@ fn ranked_order(keys: &Tensor, axis: usize, pads: Option<&Tensor>, at: &Tensor, 
     let rank = before.cast_to(DType::I64).try_sum(&[a + 1], false)?;
     let shape = Shape::try_new("sort", &dims)?;
     Ok(Tensor::record(
-        Op::ScatterAdd { axis },
+        Op::ScatterAdd { axis, chunked: None },
         &[&rank, at],
         shape,
         DType::I64,

@@ -514,9 +514,12 @@ impl Gen {
             index = self.g.broadcast_to(index, shape);
         }
         let dtype = self.g.dtype(x);
-        let y = self
-            .g
-            .push(tilefuse::graph::Op::ScatterAdd { axis }, &out, dtype, &[index, x]);
+        let y = self.g.push(
+            tilefuse::graph::Op::ScatterAdd { axis, chunked: None },
+            &out,
+            dtype,
+            &[index, x],
+        );
         self.push_leaf(y, leaf);
     }
 }
@@ -531,7 +534,7 @@ impl Gen {
         let axis = self.rng.below(shape.len());
         let n = shape[axis];
         let (outer, inner): (usize, usize) = (shape[..axis].iter().product(), shape[axis + 1..].iter().product());
-        if n < 2 || n > 64 || outer * n * n * inner > 20_000 {
+        if !(2..=64).contains(&n) || outer * n * n * inner > 20_000 {
             return;
         }
         let line = [outer, n, inner];
@@ -560,9 +563,12 @@ impl Gen {
         let rank = self.g.reshape(rank, &line);
         let positions = at(self, &[1, n, 1]);
         let positions = self.g.broadcast_to(positions, &line);
-        let order = self
-            .g
-            .push(Op::ScatterAdd { axis: 1 }, &line, DType::I64, &[rank, positions]);
+        let order = self.g.push(
+            Op::ScatterAdd { axis: 1, chunked: None },
+            &line,
+            DType::I64,
+            &[rank, positions],
+        );
         let values = self
             .g
             .push(Op::Gather { axis: 1, select: false }, &line, dtype, &[x3, order]);

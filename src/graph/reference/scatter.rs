@@ -10,7 +10,13 @@ use crate::graph::subgraph::SubNode;
 /// (f64 for floats, i128 for integers) and rounded or wrapped to the
 /// node's dtype once; an index outside the axis is
 /// [`Error::IndexOutOfRange`].
-pub(super) fn scatter_add(node: &SubNode, axis: usize, index: &Input, src: &Input) -> Result<Values> {
+pub(super) fn scatter_add(
+    node: &SubNode,
+    axis: usize,
+    chunked: Option<usize>,
+    index: &Input,
+    src: &Input,
+) -> Result<Values> {
     let out = node.shape.dims();
     let fits = axis < out.len()
         && index.dims == src.dims
@@ -28,12 +34,13 @@ pub(super) fn scatter_add(node: &SubNode, axis: usize, index: &Input, src: &Inpu
     let mut targets = Vec::with_capacity(positions.len());
     for (flat, &at) in positions.iter().enumerate() {
         if at < 0 || at >= len as i128 {
+            let (axis, input, index) = crate::graph::op::scatter_report(axis, chunked, out, index.dims);
             return Err(Error::IndexOutOfRange {
                 op: "scatter_add",
                 axis,
                 len,
-                input: dims(out),
-                index: dims(index.dims),
+                input: dims(&input),
+                index: dims(&index),
             });
         }
         let (mut rest, mut e) = (flat, 0usize);
