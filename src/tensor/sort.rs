@@ -225,7 +225,8 @@ impl Tensor {
         let mut out = d.clone();
         out[ax] = k;
         // The values are gathered, so they are the input's own bits (a
-        // reduced maximum may be another NaN).
+        // reduced maximum may be another NaN; on a GPU a 2-byte NaN
+        // passes through f32 and comes out canonical).
         let order = Tensor::try_cat(&i, 1)?;
         let v = self.try_reshape([outer, n, inner])?.try_gather(1, &order)?;
         Ok((v.try_reshape(&out)?, order.try_reshape(&out)?))
@@ -238,7 +239,9 @@ impl Tensor {
         /// The sort is stable: equal values keep their order (also when
         /// descending). NaN sorts as the largest value (last ascending,
         /// first descending); -0.0 and 0.0 are equal; bools order false
-        /// first. Every dtype.
+        /// first. Every dtype. The values are the input's, bit for bit,
+        /// except that on a GPU an f16 or bf16 NaN comes out as the
+        /// canonical NaN (the values pass through f32 there).
         ///
         /// Cost (a line of `n` elements along `axis`): up to 256
         /// elements, `n²` comparisons in one fused reduction; longer

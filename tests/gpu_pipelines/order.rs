@@ -5,6 +5,7 @@
 
 use super::common::compare;
 use super::{gpu, host_of, GPU};
+use tilefuse::storage::HostBuffer;
 use tilefuse::{DType, Error, Tensor};
 
 /// `n` positions in `0..len`, deterministic and repeating.
@@ -121,7 +122,21 @@ fn sorts_and_topk_compute_as_on_the_cpu() {
         let on_cpu = build(tilefuse::Device::Cpu);
         let on_gpu = build(GPU);
         for (k, (c, g)) in on_cpu.iter().zip(&on_gpu).enumerate() {
-            assert_eq!(host_of(g).bytes(), host_of(c).bytes(), "{dtype}, output {k}");
+            let (c, g) = (host_of(c), host_of(g));
+            if k % 2 == 0 && matches!(dtype, DType::F16 | DType::BF16) {
+                // A 2-byte NaN comes out of the GPU's conversion from f32
+                // as the canonical NaN (PTX `cvt`), whatever its payload:
+                // every other value keeps its bits.
+                let floats = |h: &HostBuffer| (0..h.len()).map(|i| h.get(i).to_f64()).collect::<Vec<f64>>();
+                let (c, g) = (floats(&c), floats(&g));
+                assert_eq!(c.len(), g.len(), "{dtype}, output {k}");
+                for (i, (a, b)) in c.iter().zip(&g).enumerate() {
+                    let same = a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+                    assert!(same, "{dtype}, output {k}, element {i}: {a} on the CPU, {b} on the GPU");
+                }
+            } else {
+                assert_eq!(g.bytes(), c.bytes(), "{dtype}, output {k}");
+            }
         }
     }
 }
