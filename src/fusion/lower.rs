@@ -622,9 +622,8 @@ const GATHER_CHAIN: usize = 8;
 
 /// The share of the tile budget a gather chain takes: each element keeps
 /// its search's positions and keys (i64 and the key) live through the
-/// chain. A merge pass of a 10⁵-element sort at the whole budget (16
-/// elements a thread) took 128 registers and spilled 4–7 KB a thread on
-/// sm_90; at a quarter (4 a thread) it takes 122–128 and spills nothing.
+/// chain: at the whole budget a sort's merge pass spills to local memory,
+/// at a quarter it does not (`benches/NOTES.md`, v42).
 const GATHER_CHAIN_SHARE: u64 = 4;
 
 /// Whether `group` gathers more than [`GATHER_CHAIN`] times.

@@ -164,6 +164,20 @@ fn guard(p: &Option<String>) -> String {
 }
 
 impl Emitter<'_> {
+    /// Position `p` of `dtype` (an index of a gather or scatter, `what`)
+    /// as a 64-bit register, signed or not as its dtype is.
+    pub(super) fn wide_position(&mut self, p: &str, dtype: DType, what: &str) -> Result<String> {
+        let cvt = match dtype {
+            DType::I64 => return Ok(p.to_string()),
+            DType::I32 => "cvt.s64.s32",
+            DType::U32 | DType::U8 => "cvt.u64.u32",
+            other => return Err(self.invalid(format!("{what} positions of {other}"))),
+        };
+        let w = self.reg(Class::B64);
+        self.ins(format!("{cvt} {w}, {p}"));
+        Ok(w)
+    }
+
     fn site(&mut self, v: &View, index: &PartitionExprs) -> Result<Site> {
         if index.len() != v.tile.len() {
             return Err(self.invalid(format!(
@@ -796,20 +810,7 @@ impl Emitter<'_> {
             let masks = self.masks(v, &site, r, true, Check::Each);
             for (a, inside) in masks.into_iter().enumerate() {
                 let p = &pos[r as usize * l.atom as usize + a];
-                let wide = match pos_dtype {
-                    DType::I64 => p.clone(),
-                    DType::I32 => {
-                        let w = self.reg(Class::B64);
-                        self.ins(format!("cvt.s64.s32 {w}, {p}"));
-                        w
-                    }
-                    DType::U32 | DType::U8 => {
-                        let w = self.reg(Class::B64);
-                        self.ins(format!("cvt.u64.u32 {w}, {p}"));
-                        w
-                    }
-                    other => return Err(self.invalid(format!("gather positions of {other}"))),
-                };
+                let wide = self.wide_position(p, pos_dtype, "gather")?;
                 let ok = self.reg(Class::Pred);
                 self.ins(format!("setp.lt.u64 {ok}, {wide}, {bound}"));
                 let take = self.and(inside.clone(), ok.clone());

@@ -361,7 +361,7 @@ fn generate_once(program: &Program, target: &PtxTarget, tuning: &CodegenConfig) 
     // A staged kernel whose threads would hold one atom of its largest tile
     // each spends its time in the block's reductions, not its loads: its
     // block halves (to 128 threads at least) until a thread holds two
-    // (argmax and short f64 rows 1.3-1.6x, v42).
+    // (`benches/NOTES.md`, v40 and v42).
     if tuning.stage && reloaded.is_some() {
         while block.threads > 128 && layout::atoms_per_thread(program, block) < 2 {
             block = layout::choose_block_aligned(program, block.threads / 2, atom_cap);
@@ -447,14 +447,14 @@ fn generate_once(program: &Program, target: &PtxTarget, tuning: &CodegenConfig) 
 const WAVE_RESIDENT: u32 = 1024;
 
 /// The most 32-bit words of accumulators a thread holds where [`one_wave`]
-/// applies: at 64 registers, more spilled (a looped f16 variance's 48
-/// words, 620 bytes, where 120 registers at two blocks an SM held them).
+/// applies: more leave too few of the 64 registers for the loads, and
+/// spill (`benches/NOTES.md`, v42).
 const WAVE_ACC_WORDS: usize = 16;
 
 /// The resident blocks per SM to ask for: `blocks`, or more where a grid of
 /// `grid` blocks of `threads` would then run in one wave over `sms` SMs
-/// and not in two or more (a column split's partials at 74 registers were
-/// three blocks an SM, and their 512 points two waves on 132 SMs, v40).
+/// and not in two or more: the last wave's few blocks would leave most SMs
+/// idle while they run (`benches/NOTES.md`, v40, v42).
 fn one_wave(grid: u64, sms: u32, threads: u32, blocks: u32) -> u32 {
     if sms == 0 {
         return blocks;

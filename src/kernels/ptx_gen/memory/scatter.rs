@@ -1,7 +1,7 @@
 //! Indirect updates ([`Inst::ScatterAdd`](crate::kernels::ir::Inst::ScatterAdd)).
 
 use super::{at, Check};
-use crate::dtype::{DType, Scalar};
+use crate::dtype::Scalar;
 use crate::error::Result;
 use crate::kernels::ir::{ParamId, PartitionExprs, ValueId, ViewId};
 use crate::kernels::ptx_gen::emitter::{Class, Emitter};
@@ -47,20 +47,7 @@ impl Emitter<'_> {
             for (a, inside) in masks.into_iter().enumerate() {
                 let slot = r as usize * l.atom as usize + a;
                 let p = &pos[slot];
-                let wide = match pos_dtype {
-                    DType::I64 => p.clone(),
-                    DType::I32 => {
-                        let w = self.reg(Class::B64);
-                        self.ins(format!("cvt.s64.s32 {w}, {p}"));
-                        w
-                    }
-                    DType::U32 | DType::U8 => {
-                        let w = self.reg(Class::B64);
-                        self.ins(format!("cvt.u64.u32 {w}, {p}"));
-                        w
-                    }
-                    other => return Err(self.invalid(format!("scatter positions of {other}"))),
-                };
+                let wide = self.wide_position(p, pos_dtype, "scatter")?;
                 let ok = self.reg(Class::Pred);
                 self.ins(format!("setp.lt.u64 {ok}, {wide}, {bound}"));
                 let take = self.and(inside.clone(), ok.clone());
