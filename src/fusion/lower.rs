@@ -322,7 +322,16 @@ pub(crate) fn lower(
     };
     // Rows walked twice are tiled along the row like any reduction's.
     let whole_rows = gs.broadcast && !gs.two_pass;
-    choose_tiles(&mut axes, budget, whole_rows);
+    // A block of whole rows loads them, waits at the barriers of their
+    // reductions and only then computes and stores what uses them: short
+    // rows of 4-byte values or wider take a share of the budget, so that
+    // more, smaller blocks reside on an SM and one's loads overlap
+    // another's barriers (a longer row is one tile all the same).
+    let budget = match cx.opts.target {
+        super::TileTarget::Gpu if whole_rows && narrowest >= 4 => budget.min(cx.opts.tile_elements as u64 / ROW_SHARE).max(1),
+        _ => budget,
+    };
+    choose_tiles(&mut axes, budget, whole_rows, 16 / narrowest.clamp(1, 16));
     if cx.opts.target == super::TileTarget::Gpu {
         spread_kept(&mut axes, budget, whole_rows, super::column_split::FEW_POINTS);
     }
@@ -626,6 +635,15 @@ const GATHER_CHAIN: usize = 8;
 /// at a quarter it does not (`benches/NOTES.md`, v42).
 const GATHER_CHAIN_SHARE: u64 = 4;
 
+/// The share of the tile budget a GPU kernel of whole rows broadcast back
+/// takes where its narrowest operand has 4 bytes or more: a quarter (1024
+/// elements at the default 4096) ran softmax, log-softmax and layer norm
+/// over short f32 rows faster than half or all of the budget. Rows of
+/// 2-byte values (staged through shared memory where their width is odd)
+/// keep the whole budget: at a quarter or a half of it most ran slower
+/// (`benches/NOTES.md`, v43).
+const ROW_SHARE: u64 = 4;
+
 /// Whether `group` gathers more than [`GATHER_CHAIN`] times.
 fn gather_chain(cx: &Ctx, group: &Group) -> bool {
     group.nodes.iter().filter(|&&n| matches!(cx.g.nodes[n].op, Op::Gather { .. })).count() > GATHER_CHAIN
@@ -846,7 +864,7 @@ fn flat_kernel(
     // Each element read by position holds an address of its own: the tile
     // shrinks with the operands so read (an f64 layer norm's normalisation,
     // two of them, spilled at the whole tile).
-    choose_tiles(&mut axes, budget / (1 + flat.reads.len() as u64), false);
+    choose_tiles(&mut axes, budget / (1 + flat.reads.len() as u64), false, 1);
     let tile = axes[0].tile;
     let views: Vec<ViewSpec> = accesses
         .iter()

@@ -83,12 +83,13 @@ pub(crate) fn coalesce_in(
 
 /// Tile lengths for `axes` (extents and reduced flags set): a row kernel
 /// takes its reduced axes whole; the rest share `budget` elements, innermost
-/// axes first, in powers of two, except the innermost axis of an
-/// elementwise kernel of rows (no reduced axis, more than one axis), which
-/// is cut evenly ([`even_tile`]) so that odd widths are not padded to a
-/// power of two in every row. (One axis is one row: its padding is one
+/// axes first, in powers of two, except in an elementwise kernel of rows
+/// (no reduced axis, more than one axis): there the innermost axis is cut
+/// evenly ([`even_tile`]) so that odd widths are not padded to a power of
+/// two in every row, and each outer axis takes what the budget leaves
+/// (or its whole extent), not the power of two below it. (One axis is one row: its padding is one
 /// tile's, and it keeps the widest atoms.)
-pub(crate) fn choose_tiles(axes: &mut [Axis], budget: u64, whole_rows: bool) {
+pub(crate) fn choose_tiles(axes: &mut [Axis], budget: u64, whole_rows: bool, atom: u64) {
     let elementwise = axes.len() > 1 && !axes.iter().any(|a| a.reduced);
     let mut left = budget.max(1);
     if whole_rows {
@@ -98,6 +99,8 @@ pub(crate) fn choose_tiles(axes: &mut [Axis], budget: u64, whole_rows: bool) {
         }
     }
     let last = axes.len().saturating_sub(1);
+    // The elements and the atoms of one step of the axis being tiled.
+    let (mut inner, mut atom) = (1u64, atom.max(1));
     for (k, a) in axes.iter_mut().enumerate().rev() {
         if whole_rows && a.reduced {
             continue;
@@ -105,6 +108,10 @@ pub(crate) fn choose_tiles(axes: &mut [Axis], budget: u64, whole_rows: bool) {
         let mut t = pow2(a.extent).min(pow2_floor(left));
         if elementwise && k == last {
             t = even_tile(a.extent, t);
+            // The layout's atoms lie within rows.
+            atom = atom.min(1 << t.trailing_zeros().min(63));
+        } else if elementwise {
+            t = outer_tile(a.extent, t, left, inner / atom);
         }
         if whole_rows && k == last {
             // Whole rows over strided reduced axes still read whole lines:
@@ -113,7 +120,25 @@ pub(crate) fn choose_tiles(axes: &mut [Axis], budget: u64, whole_rows: bool) {
             t = t.max(pow2(a.extent).min(WHOLE_LINE));
         }
         a.tile = t as u32;
+        inner *= t;
         left = (left / t).max(1);
+    }
+}
+
+/// The tile of an outer axis of an elementwise kernel of rows, where
+/// `pow2t` is the power of two the budget leaves, `left` the budget left
+/// and `row_atoms` the atoms of one step of the axis: `pow2t` when it lies
+/// within the extent and its atoms split evenly over a block of 64 threads
+/// or more (a [32, 20] f64 tile is 64 threads of five atoms each); else
+/// what the budget leaves, or the whole extent when that is less. A [16,
+/// 40] f32 tile of a budget of 1024 held 160 atoms of four, over 128
+/// threads of two slots each, every op computed on the idle slots too;
+/// [25, 40] holds 250 atoms in 256 slots (`benches/NOTES.md`, v43).
+fn outer_tile(extent: u64, pow2t: u64, left: u64, row_atoms: u64) -> u64 {
+    if pow2t <= extent && (pow2t * row_atoms) % 64 == 0 {
+        pow2t
+    } else {
+        extent.min(left).max(1)
     }
 }
 
@@ -209,9 +234,9 @@ mod tests {
                 tile: 1,
             },
         ];
-        choose_tiles(&mut axes, 8192, true);
+        choose_tiles(&mut axes, 8192, true, 4);
         assert_eq!((axes[0].tile, axes[1].tile), (2, 4096));
-        choose_tiles(&mut axes, 2048, false);
+        choose_tiles(&mut axes, 2048, false, 4);
         assert_eq!((axes[0].tile, axes[1].tile), (1, 2048));
     }
 
@@ -223,18 +248,33 @@ mod tests {
             tile: 1,
         };
         let mut axes = [axis(1000), axis(26)];
-        choose_tiles(&mut axes, 2048, false);
+        choose_tiles(&mut axes, 2048, false, 4);
         assert_eq!((axes[0].tile, axes[1].tile), (64, 26));
+        // Outer axes keep their power of two where its atoms split evenly
+        // over 64 threads, and fill the budget where they would not.
+        let mut axes = [axis(1000), axis(40)];
+        choose_tiles(&mut axes, 1024, false, 4);
+        assert_eq!((axes[0].tile, axes[1].tile), (25, 40));
+        let mut axes = [axis(1000), axis(20)];
+        choose_tiles(&mut axes, 1024, false, 2);
+        assert_eq!((axes[0].tile, axes[1].tile), (32, 20));
+        let mut axes = [axis(1000), axis(192)];
+        choose_tiles(&mut axes, 2048, false, 8);
+        assert_eq!((axes[0].tile, axes[1].tile), (8, 192));
+        // An outer extent below its power of two is its own tile.
+        let mut axes = [axis(1000), axis(3), axis(64)];
+        choose_tiles(&mut axes, 2048, false, 4);
+        assert_eq!((axes[0].tile, axes[1].tile, axes[2].tile), (8, 3, 64));
         // An odd width keeps its power of two.
         let mut axes = [axis(1000), axis(49)];
-        choose_tiles(&mut axes, 2048, false);
+        choose_tiles(&mut axes, 2048, false, 4);
         assert_eq!((axes[0].tile, axes[1].tile), (32, 64));
         let mut axes = [axis(1000), axis(2816)];
-        choose_tiles(&mut axes, 2048, false);
+        choose_tiles(&mut axes, 2048, false, 4);
         assert_eq!((axes[0].tile, axes[1].tile), (1, 1408));
         // One axis keeps its power of two.
         let mut axes = [axis(1000)];
-        choose_tiles(&mut axes, 2048, false);
+        choose_tiles(&mut axes, 2048, false, 4);
         assert_eq!(axes[0].tile, 1024);
         // Every piece but the last is whole, in multiples of 16, and no
         // more pieces are cut than `cap` needs.
