@@ -75,7 +75,9 @@ The sweep's ``spec`` of a case::
            | "chain"                                      # steps applied to x in order
            | "cat"                                        # x and the other inputs joined along axis
            | "cumsum" | "logcumsumexp"                    # along axis
-           | "cross_entropy",                             # rows of x, labels (truncated) the 2nd input
+           | "cross_entropy"                              # rows of x, labels (truncated) the 2nd input
+           | "sort" | "topk"                              # along axis: values and int64 positions
+           | "scatter_add",                               # base (3rd input) .scatter_add(axis, index (2nd, truncated), x)
      "dtype": "f32" | "f16" | "bf16" | "f64",
      "shape": [int],                # x as stored, row-major
      "perm": [int] | null,          # reductions: x.permute(perm) first
@@ -84,6 +86,7 @@ The sweep's ``spec`` of a case::
      "steps": [{"op": unary} | {"op": "affine", "scale": float, "shift": float}
                | {"op": "add" | "sub" | "mul" | "maximum", "input": int}],   # chains
      "then": unary | null,          # cat: applied to the joined tensor
+     "descending": bool, "k": int,  # sort, topk
      "inputs": [{"name": str, "shape": [int], "range": [lo, hi], "broadcast_axes": [int],
                  "dtype": str}],                            # dtype only where not the case's
      "outputs": [{"shape": [int], "dtype": str}]}
@@ -398,6 +401,20 @@ def sweep_function(torch, spec):
     if op == "cross_entropy":
         F = torch.nn.functional
         return lambda x, labels: (F.cross_entropy(x, labels.long()[:, 0], reduction="none"),)
+    if op == "sort":
+        descending = spec["descending"]
+        return lambda x: tuple(torch.sort(x, dim=axis, descending=descending, stable=True))
+    if op == "topk":
+        k = spec["k"]
+
+        def topk(x):
+            # Equal values may be picked in any order: the positions are checked
+            # through the values they hold.
+            values, positions = torch.topk(x, k, dim=axis)
+            return (values, x.gather(axis, positions))
+        return topk
+    if op == "scatter_add":
+        return lambda x, index, base: (base.scatter_add(axis, index.long(), x),)
     if op == "cumsum":
         return lambda x: (torch.cumsum(x, axis),)
     if op == "logcumsumexp":

@@ -408,6 +408,7 @@ pub fn record_plan(case: &Case, inputs: &[Tensor], m: &mut Measured) -> Result<(
 /// Checks that `outputs` have the case's shapes and dtype.
 pub fn check_shapes(case: &Case, outputs: &[Tensor]) -> Result<(), Failure> {
     let want = case.output_shapes();
+    let dtypes = case.output_dtypes();
     if outputs.len() != want.len() {
         return Err(Failure(format!(
             "{} outputs where the case has {}",
@@ -415,13 +416,12 @@ pub fn check_shapes(case: &Case, outputs: &[Tensor]) -> Result<(), Failure> {
             want.len()
         )));
     }
-    for (k, (o, w)) in outputs.iter().zip(&want).enumerate() {
-        if o.dims() != w.as_slice() || o.dtype() != case.output_dtype() {
+    for (k, ((o, w), d)) in outputs.iter().zip(&want).zip(dtypes).enumerate() {
+        if o.dims() != w.as_slice() || o.dtype() != d {
             return Err(Failure(format!(
-                "output {k} is {} {:?} where the case expects {} {w:?}",
+                "output {k} is {} {:?} where the case expects {d} {w:?}",
                 o.dtype(),
                 o.dims(),
-                case.output_dtype()
             )));
         }
     }
@@ -432,9 +432,9 @@ pub fn check_shapes(case: &Case, outputs: &[Tensor]) -> Result<(), Failure> {
 /// returns the largest relative error.
 pub fn check(case: &Case, outputs: &[Tensor], want: &[Vec<f64>], against: &str) -> Result<f64, Failure> {
     let mut worst = 0.0f64;
-    for (k, (o, w)) in outputs.iter().zip(want).enumerate() {
+    for (k, ((o, w), d)) in outputs.iter().zip(want).zip(case.output_dtypes()).enumerate() {
         let got = reference::values(o)?;
-        let err = reference::compare(&got, w, case.output_dtype())
+        let err = reference::compare(&got, w, d)
             .map_err(|e| Failure(format!("output {k} differs from the {against}: {e}")))?;
         worst = worst.max(err);
     }

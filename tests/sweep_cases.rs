@@ -55,6 +55,8 @@ fn every_class_op_and_dtype_is_drawn() {
             Op::Join { .. } => panic!("{}: a join in the default cycle", c.id()),
             Op::Scan { .. } => panic!("{}: a scan in the default cycle", c.id()),
             Op::CrossEntropy => panic!("{}: a cross-entropy in the default cycle", c.id()),
+            Op::Sort { .. } | Op::TopK { .. } => panic!("{}: a sort in the default cycle", c.id()),
+            Op::ScatterAdd { .. } => panic!("{}: a scatter in the default cycle", c.id()),
             Op::Chain { steps } => {
                 for s in steps {
                     let name = match s {
@@ -203,7 +205,8 @@ fn run(c: &Case) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
     Tensor::realize_all(&outputs.iter().collect::<Vec<_>>()).unwrap();
     let shapes: Vec<Vec<usize>> = outputs.iter().map(|o| o.dims().to_vec()).collect();
     assert_eq!(shapes, c.output_shapes(), "{}: {}", c.id(), c.describe());
-    assert!(outputs.iter().all(|o| o.dtype() == c.output_dtype()));
+    let dtypes: Vec<DType> = outputs.iter().map(Tensor::dtype).collect();
+    assert_eq!(dtypes, c.output_dtypes(), "{}: {}", c.id(), c.describe());
     let got = outputs.iter().map(|o| values(o).unwrap()).collect();
     (got, evaluate(c, &exact))
 }
@@ -214,13 +217,13 @@ fn every_class_agrees_with_its_f64_value_on_the_cpu() {
     for seed in 1..=2 {
         for c in cases(seed, 0, 28, &[], SMALL) {
             let (got, want) = run(&c);
-            for (g, w) in got.iter().zip(&want) {
+            for ((g, w), d) in got.iter().zip(&want).zip(c.output_dtypes()) {
                 assert!(
                     w.iter().any(|&v| v != 0.0),
                     "{}: the expected value is all zeros",
                     c.id()
                 );
-                if let Err(e) = compare(g, w, c.output_dtype()) {
+                if let Err(e) = compare(g, w, d) {
                     panic!("{} ({}, {}): {e}", c.id(), c.dtype, c.describe());
                 }
             }
@@ -245,7 +248,10 @@ fn extra_cases(class: Class, seed: u64, count: usize) -> Vec<Case> {
             c.describe()
         );
         let (got, want) = run(c);
-        compare(&got[0], &want[0], c.output_dtype()).unwrap_or_else(|e| panic!("{} ({}): {e}", c.id(), c.describe()));
+        assert_eq!(got.len(), want.len(), "{}", c.describe());
+        for (k, ((g, w), d)) in got.iter().zip(&want).zip(c.output_dtypes()).enumerate() {
+            compare(g, w, d).unwrap_or_else(|e| panic!("{} ({}), output {k}: {e}", c.id(), c.describe()));
+        }
     }
     picked
 }
@@ -293,7 +299,67 @@ fn index_cases_are_asked_for_by_name_and_agree_with_their_f64_value() {
     };
     assert_eq!(wide.inputs()[1].dtype_in(DType::F16), DType::F32);
     let (got, want) = run(&wide);
-    compare(&got[0], &want[0], wide.output_dtype()).unwrap_or_else(|e| panic!("{}: {e}", wide.describe()));
+    compare(&got[0], &want[0], DType::F16).unwrap_or_else(|e| panic!("{}: {e}", wide.describe()));
+}
+
+#[test]
+fn order_cases_are_asked_for_by_name_and_agree_with_their_f64_value() {
+    let (mut sorts, mut descending, mut selections) = (0, 0, 0);
+    for c in extra_cases(Class::Order, 6, 10) {
+        assert_eq!(c.output_dtypes(), vec![c.dtype, DType::I64]);
+        match c.op {
+            Op::Sort { descending: d } => {
+                sorts += 1;
+                descending += d as usize;
+            }
+            Op::TopK { k } => {
+                assert!(k >= 1 && k <= c.dims[1], "{}", c.describe());
+                selections += (k <= 8) as usize;
+            }
+            _ => panic!("{}: not a sort or topk", c.id()),
+        }
+    }
+    assert!(
+        sorts > 0 && selections > 0 && descending > 0,
+        "{sorts} sorts, {descending} descending, {selections} selections"
+    );
+    // Equal values keep their order along the row: bf16 values on [1, 1.05]
+    // take about seven values, so most picks tie, and their positions are
+    // checked exactly, for the selection passes (rows over 256) and the sort.
+    for op in [
+        Op::TopK { k: 5 },
+        Op::Sort { descending: true },
+        Op::Sort { descending: false },
+    ] {
+        let ties = Case {
+            dtype: DType::BF16,
+            x_range: (1.0, 1.05),
+            ..f32_case(Class::Order, &[16, 300], op)
+        };
+        let (got, want) = run(&ties);
+        let n = want[0].len() / 16;
+        assert!(
+            want[0].chunks(n).all(|r| r.windows(2).any(|p| p[0] == p[1])),
+            "{}: no ties",
+            ties.describe()
+        );
+        for (k, d) in ties.output_dtypes().into_iter().enumerate() {
+            compare(&got[k], &want[k], d).unwrap_or_else(|e| panic!("{}, output {k}: {e}", ties.describe()));
+        }
+    }
+}
+
+#[test]
+fn scatter_cases_are_asked_for_by_name_and_agree_with_their_f64_value() {
+    for c in extra_cases(Class::Scatter, 7, 8) {
+        let Op::ScatterAdd { width } = c.op else {
+            panic!("{}: not a scatter", c.id())
+        };
+        let inputs = c.inputs();
+        assert_eq!(inputs[1].shape, c.dims, "{}", c.describe());
+        assert_eq!(inputs[2].shape, vec![c.dims[0], width], "{}", c.describe());
+        assert!(inputs[1].range.1 < width as f64, "{}", c.describe());
+    }
 }
 
 /// An f32 case of `class` over `x` of `dims`, for the checks below.
@@ -359,11 +425,11 @@ fn the_check_rejects_a_case_that_differs_in_one_respect() {
         let c = f32_case(Class::ReduceInner, &square, op);
         let d = f32_case(Class::ReduceInner, &square, other);
         let (got, want) = run(&c);
-        assert!(compare(&got[0], &want[0], c.output_dtype()).is_ok(), "{}", c.describe());
+        assert!(compare(&got[0], &want[0], DType::F32).is_ok(), "{}", c.describe());
         let exact: Vec<Vec<f64>> = host_inputs(&d).iter().map(HostData::to_f64).collect();
         let wrong = evaluate(&d, &exact);
         assert!(
-            compare(&got[0], &wrong[0], c.output_dtype()).is_err(),
+            compare(&got[0], &wrong[0], DType::F32).is_err(),
             "{} passed as {}",
             c.describe(),
             d.describe()

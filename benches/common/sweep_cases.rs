@@ -62,6 +62,12 @@ pub enum Class {
     /// log-sum-exp less its label's logit): an extra asked for with
     /// `--only index`.
     Index,
+    /// `sort` or `topk` along the last axis, values and indices: an extra
+    /// asked for with `--only order`.
+    Order,
+    /// `scatter_add` of rows into rows of another width: an extra asked
+    /// for with `--only scatter`.
+    Scatter,
 }
 
 impl Class {
@@ -79,7 +85,7 @@ impl Class {
     /// The classes drawn only when asked for by name: their cases have
     /// indices from [`EXTRA_BASE`], so the default cycle and its case ids
     /// stay as they were.
-    pub const EXTRA: [Class; 3] = [Class::Join, Class::Scan, Class::Index];
+    pub const EXTRA: [Class; 5] = [Class::Join, Class::Scan, Class::Index, Class::Order, Class::Scatter];
 
     /// Every class the report labels: the cycle, then the extras.
     pub fn every() -> impl Iterator<Item = Class> {
@@ -99,6 +105,8 @@ impl Class {
             Class::Join => "join",
             Class::Scan => "scan",
             Class::Index => "index",
+            Class::Order => "order",
+            Class::Scatter => "scatter",
         }
     }
 
@@ -253,6 +261,17 @@ pub enum Op {
     /// Per row of `x`: its log-sum-exp less the logit at the row's label
     /// (input `labels` of shape `[rows, 1]`, truncated to i64).
     CrossEntropy,
+    /// The stable sort of each row of `x` (last axis): values, and the i64
+    /// positions they came from.
+    Sort { descending: bool },
+    /// The `k` largest of each row of `x` (last axis), largest first, and
+    /// their i64 positions (equal values in their order along the row).
+    TopK { k: usize },
+    /// `base.scatter_add(1, index, x)`: each row of `x` added into the row
+    /// of `base` (input `base` of shape `[rows, width]`) at the positions
+    /// in `index` (input of `x`'s shape, floats below `width` truncated to
+    /// i64).
+    ScatterAdd { width: usize },
 }
 
 /// One input of a case.
@@ -347,6 +366,8 @@ pub fn case(seed: u64, index: usize, scale: Scale) -> Case {
         Class::Join => join(&mut rng, cap),
         Class::Scan => scan(&mut rng, cap),
         Class::Index => (vec![1, width(&mut rng, 2, cap)], Op::CrossEntropy, (0, 1)),
+        Class::Order => order(&mut rng, cap),
+        Class::Scatter => scatter(&mut rng, cap),
     };
     let sums = matches!(
         op,
@@ -586,6 +607,33 @@ fn scan(rng: &mut Rng, cap: usize) -> (Vec<usize>, Op, Free) {
     }
 }
 
+fn order(rng: &mut Rng, cap: usize) -> (Vec<usize>, Op, Free) {
+    if rng.chance(0.5) {
+        let descending = rng.chance(0.5);
+        (
+            vec![1, width(rng, 2, cap.min(1 << 16))],
+            Op::Sort { descending },
+            (0, 1),
+        )
+    } else {
+        // Mostly the selection passes (k up to 8), sometimes a sort.
+        let k = if rng.chance(0.8) {
+            rng.range(1, 8)
+        } else {
+            rng.range(9, 64)
+        };
+        (vec![1, width(rng, k.max(2), cap.min(1 << 16))], Op::TopK { k }, (0, 1))
+    }
+}
+
+fn scatter(rng: &mut Rng, cap: usize) -> (Vec<usize>, Op, Free) {
+    let source = elementwise_width(rng, cap.min(1 << 16)).max(2);
+    // Outputs from an eighth of the source width (about eight additions an
+    // output element) to twice it.
+    let width = rng.log_uniform((source / 8).max(1), 2 * source);
+    (vec![1, source], Op::ScatterAdd { width }, (0, 1))
+}
+
 /// A last-axis width of an elementwise case, 1 to `cap`.
 fn elementwise_width(rng: &mut Rng, cap: usize) -> usize {
     if rng.chance(0.2) {
@@ -779,6 +827,14 @@ impl Case {
                     ..input("labels".into(), vec![self.dims[0], 1], (0.0, 0.99 * classes), vec![])
                 });
             }
+            Op::ScatterAdd { width } => {
+                // Positions as floats below the width, truncated by the case.
+                inputs.push(Input {
+                    dtype: Some(DType::F32),
+                    ..input("index".into(), self.dims.clone(), (0.0, 0.99 * *width as f64), vec![])
+                });
+                inputs.push(input("base".into(), vec![self.dims[0], *width], SIGNED, vec![]));
+            }
             Op::Join { widths, .. } => {
                 let rows = self.dims[..self.dims.len() - 1].to_vec();
                 for (k, &w) in widths.iter().enumerate() {
@@ -805,11 +861,13 @@ impl Case {
         inputs
     }
 
-    /// The dtype of its outputs.
-    pub fn output_dtype(&self) -> DType {
+    /// The dtypes of its outputs, in the order [`Case::build`] returns
+    /// them.
+    pub fn output_dtypes(&self) -> Vec<DType> {
         match self.op {
-            Op::Arg { .. } => DType::I64,
-            _ => self.dtype,
+            Op::Arg { .. } => vec![DType::I64],
+            Op::Sort { .. } | Op::TopK { .. } => vec![self.dtype, DType::I64],
+            _ => vec![self.dtype; self.output_shapes().len()],
         }
     }
 
@@ -828,6 +886,9 @@ impl Case {
             Op::Arg { axis, .. } => vec![without(&self.dims, *axis)],
             Op::Row { .. } | Op::Chain { .. } | Op::Scan { .. } => vec![self.dims.clone()],
             Op::CrossEntropy => vec![vec![self.dims[0], 1]],
+            Op::Sort { .. } => vec![self.dims.clone(); 2],
+            Op::TopK { k } => vec![vec![self.dims[0], *k]; 2],
+            Op::ScatterAdd { width } => vec![vec![self.dims[0], *width]],
             Op::Join { widths, .. } => {
                 let mut d = self.dims.clone();
                 *d.last_mut().expect("joins have rows") += widths.iter().sum::<usize>();
@@ -852,8 +913,13 @@ impl Case {
             .iter()
             .map(|i| numel(&i.shape) * i.dtype_in(self.dtype).size_in_bytes() as u64)
             .sum();
-        let outputs: u64 = self.output_shapes().iter().map(|s| numel(s)).sum();
-        inputs + outputs * self.output_dtype().size_in_bytes() as u64
+        let outputs: u64 = self
+            .output_shapes()
+            .iter()
+            .zip(self.output_dtypes())
+            .map(|(s, d)| numel(s) * d.size_in_bytes() as u64)
+            .sum();
+        inputs + outputs
     }
 
     /// Sets the free extent `dims[free.0]` (at least `free.1`) so that the
@@ -911,6 +977,18 @@ impl Case {
             }
             Op::Scan { log: false, axis } => vec![x.try_cumsum(*axis as isize)?],
             Op::Scan { log: true, axis } => vec![x.try_logcumsumexp(*axis as isize)?],
+            Op::Sort { descending } => {
+                let (values, indices) = x.try_sort(-1, *descending)?;
+                vec![values, indices]
+            }
+            Op::TopK { k } => {
+                let (values, indices) = x.try_topk(*k, -1)?;
+                vec![values, indices]
+            }
+            Op::ScatterAdd { .. } => {
+                let index = inputs[1].try_cast(DType::I64)?;
+                vec![inputs[2].try_scatter_add(1, &index, x)?]
+            }
             Op::Join { then, .. } => {
                 let pieces: Vec<&Tensor> = inputs.iter().collect();
                 let v = Tensor::try_cat(&pieces, -1)?;
@@ -964,6 +1042,14 @@ impl Case {
             Op::Arg { max, axis } => format!("{}({x}, axis {axis})", if *max { "argmax" } else { "argmin" }),
             Op::Scan { log, axis } => format!("{}({x}, axis {axis})", if *log { "logcumsumexp" } else { "cumsum" }),
             Op::CrossEntropy => format!("cross_entropy({x}, labels[{}, 1])", self.dims[0]),
+            Op::Sort { descending } => format!("sort({x}, axis 1{})", if *descending { ", descending" } else { "" }),
+            Op::TopK { k } => format!("topk({x}, {k}, axis 1)"),
+            Op::ScatterAdd { width } => {
+                format!(
+                    "base[{}, {width}].scatter_add(1, index{:?}, {x})",
+                    self.dims[0], self.dims
+                )
+            }
             Op::Row { op, form, weight, bias } => format!(
                 "{}({x}{}{}), {}",
                 op.name(),
@@ -1023,6 +1109,9 @@ impl Case {
             Op::Scan { log: false, .. } => "cumsum",
             Op::Scan { log: true, .. } => "logcumsumexp",
             Op::CrossEntropy => "cross_entropy",
+            Op::Sort { .. } => "sort",
+            Op::TopK { .. } => "topk",
+            Op::ScatterAdd { .. } => "scatter_add",
         };
         field("op", format!("\"{op}\""));
         field("dtype", format!("\"{}\"", self.dtype));
@@ -1034,6 +1123,15 @@ impl Case {
             }
             Op::Stats { axis, .. } | Op::Arg { axis, .. } | Op::Scan { axis, .. } => field("axis", axis.to_string()),
             Op::CrossEntropy => field("axis", "1".into()),
+            Op::Sort { descending } => {
+                field("axis", "1".into());
+                field("descending", descending.to_string());
+            }
+            Op::TopK { k } => {
+                field("axis", "1".into());
+                field("k", k.to_string());
+            }
+            Op::ScatterAdd { .. } => field("axis", "1".into()),
             Op::Row { op, form, weight, bias } => {
                 field("axis", (self.dims.len() - 1).to_string());
                 field("form", format!("\"{}\"", form.name()));
@@ -1087,13 +1185,8 @@ impl Case {
         let outputs: Vec<String> = self
             .output_shapes()
             .iter()
-            .map(|s| {
-                format!(
-                    "{{\"shape\": {}, \"dtype\": \"{}\"}}",
-                    json_list(s),
-                    self.output_dtype()
-                )
-            })
+            .zip(self.output_dtypes())
+            .map(|(s, d)| format!("{{\"shape\": {}, \"dtype\": \"{d}\"}}", json_list(s)))
             .collect();
         field("outputs", format!("[{}]", outputs.join(", ")));
         format!("{{{}}}", fields.join(", "))

@@ -213,6 +213,41 @@ pub fn evaluate(case: &Case, inputs: &[Vec<f64>]) -> Vec<Vec<f64>> {
             }
             vec![out]
         }
+        Op::Sort { descending } => {
+            // Each row's positions in stable order of their values.
+            let n = dims[1].max(1);
+            let (mut values, mut positions) = (Vec::with_capacity(x.len()), Vec::with_capacity(x.len()));
+            for row in x.chunks(n) {
+                for p in stable_order(row, *descending) {
+                    values.push(row[p]);
+                    positions.push(p as f64);
+                }
+            }
+            vec![values, positions]
+        }
+        Op::TopK { k } => {
+            // The first `k` of each row in stable descending order.
+            let n = dims[1].max(1);
+            let (mut values, mut positions) = (vec![], vec![]);
+            for row in x.chunks(n) {
+                for p in stable_order(row, true).into_iter().take(*k) {
+                    values.push(row[p]);
+                    positions.push(p as f64);
+                }
+            }
+            vec![values, positions]
+        }
+        Op::ScatterAdd { width } => {
+            // Each source element added at its position, in row order.
+            let n = dims[1].max(1);
+            let mut out = inputs[2].clone();
+            for (r, (row, index)) in x.chunks(n).zip(inputs[1].chunks(n)).enumerate() {
+                for (&v, &at) in row.iter().zip(index) {
+                    out[r * width + at.trunc() as usize] += v;
+                }
+            }
+            vec![out]
+        }
         Op::Join { then, .. } => {
             // Row by row, each input's row in turn.
             let shapes = case.inputs();
@@ -227,6 +262,18 @@ pub fn evaluate(case: &Case, inputs: &[Vec<f64>]) -> Vec<Vec<f64>> {
             vec![out]
         }
     }
+}
+
+/// The positions of `row` in ascending (`descending`: descending) order
+/// of their values, equal values in their order along the row.
+fn stable_order(row: &[f64], descending: bool) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..row.len()).collect();
+    if descending {
+        order.sort_by(|&a, &b| row[b].total_cmp(&row[a]));
+    } else {
+        order.sort_by(|&a, &b| row[a].total_cmp(&row[b]));
+    }
+    order
 }
 
 /// `f` of every lane along `axis` of `x` (of `dims`, row-major) viewed

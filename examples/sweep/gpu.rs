@@ -67,7 +67,8 @@ impl Gpu {
         let output_bytes: Vec<usize> = case
             .output_shapes()
             .iter()
-            .map(|s| s.iter().product::<usize>() * case.output_dtype().size_in_bytes())
+            .zip(case.output_dtypes())
+            .map(|(s, d)| s.iter().product::<usize>() * d.size_in_bytes())
             .collect();
         gpu_measure::poison(dev, &output_bytes)?;
 
