@@ -114,11 +114,15 @@ fn sorts_of_edge_shapes() {
 
 #[test]
 fn topk_by_selection_and_by_sorting() {
-    for dtype in [DType::F32, DType::F16, DType::I64, DType::U8, DType::Bool] {
-        // Lines past 256: k up to 8 by selection, larger k by sorting.
-        let x = data(&[3, 300, 2], dtype, 6);
-        let (all_v, all_i) = sorted(&f64s(&x), &[3, 300, 2], 1, true);
-        for k in [0, 1, 3, 8, 9, 300] {
+    // Lines past 256, and on the CPU lines past four elements a pick: k up
+    // to 8 by selection, larger k by sorting.
+    for (dtype, n) in [DType::F32, DType::F16, DType::I64, DType::U8, DType::Bool]
+        .into_iter()
+        .flat_map(|d| [(d, 300), (d, 40)])
+    {
+        let x = data(&[3, n, 2], dtype, 6);
+        let (all_v, all_i) = sorted(&f64s(&x), &[3, n, 2], 1, true);
+        for k in [0, 1, 3, 8, 9, n] {
             let (values, indices) = x.topk(k, -2);
             assert_eq!((values.dims(), indices.dims()), (&[3, k, 2][..], &[3, k, 2][..]));
             assert_eq!(values.dtype(), dtype);
@@ -127,7 +131,7 @@ fn topk_by_selection_and_by_sorting() {
                 (0..3 * k * 2)
                     .map(|p| {
                         let (o, r, c) = (p / (k * 2), (p / 2) % k, p % 2);
-                        all[o * 600 + r * 2 + c]
+                        all[o * n * 2 + r * 2 + c]
                     })
                     .collect()
             };

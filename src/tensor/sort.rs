@@ -274,13 +274,14 @@ impl Tensor {
         /// PyTorch's `topk(k, dim)`: equal values in their order along the
         /// axis, NaN the largest. Every dtype; `k = 0` gives empty results.
         ///
-        /// Cost: a line of more than 256 elements with `k` up to 8 is
-        /// picked from, element by element: each pick is two reductions
-        /// over the line (its largest value after the previous pick, then
-        /// the first position holding it), `2k` passes over `n` elements,
-        /// `k` launches deep. Otherwise the whole line is sorted
-        /// ([`Tensor::sort`]; a line of up to 256 in one fused pass) and
-        /// its first `k` kept.
+        /// Cost: a line of more than 256 elements with `k` up to 8 (on
+        /// the CPU, of more than `4k` elements) is picked from, element by
+        /// element: each pick is two reductions over the line (its largest
+        /// value after the previous pick, then the first position holding
+        /// it), `2k` passes over `n` elements, `k` launches deep. Otherwise
+        /// the whole line is sorted ([`Tensor::sort`]; a line of up to 256
+        /// in one fused pass of `n` comparisons an element) and its first
+        /// `k` kept.
         ///
         /// ```
         /// use tilefuse::Tensor;
@@ -317,8 +318,11 @@ impl Tensor {
                 let none = Tensor::zeros(&out, DType::I64).to(self.device());
                 return Ok((self.try_narrow(axis, 0, 0)?, none));
             }
-            // A short line sorts in one fused pass, cheaper than 2k.
-            if k <= TOPK_SELECTION_MAX && n > RANK_SORT_MAX {
+            // A short line sorts in one fused pass, cheaper than 2k on a
+            // GPU; the CPU executor pays each of the `n` comparisons of the
+            // ranks an element, more than the 2k passes' work.
+            let cpu = self.device() == crate::Device::Cpu;
+            if k <= TOPK_SELECTION_MAX && (n > RANK_SORT_MAX || (cpu && n > TOPK_CPU_RANKS_PER_PICK * k)) {
                 return self.select_top(k, ax);
             }
             let (values, indices) = self.sort_as(OP, axis, true)?;
@@ -330,3 +334,7 @@ impl Tensor {
 /// The largest `k` for which [`Tensor::topk`] picks element by element
 /// instead of sorting the line.
 const TOPK_SELECTION_MAX: usize = 8;
+
+/// On the CPU, [`Tensor::topk`] picks element by element from lines longer
+/// than this many elements a pick, however short.
+const TOPK_CPU_RANKS_PER_PICK: usize = 4;
