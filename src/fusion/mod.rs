@@ -49,7 +49,7 @@
 //!   reduced space). Its data comes from memory: a computed input is stored
 //!   by an earlier kernel. Each gather has a [`BufferKind::Flag`] buffer
 //!   that it sets on a position outside the axis; the runtimes turn a set
-//!   flag into [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange).
+//!   flag into [`crate::Error::IndexOutOfRange`].
 //! - **Scatters are kernels of their own.** A `ScatterAdd` is alone in
 //!   its group, its index and source read from memory (a constant source
 //!   gets a buffer). Its program walks lines: every other axis is a grid

@@ -13,7 +13,7 @@
 //! A recorded choice is used by every later compile of the program under
 //! the same base settings on this device ([`JitConfig::measured`] on, the
 //! default), and written to a file per device, driver and crate version in
-//! the choices directory ([`choices_dir`]: `TILEFUSE_CHOICES`, else
+//! the choices directory (`choices_dir`: `TILEFUSE_CHOICES`, else
 //! `$XDG_CACHE_HOME/tilefuse` or `~/.cache/tilefuse`), which later
 //! processes read the first time they compile a program on that device. A
 //! first call never measures: measuring is asked for explicitly, and a
@@ -266,7 +266,7 @@ impl CudaCompiler {
     /// settings on this device and records the choice (see the
     /// [module documentation](self)): every distinct module is compiled at
     /// the JIT's full level, then launched over buffers of the program's
-    /// sizes (read-only ones holding a pattern) in [`ROUNDS`] interleaved
+    /// sizes (read-only ones holding a pattern) in `ROUNDS` interleaved
     /// rounds of about 2 ms each, timed with CUDA events.
     ///
     /// # Errors
