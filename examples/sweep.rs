@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release --example sweep -- [--seed S] [--start K] [--cases N] [--only CLASS[,CLASS]]
 //!     [--reps N] [--json PATH] [--cpu] [--sizes gpu|cpu] [--list] [--ptx DIR] [--measure]
+//!     [--dims D0,D1,...] [--dtype f32|f16|bf16|f64]
 //! ```
 //!
 //! The cases (`benches/common/sweep_cases.rs`): case `i` of seed `S` is
@@ -18,7 +19,12 @@
 //! whatever the device). `--list` prints the cases and their class counts
 //! and runs nothing; `--ptx DIR` writes each case's kernels as planned for
 //! a GPU (tile programs, sm_90 PTX, `ptxas -v` resources where `ptxas` is
-//! found) and runs nothing, with or without a GPU.
+//! found) and runs nothing, with or without a GPU. `--dims` and `--dtype`
+//! replace the drawn shape of `x` and the dtype of every case (an op's
+//! other parameters stay as drawn), for a fixed shape beside PyTorch, e.g.
+//! `--only index --cases 1 --dims 16384,32768 --dtype f32` for the
+//! cross-entropy of 16384 rows of 32768 logits; a case whose rank differs
+//! from `--dims` is an error.
 //!
 //! For each case, on fresh random inputs (never all zeros):
 //! 1. the first call: wall time from recording the expression to its
@@ -93,10 +99,11 @@ use std::time::{Duration, Instant};
 use sweep_cases::reference::{self, HostData};
 use sweep_cases::{Case, Class, Scale};
 use tilefuse::fusion::Plan;
-use tilefuse::{Config, Device, Tensor};
+use tilefuse::{Config, DType, Device, Tensor};
 
 const USAGE: &str = "usage: sweep [--seed S] [--start K] [--cases N] [--only CLASS[,CLASS]] [--reps N] \
-                     [--json PATH] [--cpu] [--sizes gpu|cpu] [--list] [--ptx DIR] [--measure]";
+                     [--json PATH] [--cpu] [--sizes gpu|cpu] [--list] [--ptx DIR] [--measure] \
+                     [--dims D0,D1,...] [--dtype f32|f16|bf16|f64]";
 
 /// Options from the command line.
 #[derive(Debug)]
@@ -112,6 +119,8 @@ pub struct Args {
     list: bool,
     ptx: Option<String>,
     measure: bool,
+    dims: Option<Vec<usize>>,
+    dtype: Option<DType>,
 }
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -127,6 +136,8 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
         list: false,
         ptx: None,
         measure: false,
+        dims: None,
+        dtype: None,
     };
     let mut it = args;
     while let Some(a) = it.next() {
@@ -165,6 +176,24 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
                     })?;
                     out.only.push(class);
                 }
+            }
+            "--dims" => {
+                let v = value()?;
+                let dims = v
+                    .split(',')
+                    .map(|d| d.trim().parse::<usize>().ok().filter(|&d| d > 0))
+                    .collect::<Option<Vec<usize>>>()
+                    .ok_or(format!("--dims {v}: expected positive extents separated by commas"))?;
+                out.dims = Some(dims);
+            }
+            "--dtype" => {
+                out.dtype = Some(match value()?.as_str() {
+                    "f32" => DType::F32,
+                    "f16" => DType::F16,
+                    "bf16" => DType::BF16,
+                    "f64" => DType::F64,
+                    other => return Err(format!("--dtype takes f32, f16, bf16 or f64, not {other}")),
+                })
             }
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
@@ -235,22 +264,52 @@ fn main() {
     }
 }
 
+/// `cases` with the shape of `x` and the dtype `--dims` and `--dtype` give.
+/// A case whose rank differs from `--dims` ends the run.
+fn fixed(mut cases: Vec<Case>, args: &Args) -> Vec<Case> {
+    for c in &mut cases {
+        if let Some(dims) = &args.dims {
+            if dims.len() != c.dims.len() {
+                eprintln!(
+                    "sweep: --dims {dims:?} has rank {}, but {} ({}) takes x of rank {}",
+                    dims.len(),
+                    c.id(),
+                    c.describe(),
+                    c.dims.len()
+                );
+                std::process::exit(2);
+            }
+            c.dims = dims.clone();
+        }
+        if let Some(dtype) = args.dtype {
+            c.dtype = dtype;
+        }
+    }
+    cases
+}
+
 fn run(args: &Args) -> tilefuse::Result<()> {
     let device = if args.cpu { Device::Cpu } else { Device::best() };
     let on_gpu = matches!(device, Device::Cuda(_));
     let scale = args.sizes.unwrap_or(if on_gpu { Scale::GPU } else { Scale::CPU });
-    let cases = sweep_cases::cases(args.seed, args.start, args.cases, &args.only, scale);
+    let cases = fixed(
+        sweep_cases::cases(args.seed, args.start, args.cases, &args.only, scale),
+        args,
+    );
     if args.list {
         report::print_list(&cases, scale);
         return Ok(());
     }
     if let Some(dir) = &args.ptx {
-        let cases = sweep_cases::cases(
-            args.seed,
-            args.start,
-            args.cases,
-            &args.only,
-            args.sizes.unwrap_or(Scale::GPU),
+        let cases = fixed(
+            sweep_cases::cases(
+                args.seed,
+                args.start,
+                args.cases,
+                &args.only,
+                args.sizes.unwrap_or(Scale::GPU),
+            ),
+            args,
         );
         if let Err(e) = ptx::write(&cases, dir) {
             eprintln!("sweep: {e}");
