@@ -487,3 +487,38 @@ fn a_mesh_lists_its_devices_and_compares_by_them() {
     assert_ne!(m, Mesh::cpu(2).unwrap());
     assert_eq!(format!("{m:?}"), "Mesh[cpu, cpu, cpu]");
 }
+
+#[test]
+fn half_precision_partial_sums_are_kept_in_f32() {
+    // 2049 ones on rank 0 and one on rank 1: an f16 partial of 2049 would
+    // round to 2048 (f16 has 11 significant bits) and the combined sum to
+    // 2048, where the unsharded sum, accumulated in f32 and rounded once,
+    // is 2050. (bf16 rounds both to 2048; it checks the rounding once.)
+    let mesh = Mesh::cpu(2).unwrap();
+    for dtype in [DType::F16, DType::BF16] {
+        let x = Tensor::ones(&[2050], dtype);
+        let s = Sharded::from_shards(vec![x.narrow(0, 0, 2049), x.narrow(0, 2049, 1)], 0, &mesh).unwrap();
+        let (got, want) = (s.sum(&[0], false).unwrap().whole(), x.sum(&[0], false));
+        assert_eq!(got.dtype(), dtype);
+        // Realized first: a cast fused after the sum would read its f32
+        // value, which a kernel rounds only when it stores it.
+        Tensor::realize_all(&[&got]).unwrap();
+        want.realize().unwrap();
+        assert_eq!(f64s(&got), f64s(&want), "{dtype}");
+    }
+}
+
+#[test]
+fn each_shard_s_chain_is_one_kernel() {
+    let mut rng = Lcg(11);
+    let x = data(&mut rng, &[9, 33], DType::F32, -1.0, 1.0);
+    let bias = data(&mut rng, &[9, 1], DType::F32, -1.0, 1.0);
+    let s = x.shard(0, &Mesh::cpu(2).unwrap()).unwrap();
+    x.realize().unwrap();
+    bias.realize().unwrap();
+    let y = s.add(&bias).and_then(|s| s.map(|t| (t * 3.0).tanh().exp())).unwrap();
+    for shard in y.shards() {
+        assert!(!shard.is_realized(), "elementwise ops only record");
+        assert_eq!(shard.realize_with_stats().unwrap().kernels_launched, 1);
+    }
+}

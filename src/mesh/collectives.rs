@@ -30,7 +30,7 @@ pub trait Collectives: Send + Sync {
     /// # Errors
     /// [`Error::Sharding`] for a number of parts other than the mesh's
     /// ranks, or parts of different shapes or dtypes; the errors of the
-    /// combining op (a sum of bools).
+    /// combining op (a sum of bools); device failures computing a part.
     fn all_reduce(&self, mesh: &Mesh, parts: &[Tensor], op: CollectiveOp) -> Result<Vec<Tensor>>;
 
     /// Every rank gets the parts joined along `axis` in rank order.
@@ -38,7 +38,7 @@ pub trait Collectives: Send + Sync {
     /// # Errors
     /// [`Error::Sharding`] for a number of parts other than the mesh's
     /// ranks; the errors of [`Tensor::try_cat`] (named `all_gather`) for
-    /// parts that do not join.
+    /// parts that do not join; device failures computing a part.
     fn all_gather(&self, mesh: &Mesh, parts: &[Tensor], axis: isize) -> Result<Vec<Tensor>>;
 
     /// The parts combined by `op` and cut along `axis` as
@@ -50,11 +50,14 @@ pub trait Collectives: Send + Sync {
     fn reduce_scatter(&self, mesh: &Mesh, parts: &[Tensor], op: CollectiveOp, axis: isize) -> Result<Vec<Tensor>>;
 }
 
-/// The collectives on the host: the parts are combined in rank order,
-/// `((p0 ∘ p1) ∘ p2) ∘ ...`, as ops recorded on the CPU, so the results
-/// are the same bits on every run, and nothing runs until a result is
-/// realized (each rank's part and the combine fuse as realization sees
-/// fit). Each rank's result is a handle on the one combined tensor.
+/// The collectives on the host. As a collective between devices takes
+/// buffers, each rank's part is realized first, on the rank's device and
+/// apart from the others' (so each rank runs its own kernels and its part
+/// is rounded to its dtype when stored, as a GPU rank's would be). The
+/// parts are then combined in rank order, `((p0 ∘ p1) ∘ p2) ∘ ...`, as ops
+/// recorded on the CPU (run when a result is read), so the results are the
+/// same bits on every run. Each rank's result is a handle on the one
+/// combined tensor.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HostCollectives;
 
@@ -66,6 +69,7 @@ impl Collectives for HostCollectives {
 
     fn all_gather(&self, mesh: &Mesh, parts: &[Tensor], axis: isize) -> Result<Vec<Tensor>> {
         check_count("all_gather", mesh, parts)?;
+        realize_each(parts)?;
         let host: Vec<Tensor> = parts.iter().map(|p| on(p, Device::Cpu)).collect();
         let refs: Vec<&Tensor> = host.iter().collect();
         let whole = Tensor::try_cat(&refs, axis).map_err(|e| e.with_op("all_gather"))?;
@@ -94,6 +98,11 @@ pub(super) fn on(t: &Tensor, device: Device) -> Tensor {
 /// One handle on `t` per rank of `mesh`, on that rank's device.
 fn replicate(mesh: &Mesh, t: &Tensor) -> Vec<Tensor> {
     mesh.devices().iter().map(|&d| on(t, d)).collect()
+}
+
+/// Realizes each part on its own device, one rank after another.
+fn realize_each(parts: &[Tensor]) -> Result<()> {
+    parts.iter().try_for_each(Tensor::realize)
 }
 
 /// The shapes of `parts`, for messages.
@@ -135,6 +144,7 @@ fn combine(name: &'static str, mesh: &Mesh, parts: &[Tensor], op: CollectiveOp) 
             ),
         });
     }
+    realize_each(parts)?;
     let mut acc = on(first, Device::Cpu);
     for p in &parts[1..] {
         let p = on(p, Device::Cpu);

@@ -42,10 +42,10 @@
 //!
 //! # Determinism
 //!
-//! The host collectives ([`HostCollectives`]) combine the ranks' parts in
-//! rank order, `((p0 ∘ p1) ∘ p2) ∘ ...`, as recorded graph ops; each
-//! shard's kernels are deterministic on their own. So a sharded result has
-//! the same bits every run. It may differ from the unsharded result in the
+//! The host collectives ([`HostCollectives`]) realize each rank's part on
+//! its own (each rank's kernels are deterministic) and combine the parts
+//! in rank order, `((p0 ∘ p1) ∘ p2) ∘ ...`. So a sharded result has the
+//! same bits every run. It may differ from the unsharded result in the
 //! last bits of a float sum, since the sharded sum adds the shards'
 //! partial sums, an order the unsharded kernel does not use; `max` and
 //! `min` are exact either way.
@@ -75,9 +75,13 @@
 //! communicator, so its results are deterministic for one mesh but may
 //! differ from the host order in the last bits of a float sum.
 //!
-//! The host implementation also accepts meshes with CUDA ranks: the parts
-//! are combined on the host, and a realization computes what it needs
-//! there.
+//! The host implementation also accepts meshes with CUDA ranks: each part
+//! is realized on its rank's device, and the combine runs on the host.
+//!
+//! A collective is where work runs, as between devices it takes buffers:
+//! the reductions over the sharded axis and [`Sharded::all_gather`]
+//! realize the ranks' parts when called (ops on a sharded tensor otherwise
+//! only record, as on a tensor).
 
 mod collectives;
 mod reduce;

@@ -103,7 +103,9 @@ impl Sharded {
     /// ```
     ///
     /// # Errors
-    /// The errors of [`Tensor::try_sum`] on the whole tensor.
+    /// The errors of [`Tensor::try_sum`] on the whole tensor; over the
+    /// sharded axis, device failures computing the partials, which the
+    /// all-reduce realizes.
     pub fn sum(&self, axes: &[isize], keepdim: bool) -> Result<Reduced> {
         self.reduce(Kind::Sum, axes, keepdim)
     }
@@ -112,7 +114,9 @@ impl Sharded {
     /// empty contributes the maximum's identity to the all-reduce.
     ///
     /// # Errors
-    /// The errors of [`Tensor::try_max`] on the whole tensor.
+    /// The errors of [`Tensor::try_max`] on the whole tensor; over the
+    /// sharded axis, device failures computing the partials, which the
+    /// all-reduce realizes.
     pub fn max(&self, axes: &[isize], keepdim: bool) -> Result<Reduced> {
         self.reduce(Kind::Max, axes, keepdim)
     }
@@ -121,7 +125,9 @@ impl Sharded {
     /// empty contributes the minimum's identity to the all-reduce.
     ///
     /// # Errors
-    /// The errors of [`Tensor::try_min`] on the whole tensor.
+    /// The errors of [`Tensor::try_min`] on the whole tensor; over the
+    /// sharded axis, device failures computing the partials, which the
+    /// all-reduce realizes.
     pub fn min(&self, axes: &[isize], keepdim: bool) -> Result<Reduced> {
         self.reduce(Kind::Min, axes, keepdim)
     }
@@ -133,7 +139,8 @@ impl Sharded {
     ///
     /// # Errors
     /// The errors of [`Tensor::try_mean`] on the whole tensor
-    /// ([`Error::NeedsFloat`](crate::Error::NeedsFloat) for integers).
+    /// ([`Error::NeedsFloat`](crate::Error::NeedsFloat) for integers); over
+    /// the sharded axis, device failures computing the partials.
     pub fn mean(&self, axes: &[isize], keepdim: bool) -> Result<Reduced> {
         self.reduce(Kind::Mean, axes, keepdim)
     }
