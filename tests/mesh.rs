@@ -453,6 +453,13 @@ fn misuse_is_an_error_naming_the_op_and_the_whole_shapes() {
     ));
     assert_eq!(f64s(&empty.sum(&[0], false).unwrap().whole()), vec![0.0; 4]);
 
+    let reduce_rows = |p: &Tensor, q: &Tensor| p.try_add(q)?.try_sum(&[0], false);
+    let e = a.zip_with("rows", &x, reduce_rows).unwrap_err().to_string();
+    assert!(e.contains("rows") && e.contains("rank 1"), "{e}");
+    // Right for the whole shape, not for a shard's.
+    let spread = |p: &Tensor, q: &Tensor| p.try_add(q)?.try_sum(&[0], true)?.try_expand(&[6, 4]);
+    let e = a.zip_with("spread", &x, spread).unwrap_err().to_string();
+    assert!(e.contains("spread") && e.contains("shard 0"), "{e}");
     let e = a.map(|t| t.sum(&[1], true)).unwrap_err().to_string();
     assert!(e.contains("map") && e.contains("[6, 4]"), "{e}");
     assert!(matches!(

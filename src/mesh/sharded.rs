@@ -323,8 +323,9 @@ impl Sharded {
     /// The errors of `f` on the whole shapes ([`Error::ShapeMismatch`] for
     /// shapes that do not broadcast, naming `op`); [`Error::Sharding`]
     /// naming `op` and both whole shapes for sharded operands of different
-    /// meshes, axes or shard extents, or a replicated operand that would
-    /// make the sharded axis longer.
+    /// meshes, axes or shard extents, a replicated operand that would
+    /// make the sharded axis longer, or an `f` that is not elementwise
+    /// (whose shards' results do not make up its whole result).
     pub fn zip_with<'a>(
         &self,
         op: &'static str,
@@ -337,11 +338,16 @@ impl Sharded {
             &stand_in(self.shape(), self.dtype(), device)?,
             &stand_in(rhs.shape(), rhs.dtype(), device)?,
         )?;
-        let axis = self.axis + out.rank() - self.shape.rank();
         let mismatch = |reason: String| Error::Sharding {
             op,
             shapes: vec![dims(self.dims()), dims(rhs.shape().dims())],
             reason,
+        };
+        let Some(axis) = (self.axis + out.rank()).checked_sub(self.shape.rank()) else {
+            return Err(mismatch(format!(
+                "the op gives a result of rank {}, below the sharded operand's; it must be elementwise",
+                out.rank()
+            )));
         };
         if out.dims()[axis] != self.dims()[self.axis] {
             return Err(mismatch(format!(
@@ -364,6 +370,20 @@ impl Sharded {
             .zip(&pieces)
             .map(|(s, p)| f(s, &on(p, s.device())))
             .collect::<Result<Vec<Tensor>>>()?;
+        // The whole shape's check above holds for each shard when `f` is
+        // elementwise; a function that is not may still give shards that
+        // do not make up the whole.
+        for (r, (shard, len)) in shards.iter().zip(self.shard_extents()).enumerate() {
+            let mut want = out.dims().to_vec();
+            want[axis] = len;
+            if shard.dims() != want {
+                return Err(mismatch(format!(
+                    "the op turned shard {r} into shape {:?} where {want:?} makes up the whole {:?}; it must be elementwise",
+                    shard.dims(),
+                    out.dims()
+                )));
+            }
+        }
         Ok(self.with_shards(shards, axis, out.shape().clone()))
     }
 
