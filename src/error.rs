@@ -312,6 +312,19 @@ pub enum Error {
         /// shape for `index_select`).
         index: Dims,
     },
+    /// A mesh or a sharding that does not fit: an empty mesh, sharded
+    /// operands of different meshes, axes or shard extents, or collective
+    /// parts that do not match their mesh or each other.
+    #[error("{op}: {reason}{}", shapes_of(.shapes))]
+    Sharding {
+        /// The operation that was called.
+        op: &'static str,
+        /// The shapes involved, as the user wrote them (the whole shapes of
+        /// sharded operands); empty where none is.
+        shapes: Vec<Dims>,
+        /// What does not fit.
+        reason: String,
+    },
     /// Device memory ran out, even after the cache was freed.
     #[error("out of device memory allocating {bytes} bytes ({in_use} in use)")]
     OutOfMemory {
@@ -348,6 +361,7 @@ impl Error {
             | ShapeTooLarge { op: o, .. }
             | HostOutOfMemory { op: o, .. }
             | IndexOutOfRange { op: o, .. }
+            | Sharding { op: o, .. }
             | DeviceMismatch { op: o, .. } => *o = op,
             InvalidProgram { .. }
             | KernelArguments { .. }
@@ -388,4 +402,14 @@ fn broadcast_of(operands: &[Dims]) -> String {
     }
     let names: Vec<String> = operands.iter().map(|o| format!("{o:?}")).collect();
     format!(" (the broadcast of {})", names.join(" and "))
+}
+
+/// The part of an [`Error::Sharding`] message that names the shapes
+/// involved, if any.
+fn shapes_of(shapes: &[Dims]) -> String {
+    if shapes.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = shapes.iter().map(|s| format!("{s:?}")).collect();
+    format!(" (shapes {})", names.join(" and "))
 }

@@ -14,7 +14,9 @@
 //! [`config`]), the shared op vocabulary ([`ops`]), the host tile API
 //! ([`tile`]), the tile IR ([`kernels::ir`]) and its CPU executor
 //! ([`kernels::cpu`], over [`HostBuffer`]s) for hand-written programs,
-//! [`Tensor::explain`] and [`Tensor::to_dot`], and [`RealizeStats`].
+//! [`Tensor::explain`] and [`Tensor::to_dot`], [`RealizeStats`], and
+//! tensors sharded over a mesh of devices ([`Mesh`], [`Sharded`], module
+//! [`mesh`]).
 //!
 //! The other layers (the op graph, fusion, the PTX generator and
 //! interpreter, the CUDA driver and compile service, the runtime, storage)
@@ -62,6 +64,7 @@ pub mod error;
 internal_mod!(fusion);
 internal_mod!(graph);
 pub mod kernels;
+pub mod mesh;
 pub mod ops;
 pub mod philox;
 mod place;
@@ -74,6 +77,7 @@ pub mod tile;
 pub use config::Config;
 pub use dtype::{DType, Element, Scalar};
 pub use error::{Error, Result};
+pub use mesh::{Mesh, Sharded};
 pub use place::Device;
 pub use runtime::RealizeStats;
 pub use shape::{Shape, MAX_RANK};

@@ -92,6 +92,8 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("tensor", &["all"]),
+    // Sharding over a mesh of devices, written on top of the front end.
+    ("mesh", &["all"]),
     // The crate root (`lib.rs`).
     ("", &["all"]),
 ];
@@ -111,6 +113,8 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("Shape", "shape"),
     ("MAX_RANK", "shape"),
     ("Tensor", "tensor"),
+    ("Mesh", "mesh"),
+    ("Sharded", "mesh"),
     ("RealizeStats", "runtime"),
     ("HostBuffer", "storage"),
 ];
