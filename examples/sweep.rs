@@ -389,6 +389,9 @@ impl Backend {
     }
 
     fn measure(&self, case: &Case, reps: usize, choose: bool, m: &mut Measured) -> Result<(), Failure> {
+        // `--measure` chooses GPU codegen candidates: the CPU has none.
+        #[cfg(not(feature = "cuda"))]
+        let _ = choose;
         match self {
             Backend::Cpu => measure_cpu(case, reps, m),
             #[cfg(feature = "cuda")]

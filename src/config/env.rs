@@ -169,6 +169,7 @@ pub(super) fn from_env() -> Config {
 /// The directory of the measured codegen choices: `TILEFUSE_CHOICES`
 /// (`off` for none), else `$XDG_CACHE_HOME/tilefuse`, else
 /// `$HOME/.cache/tilefuse`; `None` when it is off or no home is known.
+#[cfg(feature = "cuda")]
 pub(crate) fn choices_dir() -> Option<std::path::PathBuf> {
     use std::path::PathBuf;
     if std::env::var_os("TILEFUSE_CHOICES").is_some() {

@@ -49,8 +49,10 @@
 mod env;
 
 pub use crate::ops::MathMode;
+#[cfg(feature = "cuda")]
+pub(crate) use env::choices_dir;
 pub use env::{active, active_library, unknown, Setting, SETTINGS};
-pub(crate) use env::{choices_dir, ptxas_path, require_ptxas};
+pub(crate) use env::{ptxas_path, require_ptxas};
 
 use crate::error::{Error, Result};
 use std::cell::RefCell;
